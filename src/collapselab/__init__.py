@@ -1,0 +1,8 @@
+"""collapselab: the geometry of deep-learning training dynamics.
+
+Measure neural collapse, progressive collapse, feature diversity and the principal
+components bias while training PyTorch models; run the theoretical models behind them;
+reproduce the papers' figures and claims.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""collapselab.cli layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""collapselab.experiments layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""collapselab.metrics layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""collapselab.models layer (see DESIGN.md)."""

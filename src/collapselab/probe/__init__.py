@@ -1,0 +1,1 @@
+"""collapselab.probe layer (see DESIGN.md)."""

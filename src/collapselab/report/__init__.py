@@ -1,0 +1,1 @@
+"""collapselab.report layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""collapselab.stats layer (see DESIGN.md)."""

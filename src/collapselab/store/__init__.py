@@ -1,0 +1,1 @@
+"""collapselab.store layer (see DESIGN.md)."""

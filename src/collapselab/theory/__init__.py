@@ -1,0 +1,1 @@
+"""collapselab.theory layer (see DESIGN.md)."""

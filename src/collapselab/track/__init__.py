@@ -1,0 +1,1 @@
+"""collapselab.track layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""collapselab.train layer (see DESIGN.md)."""
