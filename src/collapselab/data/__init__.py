@@ -1,5 +1,73 @@
 """Datasets: generated, bundled with packages, or read from local files. Never downloaded."""
 
+from collapselab.data.bundled import digits, mnist1d
 from collapselab.data.dataset import DataSplits, LabeledData
+from collapselab.data.errors import DatasetFileError
+from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_dataset, frequency_function
+from collapselab.data.pca import (
+    PCA,
+    PCAmplification,
+    PCAProjection,
+    SeparableRelabel,
+    ZCAWhitening,
+    separable_relabel,
+)
+from collapselab.data.readers import (
+    read_cifar10,
+    read_cifar100,
+    read_fashion_mnist,
+    read_mnist,
+    read_stl10,
+    read_svhn,
+)
+from collapselab.data.registry import available_datasets, load_dataset
+from collapselab.data.synthetic import (
+    SpectrumModel,
+    gaussian_mixture,
+    gaussian_mixture_means,
+    spectrum_gaussian,
+    spectrum_gaussian_model,
+)
+from collapselab.data.transforms import (
+    FittedTransform,
+    Standardize,
+    balanced_subset,
+    pad_to_size,
+    shuffle_labels,
+)
 
-__all__ = ["DataSplits", "LabeledData"]
+__all__ = [
+    "PAPER_KAPPA",
+    "PAPER_PHI",
+    "PCA",
+    "DataSplits",
+    "DatasetFileError",
+    "FittedTransform",
+    "LabeledData",
+    "PCAProjection",
+    "PCAmplification",
+    "SeparableRelabel",
+    "SpectrumModel",
+    "Standardize",
+    "ZCAWhitening",
+    "available_datasets",
+    "balanced_subset",
+    "digits",
+    "frequency_dataset",
+    "frequency_function",
+    "gaussian_mixture",
+    "gaussian_mixture_means",
+    "load_dataset",
+    "mnist1d",
+    "pad_to_size",
+    "read_cifar10",
+    "read_cifar100",
+    "read_fashion_mnist",
+    "read_mnist",
+    "read_stl10",
+    "read_svhn",
+    "separable_relabel",
+    "shuffle_labels",
+    "spectrum_gaussian",
+    "spectrum_gaussian_model",
+]
