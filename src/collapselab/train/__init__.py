@@ -1,1 +1,45 @@
-"""collapselab.train layer (see DESIGN.md)."""
+"""A plain, explicit training loop (DESIGN.md, layer ``train``).
+
+Public API:
+
+- :class:`TrainConfig`: hyper-parameters and conventions (loss reduction, weight decay,
+  schedule, batching, checkpoints).
+- :func:`train`: SGD training with callbacks, metric rows in a :class:`collapselab.store.Run`,
+  checkpoints and bit-for-bit resume; returns a :class:`TrainResult`.
+- :func:`evaluate`: loss and accuracy over a dataset.
+- :class:`Callback`, :class:`LambdaCallback`, :class:`TrainState`: the hook interface.
+- :func:`training_loss`, :func:`per_sample_loss`: the losses with their reductions.
+- :func:`mse_lambda`, :func:`mse_weight_decay`, :func:`mse_gradient_scale`,
+  :func:`l2_lambda`, :func:`l2_weight_decay`: weight decay versus the papers' lambda.
+"""
+
+from collapselab.train.callbacks import Callback, LambdaCallback, TrainState
+from collapselab.train.config import TrainConfig
+from collapselab.train.evaluate import evaluate
+from collapselab.train.loop import NON_FINITE_LOSS, TrainResult, train
+from collapselab.train.losses import per_sample_loss, training_loss
+from collapselab.train.regularization import (
+    l2_lambda,
+    l2_weight_decay,
+    mse_gradient_scale,
+    mse_lambda,
+    mse_weight_decay,
+)
+
+__all__ = [
+    "NON_FINITE_LOSS",
+    "Callback",
+    "LambdaCallback",
+    "TrainConfig",
+    "TrainResult",
+    "TrainState",
+    "evaluate",
+    "l2_lambda",
+    "l2_weight_decay",
+    "mse_gradient_scale",
+    "mse_lambda",
+    "mse_weight_decay",
+    "per_sample_loss",
+    "train",
+    "training_loss",
+]

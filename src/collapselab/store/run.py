@@ -1,0 +1,597 @@
+"""A run: one directory holding everything a training or theory experiment produced.
+
+Layout (DESIGN.md, "The run store")::
+
+    <root>/<run id>/
+        manifest.json      id, experiment, preset, config, seed, versions, status, timings
+        metrics.parquet    long-format metric table (see :mod:`collapselab.store.metrics_table`)
+        arrays/<name>.npz  spectra, trajectories, any array data
+        figures/<name>.png
+        checkpoints/step-<step>.pt
+        claims.json        written by the experiments layer through :meth:`Run.write_json`
+        report.html        written by the report layer through :meth:`Run.write_text`
+
+Every file is written atomically (temporary file in the same directory, fsync, rename), so a
+crash never leaves a half-written manifest, metric table or checkpoint.
+
+Metric rows are buffered in memory by :meth:`Run.log` and written by :meth:`Run.flush`,
+which rewrites ``metrics.parquet`` whole; runs record at most a few million rows, for which
+this is cheap. A run directory has one writer at a time; any number of readers may open it.
+
+Resuming: a training loop that restarts from the checkpoint at step ``s`` calls
+:meth:`Run.truncate_after` ``(s)``, which drops the metric rows with ``step > s`` (they will
+be recorded again) and the checkpoints after ``s``, so the resumed run ends with exactly the
+rows an uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
+from collapselab.store._json import json_equal, to_jsonable
+from collapselab.store.metrics_table import (
+    MetricRow,
+    empty_frame,
+    frame_from_rows,
+    make_row,
+    read_metrics,
+    rows_from_records,
+    write_metrics,
+)
+
+RunStatus = Literal["created", "running", "completed", "failed", "interrupted"]
+RUN_STATUSES: tuple[str, ...] = ("created", "running", "completed", "failed", "interrupted")
+_TERMINAL = ("completed", "failed", "interrupted")
+
+MANIFEST_FILE = "manifest.json"
+METRICS_FILE = "metrics.parquet"
+ARRAYS_DIR = "arrays"
+FIGURES_DIR = "figures"
+CHECKPOINTS_DIR = "checkpoints"
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_CHECKPOINT_RE = re.compile(r"^step-(\d+)\.pt$")
+_RESERVED_FILES = (MANIFEST_FILE, METRICS_FILE)
+
+
+def _check_name(name: Any, what: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+        raise ValueError(
+            f"{what} must be a non-empty name of letters, digits, '.', '_' or '-' "
+            f"starting with a letter or digit, got {name!r}"
+        )
+    return name
+
+
+def _strip_suffix(name: str, suffix: str) -> str:
+    return name[: -len(suffix)] if name.endswith(suffix) else name
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def collect_versions() -> dict[str, str]:
+    """Versions of Python, the platform and the numerical stack, for the manifest."""
+    import collapselab
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": _package_version("torch"),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "collapselab": collapselab.__version__,
+    }
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint file of a run, saved after global step ``step``."""
+
+    step: int
+    path: Path
+
+    def load(self, map_location: Any = "cpu", weights_only: bool = True) -> dict[str, Any]:
+        """Load the saved state dict with :func:`torch.load`.
+
+        ``weights_only=True`` (default) refuses arbitrary pickled objects: checkpoints hold
+        tensors and plain Python containers of numbers and strings only.
+        """
+        import torch
+
+        return torch.load(self.path, map_location=map_location, weights_only=weights_only)
+
+
+class Run:
+    """A run directory; create with :meth:`create`, reopen with :meth:`open`.
+
+    Example::
+
+        run = Run.create("runs", "mse-nc", preset="quick", config={"lr": 0.01}, seed=0)
+        run.log(step=10, metric="loss", value=0.3, epoch=1)
+        run.flush()
+        run.set_status("completed")
+    """
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        # Private: use Run.create, Run.open or Run.open_or_create.
+        self._path = path
+        self._manifest = manifest
+        self._table: pd.DataFrame | None = None  # rows on disk, loaded lazily
+        self._pending: list[MetricRow] = []
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def create(
+        cls,
+        root: str | os.PathLike[str],
+        experiment: str,
+        preset: str = "",
+        config: Mapping[str, Any] | Any = None,
+        seed: int = 0,
+        run_id: str | None = None,
+    ) -> Run:
+        """Create a new run directory under ``root`` (created if needed).
+
+        Args:
+            root: the directory holding runs.
+            experiment: experiment name (letters, digits, ``._-``).
+            preset: preset name, ``""`` for none.
+            config: the run's configuration: a JSON-serialisable mapping or a dataclass.
+            seed: the seed, recorded in the manifest.
+            run_id: the directory name; default
+                ``<experiment>[-<preset>]-<UTC yyyymmdd-HHMMSS>-<6 hex of config hash>``.
+                An existing ``run_id`` raises ``FileExistsError`` (use :meth:`open_or_create`
+                to resume it).
+        """
+        _check_name(experiment, "experiment")
+        if preset:
+            _check_name(preset, "preset")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {seed!r}")
+        config_json = to_jsonable({} if config is None else config, "config")
+        if not isinstance(config_json, dict):
+            raise TypeError(f"config must be a mapping or dataclass, got {type(config).__name__}")
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        created = _now()
+        if run_id is None:
+            path = cls._make_unique_dir(root, experiment, preset, config_json, int(seed))
+        else:
+            _check_name(run_id, "run_id")
+            path = root / run_id
+            try:
+                path.mkdir()
+            except FileExistsError:
+                raise FileExistsError(
+                    f"run directory {path} already exists; use Run.open_or_create to resume it"
+                ) from None
+        manifest = {
+            "id": path.name,
+            "experiment": experiment,
+            "preset": preset,
+            "config": config_json,
+            "seed": int(seed),
+            "status": "created",
+            "error": None,
+            "versions": collect_versions(),
+            "timings": {"created": created, "started": None, "finished": None},
+            "durations": {},
+        }
+        run = cls(path, manifest)
+        run._write_manifest()
+        return run
+
+    @staticmethod
+    def _make_unique_dir(
+        root: Path, experiment: str, preset: str, config: dict[str, Any], seed: int
+    ) -> Path:
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        digest = hashlib.sha1(
+            json.dumps([config, seed], sort_keys=True).encode(), usedforsecurity=False
+        ).hexdigest()[:6]
+        stem = "-".join(p for p in (experiment, preset, stamp, digest) if p)
+        for k in range(1, 10_000):
+            path = root / (stem if k == 1 else f"{stem}-{k}")
+            try:
+                path.mkdir()  # atomic: two processes never get the same directory
+                return path
+            except FileExistsError:
+                continue
+        raise RuntimeError(f"could not find a free run directory name for {stem} under {root}")
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Run:
+        """Open an existing run directory (the one holding ``manifest.json``)."""
+        path = Path(path)
+        manifest_path = path / MANIFEST_FILE
+        if not manifest_path.is_file():
+            raise FileNotFoundError(
+                f"{manifest_path} not found: {path} is not a run directory "
+                "(expected a folder created by Run.create)"
+            )
+        with open(manifest_path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        missing = {"id", "experiment", "config", "status"} - set(manifest)
+        if missing:
+            raise ValueError(f"{manifest_path} lacks required keys {sorted(missing)}")
+        return cls(path, manifest)
+
+    @classmethod
+    def open_or_create(
+        cls,
+        root: str | os.PathLike[str],
+        experiment: str,
+        preset: str = "",
+        config: Mapping[str, Any] | Any = None,
+        seed: int = 0,
+        *,
+        run_id: str,
+    ) -> Run:
+        """Open run ``root/run_id`` if it exists (to resume it), else create it.
+
+        An existing run must have the same experiment, preset, config and seed; otherwise a
+        ``ValueError`` lists the differing fields, because resuming under another
+        configuration would silently mix two experiments in one run.
+        """
+        _check_name(run_id, "run_id")
+        path = Path(root) / run_id
+        if not (path / MANIFEST_FILE).is_file():
+            return cls.create(root, experiment, preset, config, seed, run_id=run_id)
+        run = cls.open(path)
+        wanted = {
+            "experiment": experiment,
+            "preset": preset,
+            "config": to_jsonable({} if config is None else config, "config"),
+            "seed": int(seed),
+        }
+        differing = [k for k, v in wanted.items() if not json_equal(run._manifest.get(k), v)]
+        if differing:
+            raise ValueError(
+                f"run {path} exists with different {', '.join(differing)}; "
+                "use another run_id or the same settings to resume it"
+            )
+        return run
+
+    # ------------------------------------------------------------------- accessors
+    @property
+    def path(self) -> Path:
+        """The run directory."""
+        return self._path
+
+    @property
+    def id(self) -> str:
+        """The run id (the directory name)."""
+        return str(self._manifest["id"])
+
+    @property
+    def experiment(self) -> str:
+        return str(self._manifest["experiment"])
+
+    @property
+    def preset(self) -> str:
+        return str(self._manifest.get("preset", ""))
+
+    @property
+    def seed(self) -> int:
+        return int(self._manifest.get("seed", 0))
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """A copy of the recorded configuration."""
+        return copy.deepcopy(self._manifest["config"])
+
+    @property
+    def status(self) -> str:
+        return str(self._manifest["status"])
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """A copy of the manifest."""
+        return copy.deepcopy(self._manifest)
+
+    def __repr__(self) -> str:
+        return f"Run(id={self.id!r}, status={self.status!r}, path={str(self._path)!r})"
+
+    # -------------------------------------------------------------------- manifest
+    def _write_manifest(self) -> None:
+        atomic_write_json(self._path / MANIFEST_FILE, self._manifest)
+
+    def update_manifest(self, **fields: Any) -> None:
+        """Set top-level manifest fields (JSON-serialisable) and rewrite the manifest.
+
+        ``id`` cannot be changed; use :meth:`set_status` for the status.
+        """
+        for key in ("id", "status"):
+            if key in fields:
+                raise ValueError(f"manifest field {key!r} cannot be set by update_manifest")
+        for key, value in fields.items():
+            self._manifest[key] = to_jsonable(value, key)
+        self._write_manifest()
+
+    def set_status(self, status: RunStatus, error: str | None = None) -> None:
+        """Set the status (one of :data:`RUN_STATUSES`) and the matching timings.
+
+        ``"running"`` records ``timings.started`` the first time and appends to
+        ``timings.resumed`` when a stopped run starts again (not when already running);
+        ``"completed"``, ``"failed"`` and ``"interrupted"`` record ``timings.finished``.
+        ``error`` is stored for failed or interrupted runs and cleared otherwise.
+        """
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+        if error is not None and not isinstance(error, str):
+            raise TypeError(f"error must be a str or None, got {type(error).__name__}")
+        timings = self._manifest.setdefault("timings", {})
+        now = _now()
+        if status == "running" and self._manifest.get("status") == "running":
+            pass  # nested set-ups (an experiment, then its training loop): one session
+        elif status == "running":
+            if timings.get("started") is None:
+                timings["started"] = now
+            else:
+                timings.setdefault("resumed", []).append(now)
+            timings["finished"] = None
+        elif status in _TERMINAL:
+            timings["finished"] = now
+        self._manifest["status"] = status
+        self._manifest["error"] = error if status in ("failed", "interrupted") else None
+        self._write_manifest()
+
+    def add_duration(self, name: str, seconds: float) -> None:
+        """Add ``seconds`` to ``durations[name]`` (accumulates over resumed sessions)."""
+        durations = self._manifest.setdefault("durations", {})
+        durations[name] = float(durations.get(name, 0.0)) + float(seconds)
+        self._write_manifest()
+
+    # --------------------------------------------------------------------- metrics
+    def log(
+        self,
+        step: int,
+        metric: str,
+        value: float,
+        epoch: int | None = None,
+        split: str = "train",
+        layer: str = "",
+    ) -> None:
+        """Buffer one metric row (see :mod:`collapselab.store.metrics_table`); call
+        :meth:`flush` to write it."""
+        self._pending.append(make_row(step, metric, value, epoch, split, layer))
+
+    def log_dict(
+        self,
+        step: int,
+        values: Mapping[str, float],
+        epoch: int | None = None,
+        split: str = "train",
+        layer: str = "",
+    ) -> None:
+        """Buffer one row per ``metric: value`` item, all at the same step/epoch/split/layer."""
+        rows = [make_row(step, m, v, epoch, split, layer) for m, v in values.items()]
+        self._pending.extend(rows)
+
+    def log_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Buffer rows given as dicts with keys step, metric, value [, epoch, split, layer].
+
+        All rows are validated before any is buffered.
+        """
+        self._pending.extend(rows_from_records(rows))
+
+    def _committed(self) -> pd.DataFrame:
+        if self._table is None:
+            self._table = read_metrics(self._path / METRICS_FILE)
+        return self._table
+
+    def flush(self) -> None:
+        """Write buffered rows: rewrite ``metrics.parquet`` atomically with all rows."""
+        if not self._pending:
+            return
+        table = self._concat(self._committed(), frame_from_rows(self._pending))
+        write_metrics(self._path / METRICS_FILE, table)
+        self._table = table
+        self._pending = []
+
+    @staticmethod
+    def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+        if len(a) == 0:
+            return b.reset_index(drop=True)
+        if len(b) == 0:
+            return a.reset_index(drop=True)
+        return pd.concat([a, b], ignore_index=True)
+
+    def discard_pending(self) -> int:
+        """Drop the buffered rows not yet written; returns how many were dropped."""
+        n = len(self._pending)
+        self._pending = []
+        return n
+
+    def metrics(self) -> pd.DataFrame:
+        """All rows of this run, written and still buffered, in the order they were logged."""
+        pending = frame_from_rows(self._pending) if self._pending else empty_frame()
+        return self._concat(self._committed(), pending).copy()
+
+    def truncate_after(self, step: int) -> int:
+        """Drop metric rows and checkpoints with ``step`` greater than ``step``.
+
+        Used when resuming from the checkpoint at ``step``: what was recorded after it will
+        be recorded again. Returns the number of metric rows dropped.
+        """
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise ValueError(f"step must be a non-negative int, got {step!r}")
+        table = self._committed()
+        keep = table["step"].to_numpy() <= step
+        dropped = int((~keep).sum())
+        if dropped:
+            table = table[keep].reset_index(drop=True)
+            write_metrics(self._path / METRICS_FILE, table)
+            self._table = table
+        n_pending = len(self._pending)
+        self._pending = [r for r in self._pending if r[0] <= step]
+        dropped += n_pending - len(self._pending)
+        for ckpt in self.checkpoints():
+            if ckpt.step > step:
+                ckpt.path.unlink()
+        return dropped
+
+    # ---------------------------------------------------------------- arrays/files
+    def _subdir(self, name: str) -> Path:
+        path = self._path / name
+        path.mkdir(exist_ok=True)
+        return path
+
+    def save_array(self, name: str, **arrays: Any) -> Path:
+        """Save named arrays (NumPy arrays, tensors, lists) to ``arrays/<name>.npz``."""
+        name = _check_name(_strip_suffix(name, ".npz"), "array name")
+        if not arrays:
+            raise ValueError("save_array needs at least one array, e.g. save_array('x', a=...)")
+        converted = {}
+        for key, value in arrays.items():
+            if hasattr(value, "detach"):
+                value = value.detach().cpu().numpy()
+            arr = np.asarray(value)
+            if arr.dtype == object:
+                raise TypeError(f"array {key!r} has dtype object; expected a numeric array")
+            converted[key] = arr
+        path = self._subdir(ARRAYS_DIR) / f"{name}.npz"
+        with atomic_open(path, "wb") as handle:
+            np.savez(handle, **converted)
+        return path
+
+    def load_array(self, name: str) -> dict[str, np.ndarray]:
+        """Load ``arrays/<name>.npz`` as a dict of arrays."""
+        name = _check_name(_strip_suffix(name, ".npz"), "array name")
+        path = self._path / ARRAYS_DIR / f"{name}.npz"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"array file {path} not found; saved arrays: {self.array_names()}"
+            )
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+
+    def array_names(self) -> list[str]:
+        """Names of the saved array files (without ``.npz``)."""
+        directory = self._path / ARRAYS_DIR
+        if not directory.is_dir():
+            return []
+        return sorted(p.stem for p in directory.glob("*.npz"))
+
+    def figure_path(self, name: str) -> Path:
+        """The path ``figures/<name>.png`` (directory created) for a figure."""
+        name = _check_name(_strip_suffix(name, ".png"), "figure name")
+        return self._subdir(FIGURES_DIR) / f"{name}.png"
+
+    def save_figure(self, fig: Any, name: str, **savefig_kwargs: Any) -> Path:
+        """Save a matplotlib figure to :meth:`figure_path` ``(name)`` atomically."""
+        path = self.figure_path(name)
+        with atomic_open(path, "wb") as handle:
+            fig.savefig(handle, format="png", **savefig_kwargs)
+        return path
+
+    def _file(self, name: str, suffix: str) -> Path:
+        filename = _check_name(name if name.endswith(suffix) else name + suffix, "file name")
+        if filename in _RESERVED_FILES:
+            raise ValueError(f"{filename} is managed by the run itself and cannot be overwritten")
+        return self._path / filename
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Write ``obj`` as JSON to ``<run>/<name>.json`` atomically (e.g. ``claims``)."""
+        path = self._file(name, ".json")
+        atomic_write_json(path, to_jsonable(obj, name))
+        return path
+
+    def read_json(self, name: str) -> Any:
+        """Read ``<run>/<name>.json``."""
+        path = self._path / (name if name.endswith(".json") else name + ".json")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found")
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write a text file (e.g. ``report.html``) in the run directory atomically."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        path = self._file(name, "")
+        atomic_write_text(path, text)
+        return path
+
+    # ----------------------------------------------------------------- checkpoints
+    def save_checkpoint(
+        self, state: Mapping[str, Any], step: int, keep_last: int = 2
+    ) -> Checkpoint:
+        """Save ``state`` with :func:`torch.save` as ``checkpoints/step-<step>.pt``, atomically.
+
+        Keeps the ``keep_last`` most recent checkpoints. Checkpoints after ``step`` belong
+        to an abandoned continuation and are removed.
+        """
+        import torch
+
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise ValueError(f"step must be a non-negative int, got {step!r}")
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
+            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+        if not isinstance(state, Mapping):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        path = self._subdir(CHECKPOINTS_DIR) / f"step-{int(step):010d}.pt"
+        with atomic_open(path, "wb") as handle:
+            torch.save(dict(state), handle)
+        existing = self.checkpoints()
+        for ckpt in existing:
+            if ckpt.step > step:
+                ckpt.path.unlink()
+        older = [c for c in existing if c.step <= step]
+        for ckpt in older[:-keep_last]:
+            ckpt.path.unlink()
+        return Checkpoint(int(step), path)
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """The run's checkpoints, sorted by step."""
+        directory = self._path / CHECKPOINTS_DIR
+        if not directory.is_dir():
+            return []
+        found = []
+        for path in directory.iterdir():
+            match = _CHECKPOINT_RE.match(path.name)
+            if match:
+                found.append(Checkpoint(int(match.group(1)), path))
+        return sorted(found, key=lambda c: c.step)
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        """The checkpoint with the largest step, or ``None``."""
+        found = self.checkpoints()
+        return found[-1] if found else None
+
+    # ------------------------------------------------------------- context manager
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Flush buffered rows; on an exception mark an unfinished run failed/interrupted."""
+        self.flush()
+        if exc_type is not None and self.status in ("created", "running"):
+            if issubclass(exc_type, KeyboardInterrupt):
+                self.set_status("interrupted", error="KeyboardInterrupt")
+            else:
+                self.set_status("failed", error=f"{exc_type.__name__}: {exc}")
