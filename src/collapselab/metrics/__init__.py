@@ -1,1 +1,59 @@
-"""collapselab.metrics layer (see DESIGN.md)."""
+"""collapselab.metrics layer: pure metric families (see DESIGN.md, metric catalogue)."""
+
+from collapselab.metrics.measure import measure
+from collapselab.metrics.mse import (
+    MSEDecomposition,
+    central_path_losses,
+    least_squares_classifier,
+    mse_decomposition,
+    mse_loss,
+    nc1_snr,
+    paper_lambda,
+    snr_matrix,
+    snr_singular_values,
+)
+from collapselab.metrics.nc import (
+    cdnv,
+    equiangularity,
+    equinorm,
+    etf_distance,
+    max_equiangularity,
+    nc1_pinv,
+    nc1_trace_ratio,
+    nc2_etf_distance,
+    nc_metrics,
+    ncc_accuracy,
+    orthogonal_frame_distance,
+    self_duality,
+    self_duality_classwise,
+    trace_ratio,
+    weighted_accuracy,
+)
+
+__all__ = [
+    "MSEDecomposition",
+    "cdnv",
+    "central_path_losses",
+    "equiangularity",
+    "equinorm",
+    "etf_distance",
+    "least_squares_classifier",
+    "max_equiangularity",
+    "measure",
+    "mse_decomposition",
+    "mse_loss",
+    "nc1_pinv",
+    "nc1_snr",
+    "nc1_trace_ratio",
+    "nc2_etf_distance",
+    "nc_metrics",
+    "ncc_accuracy",
+    "orthogonal_frame_distance",
+    "paper_lambda",
+    "self_duality",
+    "self_duality_classwise",
+    "snr_matrix",
+    "snr_singular_values",
+    "trace_ratio",
+    "weighted_accuracy",
+]

@@ -1,0 +1,287 @@
+"""The common direction of weight changes and its decompositions (paper 000, §4.2, M6-M7).
+
+Eq. 5 asks for the direction ``C ∈ R^h`` that best explains the weight changes of a layer
+over a window of iterations and samples. For a given C, Lemma 1's optimal coefficients are
+``ΔV = ΔWᵀ C / (CᵀC)``; substituting them leaves ``max_{||c||=1} sum ||ΔWᵀ c||^2``, so C is
+the top eigenvector of the h x h Gram matrix
+
+.. math::
+    G = \\sum_{t, x} \\Delta W_t|_x\\, \\Delta W_t|_x^\\top
+      = \\eta^2 \\sum_{t, x} \\|F_x\\|^2\\, g_x g_x^\\top
+
+(the second form for per-sample updates ``ΔW|_x = -η g_x F_xᵀ``), i.e. the top left
+singular vector of all the ΔW placed side by side. G is h x h in the layer's output width,
+accumulated in a stream and merged by addition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix, as_vector
+
+
+class CommonDirectionAccumulator:
+    """Streams the Gram ``G = sum ΔW ΔWᵀ`` of weight changes (Eq. 5, R10).
+
+    Feed per-sample changes through their rank-1 factors with :meth:`update` (never forming
+    a d x h matrix per sample), or whole changes (a mini-batch update, a batch-mean change)
+    with :meth:`update_weight_change`. The window ``[T_start, T_end]`` and the sample subset
+    (all samples, one class) are whatever the caller feeds.
+    """
+
+    def __init__(self) -> None:
+        self.gram: torch.Tensor | None = None  # (h, h)
+        self.n_changes = 0
+
+    def _add(self, gram: torch.Tensor, count: int) -> None:
+        if self.gram is None:
+            self.gram = torch.zeros_like(gram)
+        elif gram.shape != self.gram.shape:
+            raise ValueError(
+                f"weight changes have output width {gram.shape[0]} but earlier ones had "
+                f"{self.gram.shape[0]}"
+            )
+        self.gram += gram.to(self.gram.device)
+        self.n_changes += count
+
+    def update(
+        self, pre_grads: ArrayLike, inputs: ArrayLike, lr: float = 1.0
+    ) -> CommonDirectionAccumulator:
+        """Add the per-sample changes ``ΔW|_x = -lr g_x F_xᵀ`` of a batch.
+
+        Args:
+            pre_grads: ``(B, h)`` pre-activation gradients ``g_x = D Ḟ`` (of the per-sample
+                loss; the scale only rescales G).
+            inputs: ``(B, d)`` layer inputs ``F_x^(l-1)``.
+            lr: learning rate η (matters only when mixing with :meth:`update_weight_change`).
+        """
+        device = None if self.gram is None else self.gram.device
+        g = as_matrix(pre_grads, "pre_grads", device)
+        f = as_matrix(inputs, "inputs", g.device)
+        if f.shape[0] != g.shape[0]:
+            raise ValueError(
+                f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; "
+                "expected one per sample"
+            )
+        weights = float(lr) ** 2 * (f * f).sum(dim=1)
+        self._add((g * weights[:, None]).T @ g, g.shape[0])
+        return self
+
+    def update_weight_change(self, delta_w: ArrayLike) -> CommonDirectionAccumulator:
+        """Add one whole weight change ``ΔW`` of shape ``(h, d)``: ``G += ΔW ΔWᵀ``."""
+        device = None if self.gram is None else self.gram.device
+        w = as_matrix(delta_w, "delta_w", device)
+        self._add(w @ w.T, 1)
+        return self
+
+    def merge(self, other: CommonDirectionAccumulator) -> CommonDirectionAccumulator:
+        """Add another accumulator's Gram into this one; returns ``self``."""
+        if not isinstance(other, CommonDirectionAccumulator):
+            raise TypeError(
+                f"other must be a CommonDirectionAccumulator, got {type(other).__name__}"
+            )
+        if other.gram is not None:
+            self._add(other.gram, other.n_changes)
+        return self
+
+    def directions(self, k: int = 1, sign_reference: ArrayLike | None = None) -> CommonDirections:
+        """The top-k common directions of the accumulated changes (:func:`common_directions`)."""
+        if self.gram is None:
+            raise ValueError("the accumulator is empty; call update() with data first")
+        return common_directions(self.gram, k, sign_reference)
+
+
+@dataclass(frozen=True)
+class CommonDirections:
+    """Top-k eigenpairs of the weight-change Gram ``G``.
+
+    Attributes:
+        directions: ``(h, k)`` orthonormal columns; column 0 is the primary common
+            direction C (``||C|| = 1``), later columns are the recursive-deflation
+            directions C_2, C_3, ... of Appendix G.
+        eigenvalues: ``(k,)`` eigenvalues of G, descending: ``sum ||ΔWᵀ C_i||^2``, the
+            squared singular values of the side-by-side changes.
+        total: ``trace(G) = sum ||ΔW||_F^2``.
+    """
+
+    directions: torch.Tensor
+    eigenvalues: np.ndarray
+    total: float
+
+    @property
+    def primary(self) -> torch.Tensor:
+        """The primary common direction C, shape ``(h,)``, unit norm."""
+        return self.directions[:, 0]
+
+    @property
+    def explained(self) -> np.ndarray:
+        """Fraction of ``sum ||ΔW||_F^2`` along each direction (NaN if G = 0)."""
+        if self.total <= 0:
+            return np.full_like(self.eigenvalues, np.nan)
+        return self.eigenvalues / self.total
+
+
+def _fix_sign(c: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:
+    if reference is not None:
+        dot = float(c @ reference)
+        if dot != 0.0:
+            return c if dot > 0 else -c
+    idx = int(torch.argmax(c.abs()))
+    return c if c[idx] >= 0 else -c
+
+
+def common_directions(
+    gram: ArrayLike, k: int = 1, sign_reference: ArrayLike | None = None
+) -> CommonDirections:
+    """Common directions as the top eigenvectors of a weight-change Gram (Eq. 5, R10-R11).
+
+    Args:
+        gram: ``(h, h)`` symmetric positive semi-definite ``sum ΔW ΔWᵀ``.
+        k: number of directions (``1 <= k <= h``).
+        sign_reference: optional ``(h,)`` vector. C is defined only up to sign; each
+            direction is oriented so that ``<C_i, sign_reference> > 0`` (e.g. pass the mean
+            pre-activation gradient ``-sum g_x``). Without one, or when the inner product is
+            exactly 0, the entry of largest magnitude is made positive.
+    """
+    g = as_matrix(gram, "gram")
+    h = g.shape[0]
+    if g.shape[1] != h:
+        raise ValueError(f"gram must be square (h, h), got shape {tuple(g.shape)}")
+    scale = float(g.abs().max()) if g.numel() else 0.0
+    if float((g - g.T).abs().max()) > 1e-10 * max(scale, 1e-300):
+        raise ValueError("gram must be symmetric (a sum of ΔW ΔWᵀ)")
+    if not isinstance(k, int | np.integer) or not 1 <= k <= h:
+        raise ValueError(f"k must be an integer in [1, {h}], got {k!r}")
+    ref = None if sign_reference is None else as_vector(sign_reference, "sign_reference", g.device)
+    if ref is not None and ref.shape[0] != h:
+        raise ValueError(f"sign_reference must have length {h}, got {ref.shape[0]}")
+    evals, evecs = torch.linalg.eigh(0.5 * (g + g.T))
+    order = torch.argsort(evals, descending=True)[:k]
+    dirs = torch.stack([_fix_sign(evecs[:, i], ref) for i in order.tolist()], dim=1)
+    return CommonDirections(
+        directions=dirs,
+        eigenvalues=evals[order].clamp_min(0.0).cpu().numpy(),
+        total=float(torch.trace(g)),
+    )
+
+
+@dataclass(frozen=True)
+class DirectionDecomposition:
+    """``Mᵀ = V Cᵀ + ε`` for a weight matrix or weight change M (Lemmas 1-2).
+
+    Attributes:
+        v: ``(d,)`` coefficients ``V = Mᵀ C / (CᵀC)`` (ΔV for a change, V for weights).
+        eps: ``(d, h)`` residual ``ε = Mᵀ - Mᵀ C Cᵀ / (CᵀC)`` (Δε or ε).
+        reconstruction_error: ``||V Cᵀ + ε - Mᵀ||_F / ||M||_F`` (0 up to rounding).
+        orthogonality: ``||ε C|| / (||ε||_F ||C||)`` (0 up to rounding; 0 when ε = 0).
+    """
+
+    v: torch.Tensor
+    eps: torch.Tensor
+    reconstruction_error: float
+    orthogonality: float
+
+
+def _check_direction(matrix: ArrayLike, c: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    m = as_matrix(matrix, "matrix")
+    cv = as_vector(c, "c", m.device)
+    if cv.shape[0] != m.shape[0]:
+        raise ValueError(
+            f"c has length {cv.shape[0]} but matrix has {m.shape[0]} rows (output width h); "
+            "expected C ∈ R^h for a weight of shape (h, d)"
+        )
+    if float(cv @ cv) == 0.0:
+        raise ValueError("c must be non-zero")
+    return m, cv
+
+
+def common_direction_decomposition(matrix: ArrayLike, c: ArrayLike) -> DirectionDecomposition:
+    """Project a weight (change) on a common direction (paper 000, Lemmas 1-2, Eq. 4, M6-M7).
+
+    Lemma 1 (``matrix = ΔW``): ``ΔWᵀ = ΔV Cᵀ + Δε`` with ``ΔV = ΔWᵀC/(CᵀC)`` and
+    ``Δε = ΔWᵀ - ΔWᵀCCᵀ/(CᵀC)``, the ΔV minimising ``||Δε||_F``.
+    Lemma 2 (``matrix = W``): ``Wᵀ = V Cᵀ + ε`` likewise. In both ``ε C = 0``.
+
+    Args:
+        matrix: ``(h, d)`` weight or weight change (``nn.Linear.weight`` layout).
+        c: ``(h,)`` common direction (any non-zero scale).
+    """
+    m, cv = _check_direction(matrix, c)
+    mt = m.T
+    v = mt @ cv / (cv @ cv)
+    eps = mt - torch.outer(v, cv)
+    m_norm = float(torch.linalg.matrix_norm(m))
+    recon = float(torch.linalg.matrix_norm(torch.outer(v, cv) + eps - mt))
+    eps_norm = float(torch.linalg.matrix_norm(eps))
+    ortho = float(torch.linalg.vector_norm(eps @ cv))
+    return DirectionDecomposition(
+        v=v,
+        eps=eps,
+        reconstruction_error=recon / m_norm if m_norm > 0 else recon,
+        orthogonality=ortho / (eps_norm * float(torch.linalg.vector_norm(cv)))
+        if eps_norm > 0
+        else 0.0,
+    )
+
+
+def residual_singular_values(matrix: ArrayLike, c: ArrayLike) -> np.ndarray:
+    """Singular values of the residual ε of :func:`common_direction_decomposition` (R12).
+
+    The paper's account of normalisation, momentum, initialisation and L2 (§4.10) rests on
+    these: larger singular values of ε weaken the self-enhancing loop. Returned descending,
+    ``min(h, d)`` values (at most ``min(h - 1, d)`` of them non-zero, as ε C = 0).
+    """
+    m, cv = _check_direction(matrix, c)
+    mt = m.T
+    eps = mt - torch.outer(mt @ cv / (cv @ cv), cv)
+    return torch.linalg.svdvals(eps).cpu().numpy()
+
+
+def primary_coefficients(pre_grads: ArrayLike, c: ArrayLike) -> np.ndarray:
+    """Per-sample scalars ``Cᵀ D Ḟ|_x / ||C||`` (paper 000, Eq. 3 and Theorem 2's hypothesis).
+
+    Args:
+        pre_grads: ``(N, h)`` pre-activation gradients ``g_x = D Ḟ``.
+        c: ``(h,)`` common direction.
+    """
+    g = as_matrix(pre_grads, "pre_grads")
+    cv = as_vector(c, "c", g.device)
+    if cv.shape[0] != g.shape[1]:
+        raise ValueError(f"c has length {cv.shape[0]} but pre_grads has {g.shape[1]} columns")
+    norm = torch.linalg.vector_norm(cv)
+    if float(norm) == 0.0:
+        raise ValueError("c must be non-zero")
+    return (g @ (cv / norm)).cpu().numpy()
+
+
+class SignConsistency(NamedTuple):
+    """Per-class sign agreement of :func:`primary_coefficients` (R17).
+
+    ``fraction[c]``: share of class-c samples whose coefficient has the class's majority
+    sign (a zero coefficient has neither sign); ``majority_sign[c]`` ∈ {-1, 0, +1}, the
+    estimate of α_c (0 for a tie or an empty class). Both NaN/0 for an empty class.
+    """
+
+    fraction: np.ndarray
+    majority_sign: np.ndarray
+
+
+def sign_consistency(
+    pre_grads: ArrayLike, labels: ArrayLike, c: ArrayLike, n_classes: int | None = None
+) -> SignConsistency:
+    """Within-class sign consistency of ``Cᵀ D Ḟ|_x`` (paper 000, Theorem 2, M14, R17)."""
+    coef = primary_coefficients(pre_grads, c)
+    y, k = as_labels(labels, coef.shape[0], n_classes)
+    y_np = y.cpu().numpy()
+    pos = np.bincount(y_np[coef > 0], minlength=k)
+    neg = np.bincount(y_np[coef < 0], minlength=k)
+    n = np.bincount(y_np, minlength=k)
+    frac = np.full(k, np.nan)
+    ok = n > 0
+    frac[ok] = np.maximum(pos, neg)[ok] / n[ok]
+    return SignConsistency(frac, np.sign(pos - neg).astype(np.int64))

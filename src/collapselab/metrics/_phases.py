@@ -1,0 +1,108 @@
+"""Phase detection on training curves (paper 000, M5, R9, note A14).
+
+The paper never defines the end of the first phase operationally. Its one worked example
+(the phase ends "at around the 1300-th iteration", where feature and gradient diversity are
+lowest) reads as the argmax of the cross-class feature similarity M2; the loss starts to
+fall at the same time. Both criteria are computed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from collapselab.metrics._family_inputs import ArrayLike, as_series
+
+
+def smooth_curve(values: ArrayLike, window: int = 1) -> np.ndarray:
+    """Centred moving average with a window of ``window`` points (odd, >= 1).
+
+    Near the ends the window is truncated to the points that exist, so the output has the
+    input's length and a constant curve stays constant. ``window=1`` returns a copy.
+    """
+    v = as_series(values, "values")
+    if not isinstance(window, int | np.integer) or window < 1 or window % 2 == 0:
+        raise ValueError(f"window must be an odd positive integer, got {window!r}")
+    half = window // 2
+    csum = np.concatenate([[0.0], np.cumsum(v)])
+    idx = np.arange(v.shape[0])
+    lo = np.maximum(idx - half, 0)
+    hi = np.minimum(idx + half + 1, v.shape[0])
+    return (csum[hi] - csum[lo]) / (hi - lo)
+
+
+@dataclass(frozen=True)
+class PhaseDetection:
+    """End and length of the first training phase.
+
+    Attributes:
+        phase1_end: step at which the smoothed similarity curve peaks (first occurrence
+            of the maximum).
+        phase1_length: ``phase1_end - steps[0]``.
+        plateau_end: first step at which the loss is below its initial value by more than
+            δ; None when it never is (a "stuck" run, note A22), or when no loss was given.
+        plateau_length: ``plateau_end - steps[0]`` (None with ``plateau_end``).
+        smoothed: the smoothed similarity curve.
+    """
+
+    phase1_end: float
+    phase1_length: float
+    plateau_end: float | None
+    plateau_length: float | None
+    smoothed: np.ndarray
+
+
+def detect_phases(
+    steps: ArrayLike,
+    similarity: ArrayLike,
+    loss: ArrayLike | None = None,
+    window: int = 1,
+    loss_drop: float | None = None,
+    relative: bool = False,
+) -> PhaseDetection:
+    """Detect the end of the first phase (paper 000, M5, R9).
+
+    * Phase-1 end: ``argmax_t`` of the centred moving average (``window`` points) of the
+      similarity curve, normally the cross-class feature cosine M2.
+    * Loss-plateau end (when ``loss`` is given): the first step t with
+      ``loss[0] - loss[t] > δ``, where ``δ = loss_drop`` (absolute) or
+      ``δ = loss_drop * loss[0]`` (``relative=True``).
+
+    Args:
+        steps: ``(T,)`` strictly increasing iteration (or epoch) numbers.
+        similarity: ``(T,)`` metric values at those steps.
+        loss: optional ``(T,)`` training loss at those steps.
+        window: odd smoothing window, in points.
+        loss_drop: δ, required with ``loss``; must be > 0.
+        relative: read ``loss_drop`` as a fraction of the initial loss.
+    """
+    s = as_series(steps, "steps")
+    m = as_series(similarity, "similarity")
+    if s.shape[0] == 0:
+        raise ValueError("steps must not be empty")
+    if m.shape != s.shape:
+        raise ValueError(f"similarity has {m.shape[0]} points but steps has {s.shape[0]}")
+    if np.any(np.diff(s) <= 0):
+        raise ValueError("steps must be strictly increasing")
+    smoothed = smooth_curve(m, window)
+    end = float(s[int(np.argmax(smoothed))])
+    plateau_end = None
+    if loss is not None:
+        lo = as_series(loss, "loss")
+        if lo.shape != s.shape:
+            raise ValueError(f"loss has {lo.shape[0]} points but steps has {s.shape[0]}")
+        if loss_drop is None or not np.isfinite(loss_drop) or loss_drop <= 0:
+            raise ValueError(
+                f"loss_drop must be a positive number when loss is given, got {loss_drop!r}"
+            )
+        delta = loss_drop * lo[0] if relative else loss_drop
+        hits = np.nonzero(lo[0] - lo > delta)[0]
+        plateau_end = float(s[hits[0]]) if hits.size else None
+    return PhaseDetection(
+        phase1_end=end,
+        phase1_length=end - float(s[0]),
+        plateau_end=plateau_end,
+        plateau_length=None if plateau_end is None else plateau_end - float(s[0]),
+        smoothed=smoothed,
+    )

@@ -1,0 +1,506 @@
+"""Feature-diversity metrics (paper 000, "Trap of Feature Diversity in the Learning of MLPs").
+
+The paper tracks how similar the samples' features, feature gradients and weight changes
+become during the first ("plateau") phase of MLP training. This module computes those
+similarities exactly and in time linear in the number of samples:
+
+* :func:`feature_cosine_similarity` (M2) and :func:`gradient_cosine_similarity` (M3): the
+  mean cosine similarity over cross-class, within-class and all sample pairs, from sums of
+  normalised vectors (see :mod:`collapselab.metrics._pairwise` for the identity), also as a
+  streaming, mergeable :class:`CosineSimilarityAccumulator`;
+* :func:`gating_similarity` (M14, R19): similarity of the ReLU on/off patterns;
+* :func:`pseudo_neuron_similarity` (M4): the mean cosine between columns of a weight change;
+* the common direction and its decompositions (M6, M7, Lemmas 1-2, R10, R12, R17);
+* phase detection on metric curves (M5, R9).
+
+Conventions. Pairs are ordered pairs ``i != j`` (a sample is never paired with itself).
+Inputs may be ``torch.Tensor`` or ``numpy.ndarray``; everything is accumulated in float64
+on the input's device. Scalars come back as Python floats, per-class vectors as numpy
+arrays, directions and decompositions as float64 tensors.
+
+Zero vectors (a dead ReLU layer gives all-zero features; paper 000 note A25) have no
+direction. Two rules are offered, chosen by ``zero_vectors``:
+
+* ``"exclude"`` (default): zero vectors are left out of every pair; the number left out is
+  reported in :attr:`PairwiseSimilarity.n_excluded`;
+* ``"zero_cosine"``: the cosine of any pair containing a zero vector is defined as 0; the
+  zero vectors stay in the pair counts and pull the means towards 0.
+
+A vector counts as zero when its Euclidean norm is ``<= zero_atol`` (default 0: exactly
+zero, which is what a dead ReLU produces).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import torch
+
+from collapselab.metrics._common_direction import (
+    CommonDirectionAccumulator,
+    CommonDirections,
+    DirectionDecomposition,
+    SignConsistency,
+    common_direction_decomposition,
+    common_directions,
+    primary_coefficients,
+    residual_singular_values,
+    sign_consistency,
+)
+from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix
+from collapselab.metrics._pairwise import (
+    PairwiseSimilarity,
+    pair_counts,
+    pair_dot_sums,
+    similarity_from_sums,
+)
+from collapselab.metrics._phases import PhaseDetection, detect_phases, smooth_curve
+
+__all__ = [
+    "CommonDirectionAccumulator",
+    "CommonDirections",
+    "CosineSimilarityAccumulator",
+    "DirectionDecomposition",
+    "GatingSimilarityAccumulator",
+    "PairwiseSimilarity",
+    "PhaseDetection",
+    "SignConsistency",
+    "common_direction_decomposition",
+    "common_directions",
+    "detect_phases",
+    "feature_cosine_similarity",
+    "gating_similarity",
+    "gradient_cosine_similarity",
+    "primary_coefficients",
+    "pseudo_neuron_similarity",
+    "pseudo_neuron_similarity_per_sample",
+    "residual_singular_values",
+    "sign_consistency",
+    "smooth_curve",
+    "weight_change_from_factors",
+]
+
+ZeroRule = Literal["exclude", "zero_cosine"]
+_ZERO_RULES = ("exclude", "zero_cosine")
+
+
+def _check_zero_rule(zero_vectors: str) -> None:
+    if zero_vectors not in _ZERO_RULES:
+        raise ValueError(f"zero_vectors must be one of {_ZERO_RULES}, got {zero_vectors!r}")
+
+
+def _check_atol(zero_atol: float) -> float:
+    if not np.isfinite(zero_atol) or zero_atol < 0:
+        raise ValueError(f"zero_atol must be a finite number >= 0, got {zero_atol!r}")
+    return float(zero_atol)
+
+
+def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows scaled to unit norm (zero rows stay zero) and the mask of zero rows."""
+    norms = torch.linalg.vector_norm(x, dim=1)
+    zero = norms <= zero_atol
+    u = x / torch.where(zero, torch.ones_like(norms), norms)[:, None]
+    u[zero] = 0.0
+    return u, zero
+
+
+class CosineSimilarityAccumulator:
+    """Streaming, mergeable statistics for mean pairwise cosine similarity.
+
+    Holds, per class c, the sum of the unit vectors ``S_c = sum_{i in c} x_i/||x_i||``, the
+    sum of their squared norms (1 per non-zero vector, kept as computed so that the
+    pair identity cancels exactly), and the numbers of non-zero and zero vectors. The
+    statistics add, so batches can be fed in any order and partial accumulators (other
+    processes, other chunks) merged: the result does not depend on the batching.
+
+    Args:
+        n_classes: number of classes C (fixed, as a batch need not contain every class).
+        zero_atol: a vector with norm ``<= zero_atol`` counts as zero.
+
+    Example::
+
+        acc = CosineSimilarityAccumulator(n_classes=10)
+        for feats, y in batches:
+            acc.update(feats, y)
+        m2 = acc.result().cross_class
+    """
+
+    def __init__(self, n_classes: int, zero_atol: float = 0.0) -> None:
+        if not isinstance(n_classes, int | np.integer) or n_classes < 1:
+            raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
+        self.n_classes = int(n_classes)
+        self.zero_atol = _check_atol(zero_atol)
+        self.unit_sums: torch.Tensor | None = None  # (C, D)
+        self.sq_norms: torch.Tensor | None = None  # (C,)
+        self.n_nonzero: torch.Tensor | None = None  # (C,) int64
+        self.n_zero: torch.Tensor | None = None  # (C,) int64
+
+    @property
+    def dim(self) -> int | None:
+        """Vector dimension D (None before the first update)."""
+        return None if self.unit_sums is None else int(self.unit_sums.shape[1])
+
+    def update(self, vectors: ArrayLike, labels: ArrayLike) -> CosineSimilarityAccumulator:
+        """Add a batch of vectors ``(B, D)`` with labels ``(B,)``; returns ``self``."""
+        device = None if self.unit_sums is None else self.unit_sums.device
+        x = as_matrix(vectors, "vectors", device)
+        y, _ = as_labels(labels, x.shape[0], self.n_classes, x.device)
+        if self.unit_sums is None:
+            c, d = self.n_classes, x.shape[1]
+            self.unit_sums = torch.zeros(c, d, dtype=torch.float64, device=x.device)
+            self.sq_norms = torch.zeros(c, dtype=torch.float64, device=x.device)
+            self.n_nonzero = torch.zeros(c, dtype=torch.int64, device=x.device)
+            self.n_zero = torch.zeros(c, dtype=torch.int64, device=x.device)
+        elif x.shape[1] != self.unit_sums.shape[1]:
+            raise ValueError(
+                f"vectors have dimension {x.shape[1]} but earlier batches had "
+                f"{self.unit_sums.shape[1]}"
+            )
+        u, zero = _unit_rows(x, self.zero_atol)
+        self.unit_sums.index_add_(0, y, u)
+        self.sq_norms.index_add_(0, y, (u * u).sum(dim=1))
+        self.n_nonzero += torch.bincount(y[~zero], minlength=self.n_classes)
+        self.n_zero += torch.bincount(y[zero], minlength=self.n_classes)
+        return self
+
+    def merge(self, other: CosineSimilarityAccumulator) -> CosineSimilarityAccumulator:
+        """Add another accumulator's statistics into this one; returns ``self``."""
+        if not isinstance(other, CosineSimilarityAccumulator):
+            raise TypeError(
+                f"other must be a CosineSimilarityAccumulator, got {type(other).__name__}"
+            )
+        if other.n_classes != self.n_classes or other.zero_atol != self.zero_atol:
+            raise ValueError(
+                "cannot merge accumulators with different n_classes or zero_atol: "
+                f"({self.n_classes}, {self.zero_atol}) vs ({other.n_classes}, {other.zero_atol})"
+            )
+        if other.unit_sums is None:
+            return self
+        if self.unit_sums is None:
+            self.unit_sums = other.unit_sums.clone()
+            self.sq_norms = other.sq_norms.clone()
+            self.n_nonzero = other.n_nonzero.clone()
+            self.n_zero = other.n_zero.clone()
+            return self
+        if other.unit_sums.shape != self.unit_sums.shape:
+            raise ValueError(f"cannot merge accumulators of dimension {other.dim} and {self.dim}")
+        dev = self.unit_sums.device
+        self.unit_sums += other.unit_sums.to(dev)
+        self.sq_norms += other.sq_norms.to(dev)
+        self.n_nonzero += other.n_nonzero.to(dev)
+        self.n_zero += other.n_zero.to(dev)
+        return self
+
+    def result(self, zero_vectors: ZeroRule = "exclude") -> PairwiseSimilarity:
+        """Mean pairwise cosine similarity over the cross-class, within-class and all pairs.
+
+        Args:
+            zero_vectors: ``"exclude"`` or ``"zero_cosine"`` (see the module docstring).
+        """
+        _check_zero_rule(zero_vectors)
+        if self.unit_sums is None:
+            raise ValueError("the accumulator is empty; call update() with data first")
+        n_zero = int(self.n_zero.sum())
+        counts = self.n_nonzero if zero_vectors == "exclude" else self.n_nonzero + self.n_zero
+        return similarity_from_sums(
+            pair_dot_sums(self.unit_sums, self.sq_norms),
+            pair_counts(counts),
+            counts,
+            n_zero=n_zero,
+            n_excluded=n_zero if zero_vectors == "exclude" else 0,
+        )
+
+
+def feature_cosine_similarity(
+    features: ArrayLike,
+    labels: ArrayLike,
+    n_classes: int | None = None,
+    zero_vectors: ZeroRule = "exclude",
+    zero_atol: float = 0.0,
+) -> PairwiseSimilarity:
+    """Mean pairwise cosine similarity of features (paper 000, M2, Fig. 1-2, R6).
+
+    .. math::
+        \\mathrm{M2} = \\mathbb{E}_{(x, x')}\\,\\cos(F|_x, F|_{x'})
+
+    over cross-class pairs (the paper's "different categories", :attr:`cross_class`), and
+    also over within-class and all pairs. Computed exactly in O(N*D) from per-class sums
+    of unit vectors, never from the N x N Gram matrix.
+
+    Args:
+        features: ``(N, D)`` features of one layer (post-ReLU per the paper's Eq. 1; pass
+            pre-activations for the other reading of note A1).
+        labels: ``(N,)`` integer class labels.
+        n_classes: number of classes (default ``max(labels) + 1``).
+        zero_vectors: zero-vector rule, ``"exclude"`` or ``"zero_cosine"``.
+        zero_atol: norm at or below which a vector counts as zero.
+    """
+    f = as_matrix(features, "features")
+    _, c = as_labels(labels, f.shape[0], n_classes, f.device)
+    return CosineSimilarityAccumulator(c, zero_atol).update(f, labels).result(zero_vectors)
+
+
+def gradient_cosine_similarity(
+    grads: ArrayLike,
+    labels: ArrayLike,
+    n_classes: int | None = None,
+    zero_vectors: ZeroRule = "exclude",
+    zero_atol: float = 0.0,
+) -> PairwiseSimilarity:
+    """Mean pairwise cosine similarity of per-sample feature gradients (paper 000, M3, R7).
+
+    .. math::
+        \\mathrm{M3}_c = \\mathbb{E}_{x \\ne x' \\in X_c}
+            \\cos(\\dot F|_x, \\dot F|_{x'}),\\qquad \\dot F = \\partial \\ell / \\partial F
+
+    The paper does not say which class c it plots (note A2); :attr:`per_class` holds every
+    class and :attr:`within_class` their average, the default reading. Same computation as
+    :func:`feature_cosine_similarity`, applied to the rows of ``grads``.
+
+    Args:
+        grads: ``(N, D)`` per-sample gradients of the loss with respect to the features
+            (of the per-sample loss: the scale does not affect cosines, note A4).
+        labels, n_classes, zero_vectors, zero_atol: as in :func:`feature_cosine_similarity`.
+            A zero gradient row (a saturated or fully dead sample) follows ``zero_vectors``.
+    """
+    return feature_cosine_similarity(grads, labels, n_classes, zero_vectors, zero_atol)
+
+
+def _as_gates(gates: ArrayLike, device: torch.device | None) -> torch.Tensor:
+    g = as_matrix(gates, "gates", device)
+    if not bool(((g == 0) | (g == 1)).all()):
+        raise ValueError("gates must hold only 0 and 1 (the ReLU gating pattern, e.g. preact > 0)")
+    return g
+
+
+class GatingSimilarityAccumulator:
+    """Streaming, mergeable statistics for the similarity of ReLU gating patterns.
+
+    Keeps a :class:`CosineSimilarityAccumulator` of the 0/1 patterns plus, per class, the
+    sum of the patterns ``A_c`` (units on, per unit), the number of "on" entries and the
+    sample count, from which the mean agreement follows (see :func:`gating_similarity`).
+
+    Args:
+        n_classes: number of classes C.
+    """
+
+    def __init__(self, n_classes: int) -> None:
+        self._cos = CosineSimilarityAccumulator(n_classes)
+        self.n_classes = self._cos.n_classes
+        self.on_sums: torch.Tensor | None = None  # (C, h)
+        self.on_counts: torch.Tensor | None = None  # (C,)
+        self.counts: torch.Tensor | None = None  # (C,)
+
+    def update(self, gates: ArrayLike, labels: ArrayLike) -> GatingSimilarityAccumulator:
+        """Add a batch of gating patterns ``(B, h)`` (0/1 or bool) with labels ``(B,)``."""
+        device = None if self.on_sums is None else self.on_sums.device
+        g = _as_gates(gates, device)
+        y, _ = as_labels(labels, g.shape[0], self.n_classes, g.device)
+        self._cos.update(g, y)
+        if self.on_sums is None:
+            self.on_sums = torch.zeros(
+                self.n_classes, g.shape[1], dtype=torch.float64, device=g.device
+            )
+            self.on_counts = torch.zeros(self.n_classes, dtype=torch.float64, device=g.device)
+            self.counts = torch.zeros(self.n_classes, dtype=torch.float64, device=g.device)
+        self.on_sums.index_add_(0, y, g)
+        self.on_counts.index_add_(0, y, g.sum(dim=1))
+        self.counts += torch.bincount(y, minlength=self.n_classes).to(torch.float64)
+        return self
+
+    def merge(self, other: GatingSimilarityAccumulator) -> GatingSimilarityAccumulator:
+        """Add another accumulator's statistics into this one; returns ``self``."""
+        if not isinstance(other, GatingSimilarityAccumulator):
+            raise TypeError(
+                f"other must be a GatingSimilarityAccumulator, got {type(other).__name__}"
+            )
+        self._cos.merge(other._cos)
+        if other.on_sums is None:
+            return self
+        if self.on_sums is None:
+            self.on_sums = other.on_sums.clone()
+            self.on_counts = other.on_counts.clone()
+            self.counts = other.counts.clone()
+            return self
+        dev = self.on_sums.device
+        self.on_sums += other.on_sums.to(dev)
+        self.on_counts += other.on_counts.to(dev)
+        self.counts += other.counts.to(dev)
+        return self
+
+    def result(
+        self,
+        measure: Literal["cosine", "agreement"] = "cosine",
+        zero_vectors: ZeroRule = "exclude",
+    ) -> PairwiseSimilarity:
+        """Mean pairwise gating similarity; see :func:`gating_similarity` for ``measure``."""
+        if measure == "cosine":
+            return self._cos.result(zero_vectors)
+        if measure != "agreement":
+            raise ValueError(f"measure must be 'cosine' or 'agreement', got {measure!r}")
+        _check_zero_rule(zero_vectors)
+        if self.on_sums is None:
+            raise ValueError("the accumulator is empty; call update() with data first")
+        h = self.on_sums.shape[1]
+        if h == 0:
+            raise ValueError("gates have zero units; agreement needs h >= 1")
+        # agree(a, b) = (<a, b> + <1 - a, 1 - b>) / h: pair sums of the patterns and of
+        # their complements, whose per-class sums and squared norms follow from A_c.
+        off_sums = self.counts[:, None] - self.on_sums
+        off_counts = self.counts * h - self.on_counts
+        dots = pair_dot_sums(self.on_sums, self.on_counts) + pair_dot_sums(off_sums, off_counts)
+        counts = self.counts.to(torch.int64)
+        return similarity_from_sums(dots.scaled(1.0 / h), pair_counts(counts), counts, 0, 0)
+
+
+def gating_similarity(
+    gates: ArrayLike,
+    labels: ArrayLike,
+    n_classes: int | None = None,
+    measure: Literal["cosine", "agreement"] = "cosine",
+    zero_vectors: ZeroRule = "exclude",
+) -> PairwiseSimilarity:
+    """Mean pairwise similarity of ReLU gating patterns D^(l) (paper 000, M14, R19).
+
+    The paper names the similarity of the gating states across samples as one cause of
+    rising gradient similarity but never defines a metric. Two are offered:
+
+    * ``"cosine"`` (default): the cosine of the 0/1 vectors,
+      ``|a AND b| / sqrt(|a| |b|)``, the same quantity as M2 applied to gates; it looks
+      only at units that are on. A sample with every unit off is a zero vector and follows
+      ``zero_vectors``.
+    * ``"agreement"``: the fraction of units in the same state,
+      ``(<a, b> + <1-a, 1-b>) / h``; units off in both samples count as agreeing, so
+      sparse layers score high. ``zero_vectors`` does not apply.
+
+    Args:
+        gates: ``(N, h)`` gating patterns, 0/1 or bool (``preact > 0`` for ReLU).
+        labels: ``(N,)`` integer class labels.
+        n_classes: number of classes (default ``max(labels) + 1``).
+        measure: ``"cosine"`` or ``"agreement"``.
+        zero_vectors: zero-vector rule for ``"cosine"``.
+    """
+    g = _as_gates(gates, None)
+    _, c = as_labels(labels, g.shape[0], n_classes, g.device)
+    return GatingSimilarityAccumulator(c).update(g, labels).result(measure, zero_vectors)
+
+
+def pseudo_neuron_similarity(
+    delta_w: ArrayLike, zero_vectors: ZeroRule = "exclude", zero_atol: float = 0.0
+) -> float:
+    """Mean cosine similarity between pseudo-neuron weight changes (paper 000, M4, Fig. 2c).
+
+    For a weight change ``ΔW ∈ R^{h x d}`` of a layer with h outputs and d inputs, the
+    pseudo-neurons are its d columns ``Δw_i ∈ R^h`` and
+
+    .. math::
+        \\mathrm{M4} = \\frac{1}{d(d-1)} \\sum_{i \\ne j} \\cos(\\Delta w_i, \\Delta w_j),
+
+    computed in O(d*h) as ``(||sum_i u_i||^2 - sum_i ||u_i||^2) / (d(d-1))`` with
+    ``u_i = Δw_i / ||Δw_i||``.
+
+    Which ΔW (note A5, R8). A single sample's change ``ΔW|_x = -η g_x F_xᵀ`` has rank one,
+    so all its columns are parallel and the metric is degenerate (it only sees the signs of
+    ``F_x``; see :func:`pseudo_neuron_similarity_per_sample`). Pass an aggregated change
+    instead: the actual mini-batch update ``W_{t+1} - W_t``, or the probe-set mean
+    :func:`weight_change_from_factors`.
+
+    Args:
+        delta_w: ``(h, d)`` weight change (PyTorch ``nn.Linear.weight`` layout).
+        zero_vectors: rule for zero columns (an input unit that is dead on every sample).
+        zero_atol: norm at or below which a column counts as zero.
+
+    Returns:
+        The mean cosine; NaN when fewer than two columns are counted.
+    """
+    w = as_matrix(delta_w, "delta_w")
+    y = torch.zeros(w.shape[1], dtype=torch.int64, device=w.device)
+    return CosineSimilarityAccumulator(1, zero_atol).update(w.T, y).result(zero_vectors).all_pairs
+
+
+def pseudo_neuron_similarity_per_sample(
+    pre_grads: ArrayLike,
+    inputs: ArrayLike,
+    zero_vectors: ZeroRule = "exclude",
+    zero_atol: float = 0.0,
+) -> float:
+    """M4 evaluated literally on per-sample changes, averaged over samples (note A5).
+
+    The paper writes ``E_{x∈X} cos(Δw_i|_x, Δw_j|_x)``. With ``ΔW|_x = -η g_x F_xᵀ`` the
+    columns are ``Δw_i = -η F_x[i] g_x``, so ``cos(Δw_i, Δw_j) = sign(F_x[i]) sign(F_x[j])``
+    whenever both are non-zero: the value depends on ``g_x`` only through whether it is zero,
+    and equals 1 for post-ReLU inputs. With ``s = sign(F_x)`` over the m non-zero columns,
+    the per-sample mean over pairs is ``((sum s)^2 - m) / (m (m - 1))`` (``"exclude"``) or
+    ``((sum s)^2 - m) / (d (d - 1))`` (``"zero_cosine"``); it is returned to document the
+    degeneracy, not as a diversity measure.
+
+    Args:
+        pre_grads: ``(N, h)`` pre-activation gradients ``g_x = D Ḟ`` of the layer's outputs.
+        inputs: ``(N, d)`` the layer's inputs ``F_x^(l-1)``.
+        zero_vectors, zero_atol: as in :func:`pseudo_neuron_similarity`; a column is zero
+            when ``|F_x[i]| * ||g_x|| <= zero_atol``.
+
+    Returns:
+        The mean over samples whose value is defined (NaN when none is). η cancels.
+    """
+    _check_zero_rule(zero_vectors)
+    atol = _check_atol(zero_atol)
+    g = as_matrix(pre_grads, "pre_grads")
+    f = as_matrix(inputs, "inputs", g.device)
+    if f.shape[0] != g.shape[0]:
+        raise ValueError(
+            f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; expected one per sample"
+        )
+    col_norms = f.abs() * torch.linalg.vector_norm(g, dim=1)[:, None]  # (N, d)
+    nonzero = col_norms > atol
+    s = torch.sign(f) * nonzero
+    m = nonzero.sum(dim=1).to(torch.float64)
+    num = s.sum(dim=1) ** 2 - m
+    d = float(f.shape[1])
+    den = m * (m - 1.0) if zero_vectors == "exclude" else torch.full_like(m, d * (d - 1.0))
+    ok = den > 0
+    if not bool(ok.any()):
+        return float("nan")
+    return float((num[ok] / den[ok]).mean())
+
+
+def weight_change_from_factors(
+    pre_grads: ArrayLike,
+    inputs: ArrayLike,
+    lr: float = 1.0,
+    reduction: Literal["mean", "sum"] = "mean",
+) -> torch.Tensor:
+    """Aggregate per-sample weight changes from their rank-1 factors (paper 000, §2, R5, R8).
+
+    .. math::
+        \\Delta \\bar W = -\\eta \\,\\frac{1}{N} \\sum_x g_x F_x^\\top
+                      = -\\eta\\, G^\\top F / N
+
+    (``reduction="sum"`` drops the 1/N). The per-sample changes are never materialised.
+
+    Args:
+        pre_grads: ``(N, h)`` pre-activation gradients ``g_x``.
+        inputs: ``(N, d)`` layer inputs ``F_x``.
+        lr: learning rate η.
+        reduction: ``"mean"`` or ``"sum"`` over samples.
+
+    Returns:
+        ``(h, d)`` float64 tensor in the layout of ``nn.Linear.weight``.
+    """
+    g = as_matrix(pre_grads, "pre_grads")
+    f = as_matrix(inputs, "inputs", g.device)
+    if f.shape[0] != g.shape[0]:
+        raise ValueError(
+            f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; expected one per sample"
+        )
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+    if not np.isfinite(lr):
+        raise ValueError(f"lr must be finite, got {lr!r}")
+    out = -float(lr) * (g.T @ f)
+    if reduction == "mean":
+        if g.shape[0] == 0:
+            raise ValueError("pre_grads has no rows; the mean over samples is undefined")
+        out = out / g.shape[0]
+    return out

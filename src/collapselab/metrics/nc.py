@@ -1,0 +1,421 @@
+r"""Neural-collapse metrics NC1-NC4 and the PFC metrics.
+
+Notation (DESIGN.md, note 003 §2.1): ``C`` classes, class means ``mu_c``, class weights
+``pi_c`` (``1/C`` balanced, ``n_c/N`` sample-weighted), ``mu_G = sum_c pi_c mu_c``,
+``M̄ = [mu_c - mu_G]_c`` (``D x C``), ``Sigma_W`` normalised by ``N``,
+``Sigma_B = sum_c pi_c (mu_c - mu_G)(mu_c - mu_G)^T`` (``(1/C) M̄ M̄^T`` when balanced).
+Matrices of per-class vectors are passed with one row per class (``(C, D)``), so a
+classifier ``W`` and the centred means ``M̄^T`` have the same layout.
+
+Three layers of API:
+
+* metrics of a finished :class:`~collapselab.stats.ClassStats` (:func:`nc1_pinv`,
+  :func:`trace_ratio`, :func:`cdnv`, :func:`weighted_accuracy`) and all of them at once,
+  :func:`nc_metrics`;
+* geometry of ``(C, D)`` vector sets (:func:`equinorm`, :func:`equiangularity`,
+  :func:`max_equiangularity`, :func:`etf_distance`, :func:`orthogonal_frame_distance`,
+  :func:`self_duality`, :func:`self_duality_classwise`);
+* one-call functions of raw features and labels (:func:`nc1_trace_ratio`,
+  :func:`nc2_etf_distance`, :func:`ncc_accuracy`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from collapselab.metrics._validate import (
+    PAIRS,
+    check_ddof,
+    infer_n_classes,
+    require_between,
+    warn_if_imbalanced,
+)
+from collapselab.stats import ClassStats, class_stats_from_features, nearest_class_mean
+from collapselab.stats._validate import (
+    WEIGHTINGS,
+    check_choice,
+    check_features,
+    check_labels,
+)
+
+# ---------------------------------------------------------------------------------------
+# metrics of class statistics
+
+
+def nc1_pinv(stats: ClassStats, divide_by_c: bool = True) -> float:
+    r"""NC1 ``= Tr(Sigma_W Sigma_B^+) / C`` (note 003 §2.2-2.3; PNAS Fig. 6).
+
+    The pseudo-inverse is restricted to the rank-``r`` range of ``Sigma_B`` (``r = C - 1``
+    unless the means are degenerate): with ``Sigma_B = P diag(s^2) P^T``,
+    ``Tr(Sigma_W Sigma_B^+) = sum_k (P^T Sigma_W P)_{kk} / s_k^2`` (exact; see
+    :mod:`collapselab.stats.class_stats`).
+
+    Args:
+        stats: statistics after both passes.
+        divide_by_c: divide by ``C`` (the PNAS label, default) or not (the MSE-NC notebook
+            plots ``Tr(Sigma_W Sigma_B^+)``).
+    """
+    require_between(stats)
+    s = stats.between_singular_values
+    value = float((torch.diagonal(stats.within_projected) / (s * s)).sum())
+    return value / stats.n_classes if divide_by_c else value
+
+
+def trace_ratio(stats: ClassStats) -> float:
+    r"""PFC1 ``= Tr(Sigma_W) / Tr(Sigma_B)`` (note 001 §2.5, Eq. 7/17)."""
+    require_between(stats)
+    return stats.within_trace / stats.between_trace
+
+
+def cdnv(stats: ClassStats) -> float:
+    r"""Class-distance-normalised variance (Galanti et al. 2022).
+
+    ``Avg_{c != c'} (sigma_c^2 + sigma_{c'}^2) / (2 ||mu_c - mu_{c'}||^2)`` with
+    ``sigma_c^2 = (1/n_c) sum_{i in c} ||h_i - mu_c||^2``; ordered and unordered pairs give
+    the same average. ``inf`` when two class means coincide.
+    """
+    require_between(stats)
+    var = stats.class_variances
+    centred = stats.centred_means
+    gram = centred @ centred.T
+    sq = torch.diagonal(gram)
+    dist2 = (sq.unsqueeze(0) + sq.unsqueeze(1) - 2.0 * gram).clamp_min(0.0)
+    c = stats.n_classes
+    off = ~torch.eye(c, dtype=torch.bool, device=gram.device)
+    if bool((dist2[off] == 0).any()):
+        return math.inf
+    ratio = (var.unsqueeze(0) + var.unsqueeze(1)) / (2.0 * dist2.masked_fill(~off, 1.0))
+    return float(ratio[off].mean())
+
+
+def weighted_accuracy(confusion: torch.Tensor, weights: torch.Tensor) -> float:
+    r"""``sum_c pi_c (correct_c / n_c)`` from a ``(C, C)`` confusion matrix (rows: labels).
+
+    With ``pi_c = n_c / N`` this is the plain fraction of correct samples; with
+    ``pi_c = 1/C`` the class-balanced accuracy (equal for balanced data). Classes without
+    samples are skipped and the weights of the others renormalised.
+    """
+    conf = confusion.to(torch.float64)
+    n = conf.sum(dim=1)
+    present = n > 0
+    w = weights.to(conf.device)[present]
+    per_class = torch.diagonal(conf)[present] / n[present]
+    return float((w * per_class).sum() / w.sum())
+
+
+def nc_metrics(
+    stats: ClassStats,
+    *,
+    nc1_divide_by_c: bool = True,
+    ddof: int = 1,
+    pairs: str = "unordered",
+) -> dict[str, float]:
+    """Every NC catalogue key that ``stats`` allows (DESIGN.md metric catalogue).
+
+    Always: ``nc1``, ``nc1_trace_ratio``, ``nc1_cdnv``, ``nc2_equinorm_means``,
+    ``nc2_equiangle_means``, ``nc2_maxangle_means``, ``nc2_etf_distance``,
+    ``nc2_orthogonal_frame``, ``ncc_accuracy`` (against ``stats.ncc_means``).
+    With a classifier (``W`` given to :meth:`ClassStats.finalize_means`): also
+    ``nc2_equinorm_classifiers``, ``nc2_equiangle_classifiers``,
+    ``nc2_maxangle_classifiers``, ``nc3_self_duality``, ``nc3_self_duality_classwise``,
+    ``nc4_ncc_mismatch``, ``accuracy``. ``nc1_snr`` is added by
+    :func:`collapselab.metrics.measure` (it needs the dense, nonsingular ``Sigma_W``).
+
+    Args:
+        stats: statistics after both passes.
+        nc1_divide_by_c: see :func:`nc1_pinv`.
+        ddof: delta degrees of freedom of the standard deviations (1: unbiased, as
+            ``torch.std`` in the papers' code).
+        pairs: ``"unordered"`` (each pair once) or ``"ordered"`` (both orders, as the
+            notebook's coherence) for the pairwise-cosine statistics.
+    """
+    ddof = check_ddof(ddof)
+    pairs = check_choice(pairs, PAIRS, "pairs")
+    require_between(stats)
+    centred = stats.centred_means
+    pi = stats.class_weights
+    out = {
+        "nc1": nc1_pinv(stats, nc1_divide_by_c),
+        "nc1_trace_ratio": trace_ratio(stats),
+        "nc1_cdnv": cdnv(stats),
+        "nc2_equinorm_means": equinorm(centred, ddof, "centred means"),
+        "nc2_equiangle_means": equiangularity(centred, pairs, ddof, "centred means"),
+        "nc2_maxangle_means": max_equiangularity(centred, "centred means"),
+        "nc2_etf_distance": etf_distance(centred),
+        "nc2_orthogonal_frame": orthogonal_frame_distance(stats.means),
+        "ncc_accuracy": weighted_accuracy(stats.ncc_confusion, pi),
+    }
+    if stats.has_classifier:
+        W, _ = stats.classifier
+        out |= {
+            "nc2_equinorm_classifiers": equinorm(W, ddof, "W"),
+            "nc2_equiangle_classifiers": equiangularity(W, pairs, ddof, "W"),
+            "nc2_maxangle_classifiers": max_equiangularity(W, "W"),
+            "nc3_self_duality": self_duality(W, centred),
+            "nc3_self_duality_classwise": self_duality_classwise(W, centred),
+            "nc4_ncc_mismatch": _weighted_fraction(stats.mismatch_counts, stats.counts, pi),
+            "accuracy": weighted_accuracy(stats.classifier_confusion, pi),
+        }
+    return out
+
+
+def _weighted_fraction(hits: torch.Tensor, counts: torch.Tensor, pi: torch.Tensor) -> float:
+    """``sum_c pi_c hits_c / n_c``."""
+    return float((pi * hits.to(torch.float64) / counts.to(torch.float64)).sum())
+
+
+# ---------------------------------------------------------------------------------------
+# geometry of per-class vectors (rows)
+
+
+def _rows(vectors: object, name: str) -> torch.Tensor:
+    v = check_features(vectors, name).to(torch.float64)
+    if v.shape[0] < 2:
+        raise ValueError(f"{name} must have at least two rows (classes), got {v.shape[0]}")
+    return v
+
+
+def _unit_rows(v: torch.Tensor, name: str) -> torch.Tensor:
+    norms = v.norm(dim=1)
+    zero = torch.nonzero(norms == 0).flatten().tolist()
+    if zero:
+        raise ValueError(f"{name} has zero rows {zero[:8]}; their angles are undefined")
+    return v / norms.unsqueeze(1)
+
+
+def _pair_cosines(vectors: object, pairs: str, name: str) -> tuple[torch.Tensor, int]:
+    v = _unit_rows(_rows(vectors, name), name)
+    c = v.shape[0]
+    cos = v @ v.T
+    if pairs == "unordered":
+        i, j = torch.triu_indices(c, c, offset=1, device=cos.device)
+        return cos[i, j], c
+    off = ~torch.eye(c, dtype=torch.bool, device=cos.device)
+    return cos[off], c
+
+
+def equinorm(vectors: object, ddof: int = 1, name: str = "vectors") -> float:
+    r"""NC2 equinorm: ``Std_c ||v_c|| / Avg_c ||v_c||`` (note 003 §2.3, MSE Fig. 3).
+
+    Args:
+        vectors: ``(C, D)``, e.g. centred means ``mu_c - mu_G`` or classifier rows ``w_c``.
+        ddof: the standard deviation divides by ``C - ddof`` (1: unbiased, as the notebook).
+    """
+    ddof = check_ddof(ddof)
+    norms = _rows(vectors, name).norm(dim=1)
+    if norms.numel() <= ddof:
+        raise ValueError(f"ddof={ddof} needs more than {ddof} rows in {name}")
+    mean = norms.mean()
+    if float(mean) == 0:
+        raise ValueError(f"{name} are all zero; the equinorm ratio is undefined")
+    return float(norms.std(correction=ddof) / mean)
+
+
+def equiangularity(
+    vectors: object, pairs: str = "unordered", ddof: int = 1, name: str = "vectors"
+) -> float:
+    r"""NC2 equiangularity: ``Std_{c != c'} cos(v_c, v_{c'})`` (note 003 §2.3, MSE Fig. 4).
+
+    ``pairs="unordered"`` uses the ``C(C-1)/2`` pairs ``c < c'``; ``"ordered"`` the
+    ``C(C-1)`` pairs ``c != c'`` (every cosine twice), which changes the ``ddof``
+    correction only. A single pair (``C = 2`` unordered) has no spread: 0.
+    """
+    ddof = check_ddof(ddof)
+    pairs = check_choice(pairs, PAIRS, "pairs")
+    cos, _ = _pair_cosines(vectors, pairs, name)
+    if cos.numel() == 1:
+        return 0.0
+    if cos.numel() <= ddof:
+        raise ValueError(f"ddof={ddof} needs more than {ddof} pairs in {name}")
+    return float(cos.std(correction=ddof))
+
+
+def max_equiangularity(vectors: object, name: str = "vectors") -> float:
+    r"""NC2 maximal equiangularity: ``Avg_{c != c'} |cos(v_c, v_{c'}) + 1/(C-1)|``.
+
+    Note 003 §2.3 (MSE Fig. 5, the notebook's ``coherence``); zero exactly for a simplex
+    ETF. Ordered and unordered pairs give the same average.
+    """
+    cos, c = _pair_cosines(vectors, "unordered", name)
+    return float((cos + 1.0 / (c - 1)).abs().mean())
+
+
+def etf_distance(centred_means: object) -> float:
+    r"""PFC2 ``= || G / ||G||_F - E ||_F`` with ``G = M̄^T M̄`` (note 001 §2.5, Eq. 8/18).
+
+    ``E = (I_C - 1 1^T / C) / sqrt(C - 1)`` has unit Frobenius norm, so the value lies in
+    ``[0, 2]``; it is zero exactly for a simplex ETF (any rotation and scale).
+
+    Args:
+        centred_means: ``(C, D)`` rows ``mu_c - mu_G`` (i.e. ``M̄^T``).
+    """
+    m = _rows(centred_means, "centred_means")
+    c = m.shape[0]
+    gram = m @ m.T
+    norm = gram.norm()
+    if float(norm) == 0:
+        raise ValueError("centred_means are all zero (zero between-class scatter)")
+    eye = torch.eye(c, dtype=torch.float64, device=m.device)
+    etf = (eye - 1.0 / c) / math.sqrt(c - 1)
+    return float((gram / norm - etf).norm())
+
+
+def orthogonal_frame_distance(means: object) -> float:
+    r"""``|| M^T M / ||M^T M||_F - I_C / sqrt(C) ||_F`` on the uncentred means ``M``.
+
+    Bias-free MSE models (note 004 §4, M7) collapse the *uncentred* means to an orthogonal
+    frame ``M^T M ∝ I``; zero exactly then, and in ``[0, 2]``.
+
+    Args:
+        means: ``(C, D)`` rows ``mu_c`` (not centred).
+    """
+    m = _rows(means, "means")
+    c = m.shape[0]
+    gram = m @ m.T
+    norm = gram.norm()
+    if float(norm) == 0:
+        raise ValueError("means are all zero; the orthogonal-frame distance is undefined")
+    eye = torch.eye(c, dtype=torch.float64, device=m.device)
+    return float((gram / norm - eye / math.sqrt(c)).norm())
+
+
+def _pair(W: object, centred_means: object) -> tuple[torch.Tensor, torch.Tensor]:
+    w = _rows(W, "W")
+    m = _rows(centred_means, "centred_means").to(w.device)
+    if w.shape != m.shape:
+        raise ValueError(
+            f"W has shape {tuple(w.shape)} but centred_means {tuple(m.shape)}; "
+            "expected both (n_classes, dim)"
+        )
+    return w, m
+
+
+def self_duality(W: object, centred_means: object) -> float:
+    r"""NC3 ``= || W^T/||W||_F - M̄/||M̄||_F ||_F^2`` (note 003 §2.3, MSE Fig. 6).
+
+    Global Frobenius normalisation, bias excluded. Zero iff ``W ∝ M̄^T`` (positive factor).
+    """
+    w, m = _pair(W, centred_means)
+    if float(w.norm()) == 0 or float(m.norm()) == 0:
+        raise ValueError("W or the centred means are zero; self-duality is undefined")
+    return float((w / w.norm() - m / m.norm()).pow(2).sum())
+
+
+def self_duality_classwise(W: object, centred_means: object) -> float:
+    r"""Formal NC3: ``Avg_c || w_c/||w_c|| - (mu_c - mu_G)/||mu_c - mu_G|| ||^2``.
+
+    Per-class normalisation (note 003 §2.2); zero iff every ``w_c`` points along
+    ``mu_c - mu_G``.
+    """
+    w, m = _pair(W, centred_means)
+    diff = _unit_rows(w, "W") - _unit_rows(m, "centred_means")
+    return float(diff.pow(2).sum(dim=1).mean())
+
+
+# ---------------------------------------------------------------------------------------
+# one-call functions of features
+
+
+def nc1_trace_ratio(
+    features: object,
+    labels: object,
+    *,
+    n_classes: int | None = None,
+    weighting: str = "balanced",
+) -> float:
+    r"""PFC1 ``= Tr(Sigma_W) / Tr(Sigma_B)`` of ``(N, D)`` features (note 001 §2.5).
+
+    Args:
+        features: ``(N, D)`` tensor or array; rows are samples.
+        labels: ``(N,)`` integer class labels.
+        n_classes: default ``max(labels) + 1``; every class needs two samples.
+        weighting: ``"balanced"`` or ``"sample"`` class weights (imbalanced data warns).
+    """
+    stats = _stats(features, labels, n_classes, weighting)
+    return trace_ratio(stats)
+
+
+def nc2_etf_distance(
+    features: object,
+    labels: object,
+    *,
+    n_classes: int | None = None,
+    weighting: str = "balanced",
+) -> float:
+    r"""PFC2 ``= || M̄^T M̄ / ||M̄^T M̄||_F - E ||_F`` of ``(N, D)`` features.
+
+    See :func:`etf_distance`; ``mu_G`` follows ``weighting``.
+    """
+    stats = _stats(features, labels, n_classes, weighting, min_count=1)
+    require_between(stats)
+    return etf_distance(stats.centred_means)
+
+
+def ncc_accuracy(
+    features: object,
+    labels: object,
+    means: object | None = None,
+    *,
+    n_classes: int | None = None,
+    weighting: str = "balanced",
+) -> float:
+    r"""PFC3 ``= Avg_i 1[argmin_c ||h_i - mu_c||_2 = y_i]`` (note 001 §2.5, Eq. 9/19).
+
+    Args:
+        features: ``(N, D)`` tensor or array.
+        labels: ``(N,)`` integer labels.
+        means: optional ``(C, D)`` reference class means (e.g. train means for test
+            features); default: the class means of ``features``.
+        n_classes: default ``means.shape[0]`` or ``max(labels) + 1``.
+        weighting: ``"sample"``: the fraction of correct samples; ``"balanced"``
+            (default): the average over classes of the per-class accuracy (the same for
+            balanced data). Ties go to the lowest class index.
+    """
+    weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+    if means is None:
+        stats = _stats(features, labels, n_classes, weighting, min_count=1)
+        return weighted_accuracy(stats.ncc_confusion, stats.class_weights)
+    ref = check_features(means, "means")
+    c = ref.shape[0] if n_classes is None else n_classes
+    if ref.shape[0] != c:
+        raise ValueError(f"means has {ref.shape[0]} rows, expected n_classes={c}")
+    h = check_features(features, "features", ref.shape[1])
+    y = check_labels(labels, h.shape[0], c, "labels").to(h.device)
+    if y.numel() == 0:
+        raise ValueError("features is empty; expected at least one sample")
+    pred = nearest_class_mean(h.to(torch.float64), ref.to(h.device, torch.float64))
+    confusion = torch.bincount(y * c + pred, minlength=c * c).view(c, c)
+    counts = confusion.sum(dim=1).to(torch.float64)
+    weights = torch.ones_like(counts) if weighting == "balanced" else counts
+    if bool((counts[counts > 0] != counts[counts > 0][0]).any()):
+        warn_counts = ", ".join(str(int(n)) for n in counts)
+        _warn_imbalanced_counts(warn_counts, weighting)
+    return weighted_accuracy(confusion, weights)
+
+
+def _warn_imbalanced_counts(counts: str, weighting: str) -> None:
+    import warnings
+
+    warnings.warn(
+        f"imbalanced classes (counts {counts}): using the {weighting!r}-weighted accuracy; "
+        "the papers' definitions assume balanced classes",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def _stats(
+    features: object,
+    labels: object,
+    n_classes: int | None,
+    weighting: str,
+    min_count: int = 2,
+) -> ClassStats:
+    c = infer_n_classes(labels, n_classes)
+    stats = class_stats_from_features(
+        features, labels, c, weighting=weighting, mode="projected", min_count=min_count
+    )
+    warn_if_imbalanced({"features": stats}, stacklevel=4)
+    return stats

@@ -1,0 +1,583 @@
+r"""Streaming, mergeable per-class statistics of a feature matrix.
+
+Conventions (DESIGN.md). ``C`` classes with ``n_c`` samples each, ``N = sum_c n_c``;
+class means ``mu_c``; class weights ``pi_c``: ``1/C`` for ``weighting="balanced"`` (the
+papers' default) or ``n_c/N`` for ``weighting="sample"``. Then
+
+* global mean ``mu_G = sum_c pi_c mu_c`` (the mean of the class means when balanced);
+* centred means ``M̄ = [mu_1 - mu_G, ..., mu_C - mu_G]`` (``D x C``);
+* within-class covariance
+  ``Sigma_W = sum_c pi_c (1/n_c) sum_{i in c} (h_i - mu_c)(h_i - mu_c)^T``,
+  i.e. normalised by the total count ``N`` for balanced data (note 003 Eq. 1);
+* between-class covariance ``Sigma_B = sum_c pi_c (mu_c - mu_G)(mu_c - mu_G)^T``
+  (``(1/C) M̄ M̄^T`` when balanced).
+
+For balanced data both weightings coincide. With ``weighting="sample"`` the identity
+``Sigma_T = Sigma_W + Sigma_B`` holds for the empirical total covariance of any data.
+
+The statistics are collected in two passes over the data.
+
+* Pass 1 (:meth:`ClassStats.update_means`): class counts, class sums and per-class sums of
+  squared norms. Plain sums, so merging partial results (other batches, other processes)
+  is exact up to floating-point summation order.
+* :meth:`ClassStats.finalize_means` freezes the class means.
+* Pass 2 (:meth:`ClassStats.update_scatter`): with the means fixed, sums of squared
+  deviations per class, the within-class scatter (dense ``D x D`` or projected ``r x r``),
+  and the nearest-class-mean and classifier decision counts. Again plain sums.
+
+Projected mode. Let ``P`` (``D x r``, ``r = rank M̄ <= C - 1``) be an orthonormal basis of
+``range(M̄)``, from the SVD ``M̄ diag(sqrt(pi)) = P S Q^T``. Then ``Sigma_B = P S^2 P^T`` and
+``Sigma_B^+ = P S^{-2} P^T``, so
+
+``Tr(Sigma_W Sigma_B^+) = Tr(Sigma_W P S^{-2} P^T) = Tr((P^T Sigma_W P) S^{-2})``
+
+by the cyclic property of the trace: the pseudo-inverse lives in ``range(M̄)``, so only the
+``r x r`` block ``P^T Sigma_W P`` of the within-class covariance enters. Pass 2 accumulates
+``sum_i w_i P^T (h_i - mu_c)(h_i - mu_c)^T P`` with ``w_i = pi_c / n_c``, which is exact for
+that trace (and for anything else that sees ``Sigma_W`` only through ``P``) and never forms
+a ``D x D`` matrix.
+
+What each mode supports:
+
+* both: counts, means, traces (``Tr Sigma_W``, ``Tr Sigma_B``), per-class variances, the
+  projected block ``P^T Sigma_W P`` (hence the pseudo-inverse NC1), NCC and classifier
+  decision counts;
+* dense only: the full ``Sigma_W`` (``D x D``), needed by anything that inverts or whitens
+  with it: the SNR matrix ``Sigma_W^{-1/2} M̄`` and the MSE least-squares classifier.
+  Whitening further needs ``Sigma_W`` nonsingular, which requires ``N - C >= D``.
+
+``mode="auto"`` picks dense when ``D <= dense_max_dim`` (2048 by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from collapselab.stats._validate import (
+    MODES,
+    WEIGHTINGS,
+    check_choice,
+    check_class_counts,
+    check_classifier,
+    check_features,
+    check_labels,
+    check_n_classes,
+)
+
+DENSE_MAX_DIM = 2048
+"""Largest feature dimension for which ``mode="auto"`` accumulates the dense ``Sigma_W``."""
+
+_EPS = torch.finfo(torch.float64).eps
+
+
+def nearest_class_mean(features: torch.Tensor, means: torch.Tensor) -> torch.Tensor:
+    r"""Index of the nearest class mean for each row: ``argmin_c ||h - mu_c||_2``.
+
+    Computed without forming ``n x C x D`` differences as
+    ``argmin_c (||mu_c - r||^2 - 2 (h - r) . (mu_c - r))`` (the dropped ``||h - r||^2`` is the
+    same for every class) after shifting by ``r``, the average of the means, to reduce
+    cancellation. Ties go to the lowest class index (``torch.argmin`` returns the first
+    minimiser).
+
+    Args:
+        features: ``(n, D)`` float tensor.
+        means: ``(C, D)`` float tensor on the same device.
+
+    Returns:
+        ``(n,)`` int64 tensor of class indices.
+    """
+    ref = means.mean(dim=0)
+    centred = means - ref
+    scores = (centred * centred).sum(dim=1) - 2.0 * (features - ref) @ centred.T
+    return torch.argmin(scores, dim=1)
+
+
+class ClassStats:
+    r"""Two-pass, mergeable class statistics of features, accumulated in float64.
+
+    Args:
+        n_classes: number of classes ``C >= 2``; labels lie in ``[0, C)``.
+        weighting: ``"balanced"`` (class weights ``pi_c = 1/C``) or ``"sample"``
+            (``pi_c = n_c/N``); see the module docstring. Fixed at construction because the
+            within-class scatter is accumulated already weighted.
+        mode: ``"dense"`` (keep the ``D x D`` within-class covariance), ``"projected"`` (keep
+            only its ``r x r`` block on the span of the centred means) or ``"auto"``
+            (dense when ``D <= dense_max_dim``). Resolved by :meth:`finalize_means`.
+        dense_max_dim: threshold for ``mode="auto"``.
+        dim: feature dimension ``D``; needed only when a process may see no batch before an
+            :meth:`all_reduce` (otherwise taken from the first batch).
+        device: device of the accumulators (batches are moved there); default: that of
+            the first batch, or CPU when ``dim`` is given.
+
+    Usage::
+
+        st = ClassStats(10)
+        for h, y in batches:            # pass 1
+            st.update_means(h, y)
+        st.all_reduce()                 # only under torch.distributed
+        st.finalize_means()
+        for h, y in batches:            # pass 2 (the same data)
+            st.update_scatter(h, y)
+        st.all_reduce()                 # only under torch.distributed
+
+    Results do not depend on batch sizes, the order of batches (up to floating-point
+    summation order) or the number of processes.
+    """
+
+    def __init__(
+        self,
+        n_classes: int,
+        *,
+        weighting: str = "balanced",
+        mode: str = "auto",
+        dense_max_dim: int = DENSE_MAX_DIM,
+        dim: int | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        self.n_classes = check_n_classes(n_classes)
+        self.weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+        self.requested_mode = check_choice(mode, MODES, "mode")
+        if isinstance(dense_max_dim, bool) or not isinstance(dense_max_dim, int):
+            raise ValueError(f"dense_max_dim must be an integer, got {dense_max_dim!r}")
+        self.dense_max_dim = dense_max_dim
+        self.mode: str | None = None
+        self.dim: int | None = None
+        self.device: torch.device | None = torch.device(device) if device is not None else None
+        self.phase = "means"
+        self._p1: dict[str, torch.Tensor] = {}
+        self._p2: dict[str, torch.Tensor] = {}
+        self._fixed: dict[str, Any] = {}
+        if dim is not None:
+            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+                raise ValueError(f"dim must be a positive integer, got {dim!r}")
+            self._init_pass1(dim, self.device or torch.device("cpu"))
+
+    # ------------------------------------------------------------------ pass 1
+    def _init_pass1(self, dim: int, device: torch.device) -> None:
+        c = self.n_classes
+        self.dim, self.device = dim, device
+        f64 = {"dtype": torch.float64, "device": device}
+        self._p1 = {
+            "counts": torch.zeros(c, dtype=torch.int64, device=device),
+            "sums": torch.zeros(c, dim, **f64),
+            "sq_norms": torch.zeros(c, **f64),
+        }
+
+    def _batch(self, features: object, labels: object) -> tuple[torch.Tensor, torch.Tensor]:
+        h = check_features(features, "features", self.dim)
+        y = check_labels(labels, h.shape[0], self.n_classes, "labels")
+        if self.dim is None:
+            self._init_pass1(h.shape[1], self.device or h.device)
+        return h.to(self.device, torch.float64), y.to(self.device)
+
+    def update_means(self, features: object, labels: object) -> None:
+        """Pass 1: add a batch of ``(n, D)`` features with ``(n,)`` integer labels."""
+        if self.phase != "means":
+            raise RuntimeError("update_means() after finalize_means(); pass 1 is closed")
+        h, y = self._batch(features, labels)
+        p = self._p1
+        p["counts"] += torch.bincount(y, minlength=self.n_classes)
+        p["sums"].index_add_(0, y, h)
+        p["sq_norms"].index_add_(0, y, (h * h).sum(dim=1))
+
+    def finalize_means(
+        self,
+        *,
+        ncc_means: object | None = None,
+        W: object | None = None,
+        b: object | None = None,
+        min_count: int = 2,
+    ) -> None:
+        """Freeze the class means (end of pass 1) and prepare pass 2.
+
+        Args:
+            ncc_means: ``(C, D)`` reference means for the nearest-class-mean decisions of
+                pass 2 (e.g. train means for test features); default: these class means.
+            W: optional ``(C, D)`` classifier weights; pass 2 then also counts classifier
+                decisions ``argmax_c (W h + b)_c`` (ties to the lowest index).
+            b: optional ``(C,)`` classifier bias (default zero).
+            min_count: smallest allowed class count (2: a within-class scatter needs it).
+
+        Raises:
+            ValueError: a class has fewer than ``min_count`` samples, or a shape is wrong.
+        """
+        if self.phase != "means":
+            raise RuntimeError("finalize_means() called twice")
+        if self.dim is None:
+            raise ValueError("no features were seen in pass 1 (update_means)")
+        counts = self._p1["counts"]
+        check_class_counts(counts, min_count, "features")
+        c, d = self.n_classes, self.dim
+        means = self._p1["sums"] / counts.to(torch.float64).unsqueeze(1)
+        n = counts.to(torch.float64)
+        pi = torch.full_like(n, 1.0 / c) if self.weighting == "balanced" else n / n.sum()
+        global_mean = pi @ means
+        centred = means - global_mean
+        basis, svals = _range_basis(centred, pi, means)
+        mode = self.requested_mode
+        if mode == "auto":
+            mode = "dense" if d <= self.dense_max_dim else "projected"
+        self.mode = mode
+        fixed: dict[str, Any] = {
+            "means": means,
+            "pi": pi,
+            "global_mean": global_mean,
+            "centred": centred,
+            "basis": basis,
+            "svals": svals,
+            "sample_weight": pi / n,
+        }
+        if ncc_means is None:
+            fixed["ncc_means"] = means
+        else:
+            ref = check_features(ncc_means, "ncc_means", d)
+            if ref.shape[0] != c:
+                raise ValueError(
+                    f"ncc_means must have {c} rows (one per class), got {ref.shape[0]}"
+                )
+            fixed["ncc_means"] = ref.to(self.device, torch.float64)
+        if W is not None:
+            fixed["W"], fixed["b"] = check_classifier(W, b, c, d, self.device)
+        elif b is not None:
+            raise ValueError("b was given without W")
+        self._fixed = fixed
+        zeros = {"dtype": torch.float64, "device": self.device}
+        ints = {"dtype": torch.int64, "device": self.device}
+        r = basis.shape[1]
+        self._p2 = {
+            "counts": torch.zeros(c, **ints),
+            "dev_sq": torch.zeros(c, **zeros),
+            "within": torch.zeros((d, d) if mode == "dense" else (r, r), **zeros),
+            "ncc_confusion": torch.zeros(c, c, **ints),
+        }
+        if W is not None:
+            self._p2["clf_confusion"] = torch.zeros(c, c, **ints)
+            self._p2["mismatch"] = torch.zeros(c, **ints)
+        self.phase = "scatter"
+
+    # ------------------------------------------------------------------ pass 2
+    def update_scatter(self, features: object, labels: object) -> None:
+        """Pass 2: add a batch (the same data as pass 1) with the means held fixed."""
+        if self.phase != "scatter":
+            raise RuntimeError("update_scatter() before finalize_means()")
+        h, y = self._batch(features, labels)
+        f, p, c = self._fixed, self._p2, self.n_classes
+        dev = h - f["means"][y]
+        p["counts"] += torch.bincount(y, minlength=c)
+        p["dev_sq"].index_add_(0, y, (dev * dev).sum(dim=1))
+        if self.mode == "projected":
+            dev = dev @ f["basis"]
+        weighted = dev * f["sample_weight"][y].unsqueeze(1)
+        p["within"] += weighted.T @ dev
+        ncc = nearest_class_mean(h, f["ncc_means"])
+        p["ncc_confusion"] += _confusion(y, ncc, c)
+        if "W" in f:
+            pred = torch.argmax(h @ f["W"].T + f["b"], dim=1)
+            p["clf_confusion"] += _confusion(y, pred, c)
+            p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
+
+    # ------------------------------------------------------------------ merging
+    def _state(self) -> dict[str, torch.Tensor]:
+        return self._p1 if self.phase == "means" else self._p2
+
+    def merge(self, other: ClassStats) -> ClassStats:
+        """Add ``other``'s partial sums (same phase, classes, weighting; same fixed means
+        in pass 2) to this object in place and return it."""
+        if not isinstance(other, ClassStats):
+            raise TypeError(f"other must be a ClassStats, got {type(other).__name__}")
+        if (other.n_classes, other.weighting) != (self.n_classes, self.weighting):
+            raise ValueError("cannot merge ClassStats with different n_classes or weighting")
+        if other.phase != self.phase:
+            raise ValueError(f"cannot merge a {other.phase!r}-phase into a {self.phase!r}-phase")
+        if other.dim is None:
+            return self
+        if self.dim is None:
+            self._init_pass1(other.dim, other.device or torch.device("cpu"))
+        if other.dim != self.dim:
+            raise ValueError(f"cannot merge dimension {other.dim} into dimension {self.dim}")
+        if self.phase == "scatter":
+            same = (
+                other.mode == self.mode
+                and torch.equal(other._fixed["means"].to(self.device), self._fixed["means"])
+                and self._p2.keys() == other._p2.keys()
+            )
+            if not same:
+                raise ValueError(
+                    "pass-2 statistics merge only with the same fixed means, mode and "
+                    "classifier; merge pass 1 first, then finalize once"
+                )
+        mine = self._state()
+        for key, value in other._state().items():
+            mine[key] += value.to(self.device)
+        return self
+
+    def all_reduce(self, group: Any = None) -> None:
+        """Sum the current pass's partial statistics over a ``torch.distributed`` group.
+
+        Call it exactly once at the end of pass 1 (before :meth:`finalize_means`) and once
+        at the end of pass 2: a second call in the same pass would add the sums again.
+        Every process must call it (it is a collective). The tensors live
+        on the features' device, so use a backend that supports it (gloo: CPU, nccl: CUDA).
+        """
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("all_reduce() needs an initialised torch.distributed group")
+        if self.dim is None:
+            raise ValueError(
+                "this process saw no batch; pass dim= to ClassStats so it can take part"
+            )
+        for tensor in self._state().values():
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group)
+
+    # ------------------------------------------------------------------ results
+    def _need_means(self) -> dict[str, Any]:
+        if self.phase != "scatter":
+            raise RuntimeError("class means are not final; call finalize_means() first")
+        return self._fixed
+
+    def _need_pass2(self) -> dict[str, torch.Tensor]:
+        self._need_means()
+        seen, want = self._p2["counts"], self._p1["counts"]
+        if not torch.equal(seen, want):
+            raise RuntimeError(
+                f"pass 2 saw {int(seen.sum())} samples but pass 1 saw {int(want.sum())} "
+                f"(per class {seen.tolist()} vs {want.tolist()}); feed the same data to "
+                "update_scatter() (and all_reduce() under torch.distributed)"
+            )
+        return self._p2
+
+    @property
+    def pass2_complete(self) -> bool:
+        """Whether pass 2 has seen exactly the samples of pass 1."""
+        return self.phase == "scatter" and torch.equal(self._p2["counts"], self._p1["counts"])
+
+    @property
+    def counts(self) -> torch.Tensor:
+        """Samples per class ``n_c``, shape ``(C,)``, int64."""
+        if not self._p1:
+            raise RuntimeError("no features were seen")
+        return self._p1["counts"]
+
+    @property
+    def n_samples(self) -> int:
+        """Total number of samples ``N``."""
+        return int(self.counts.sum())
+
+    @property
+    def is_balanced(self) -> bool:
+        """Whether every class has the same number of samples."""
+        counts = self.counts
+        return bool((counts == counts[0]).all())
+
+    @property
+    def class_weights(self) -> torch.Tensor:
+        """Class weights ``pi_c``, shape ``(C,)``, summing to one."""
+        return self._need_means()["pi"]
+
+    @property
+    def means(self) -> torch.Tensor:
+        """Class means ``mu_c`` as rows, shape ``(C, D)``."""
+        return self._need_means()["means"]
+
+    @property
+    def global_mean(self) -> torch.Tensor:
+        """``mu_G = sum_c pi_c mu_c``, shape ``(D,)``."""
+        return self._need_means()["global_mean"]
+
+    @property
+    def centred_means(self) -> torch.Tensor:
+        """Centred means ``mu_c - mu_G`` as rows, shape ``(C, D)`` (this is ``M̄^T``)."""
+        return self._need_means()["centred"]
+
+    @property
+    def ncc_means(self) -> torch.Tensor:
+        """The means used for nearest-class-mean decisions in pass 2, ``(C, D)``."""
+        return self._need_means()["ncc_means"]
+
+    @property
+    def basis(self) -> torch.Tensor:
+        """Orthonormal basis ``P`` of ``range(M̄)``, shape ``(D, r)``, ``r <= C - 1``."""
+        return self._need_means()["basis"]
+
+    @property
+    def between_singular_values(self) -> torch.Tensor:
+        """Nonzero singular values ``s`` of ``M̄ diag(sqrt(pi))``: ``Sigma_B = P diag(s^2) P^T``."""
+        return self._need_means()["svals"]
+
+    @property
+    def between_trace(self) -> float:
+        """``Tr Sigma_B = sum_c pi_c ||mu_c - mu_G||^2``."""
+        centred = self.centred_means
+        return float(self.class_weights @ (centred * centred).sum(dim=1))
+
+    @property
+    def class_variances(self) -> torch.Tensor:
+        """``sigma_c^2 = (1/n_c) sum_{i in c} ||h_i - mu_c||^2``, shape ``(C,)``.
+
+        From pass 2 (deviations from the fixed means) once pass 2 is complete; before
+        that, from pass 1 as ``(1/n_c) sum ||h_i||^2 - ||mu_c||^2``, which loses relative
+        accuracy through cancellation when the variance is small against ``||mu_c||^2``.
+        """
+        n = self.counts.to(torch.float64)
+        if self.pass2_complete:
+            return self._p2["dev_sq"] / n
+        means = self.means
+        return (self._p1["sq_norms"] / n - (means * means).sum(dim=1)).clamp_min(0.0)
+
+    @property
+    def within_trace(self) -> float:
+        """``Tr Sigma_W = sum_c pi_c sigma_c^2``."""
+        return float(self.class_weights @ self.class_variances)
+
+    @property
+    def within_cov(self) -> torch.Tensor:
+        """The dense within-class covariance ``Sigma_W``, ``(D, D)`` (dense mode only)."""
+        p2 = self._need_pass2()
+        if self.mode != "dense":
+            raise ValueError(
+                f"the full within-class covariance (D x D, D={self.dim}) is not kept in "
+                "projected mode; collect the statistics with mode='dense'"
+            )
+        return p2["within"]
+
+    @property
+    def within_projected(self) -> torch.Tensor:
+        """``P^T Sigma_W P``, shape ``(r, r)``: the within-class covariance on ``range(M̄)``."""
+        p2 = self._need_pass2()
+        if self.mode == "dense":
+            basis = self.basis
+            return basis.T @ p2["within"] @ basis
+        return p2["within"]
+
+    @property
+    def ncc_confusion(self) -> torch.Tensor:
+        """``(C, C)`` counts: row = true label, column = nearest-class-mean decision."""
+        return self._need_pass2()["ncc_confusion"]
+
+    @property
+    def has_classifier(self) -> bool:
+        """Whether a classifier ``W`` was given to :meth:`finalize_means`."""
+        return self.phase == "scatter" and "W" in self._fixed
+
+    @property
+    def classifier(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The classifier ``(W, b)`` given to :meth:`finalize_means`, float64."""
+        if not self.has_classifier:
+            raise ValueError("no classifier: pass W to finalize_means() before pass 2")
+        return self._fixed["W"], self._fixed["b"]
+
+    @property
+    def classifier_confusion(self) -> torch.Tensor:
+        """``(C, C)`` counts: row = true label, column = ``argmax(W h + b)``."""
+        return self._need_classifier()["clf_confusion"]
+
+    @property
+    def mismatch_counts(self) -> torch.Tensor:
+        """Per class: samples whose classifier decision differs from the NCC decision."""
+        return self._need_classifier()["mismatch"]
+
+    def _need_classifier(self) -> dict[str, torch.Tensor]:
+        p2 = self._need_pass2()
+        if "W" not in self._fixed:
+            raise ValueError("no classifier: pass W to finalize_means() before pass 2")
+        return p2
+
+
+def _confusion(labels: torch.Tensor, decisions: torch.Tensor, c: int) -> torch.Tensor:
+    return torch.bincount(labels * c + decisions, minlength=c * c).view(c, c)
+
+
+def _range_basis(
+    centred: torch.Tensor, pi: torch.Tensor, means: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Orthonormal basis of ``range(M̄)`` and the nonzero singular values of ``M̄ diag(sqrt pi)``.
+
+    The rank is the number of singular values above ``s_max * max(D, C) * eps`` (numpy's
+    ``matrix_rank`` rule), capped at ``C - 1``; all of them count as zero when ``s_max`` is
+    at the rounding level of the means themselves (zero between-class scatter), giving
+    ``r = 0``. Columns get a canonical sign (largest-magnitude entry positive) so that
+    every process of a distributed run derives the same basis from the same means.
+    """
+    c, d = centred.shape
+    u, s, _ = torch.linalg.svd(centred.T * pi.sqrt(), full_matrices=False)
+    scale = float(means.norm(dim=1).max())
+    if s.numel() == 0 or float(s[0]) <= 8 * max(c, d) * _EPS * scale:
+        return u[:, :0], s[:0]
+    r = min(int((s > s[0] * max(c, d) * _EPS).sum()), c - 1)
+    u = u[:, :r]
+    pivot = u.abs().argmax(dim=0)
+    signs = torch.sign(u[pivot, torch.arange(r, device=u.device)])
+    return u * signs, s[:r]
+
+
+def class_stats_from_features(
+    features: object,
+    labels: object,
+    n_classes: int,
+    *,
+    chunk_size: int = 8192,
+    min_count: int = 2,
+    **kwargs: Any,
+) -> ClassStats:
+    """Both passes of :class:`ClassStats` over an in-memory ``(N, D)`` feature matrix.
+
+    The rows are fed in chunks of ``chunk_size`` so that the float64 copies stay small.
+    ``min_count`` is passed to :meth:`ClassStats.finalize_means`; the other keyword
+    arguments are those of :func:`class_stats_from_batches`.
+    """
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    h = check_features(features, "features")
+    y = check_labels(labels, h.shape[0], check_n_classes(n_classes), "labels")
+    chunks = [(h[i : i + chunk_size], y[i : i + chunk_size]) for i in range(0, len(y), chunk_size)]
+    return class_stats_from_batches(chunks, n_classes, min_count=min_count, **kwargs)
+
+
+def class_stats_from_batches(
+    batches: Iterable[Any] | Callable[[], Iterable[Any]],
+    n_classes: int,
+    *,
+    weighting: str = "balanced",
+    mode: str = "auto",
+    dense_max_dim: int = DENSE_MAX_DIM,
+    ncc_means: object | None = None,
+    W: object | None = None,
+    b: object | None = None,
+    device: torch.device | str | None = None,
+    min_count: int = 2,
+) -> ClassStats:
+    """Both passes of :class:`ClassStats` over ``(features, labels)`` batches.
+
+    Args:
+        batches: a re-iterable collection (list, DataLoader) of ``(features, labels)`` pairs,
+            or a zero-argument callable returning a fresh iterable (it is called twice).
+        n_classes, weighting, mode, dense_max_dim, device: as for :class:`ClassStats`.
+        ncc_means, W, b, min_count: as for :meth:`ClassStats.finalize_means`.
+
+    Returns:
+        A :class:`ClassStats` with both passes done (single process; no all-reduce).
+    """
+    stats = ClassStats(
+        n_classes, weighting=weighting, mode=mode, dense_max_dim=dense_max_dim, device=device
+    )
+
+    def fresh() -> Iterable[Any]:
+        return batches() if callable(batches) else batches
+
+    if not callable(batches) and iter(batches) is batches:
+        raise TypeError(
+            "batches must be re-iterable (a list or DataLoader) or a zero-argument callable "
+            "returning a fresh iterable; a one-shot iterator cannot feed both passes"
+        )
+
+    for h, y in fresh():
+        stats.update_means(h, y)
+    stats.finalize_means(ncc_means=ncc_means, W=W, b=b, min_count=min_count)
+    for h, y in fresh():
+        stats.update_scatter(h, y)
+    stats._need_pass2()
+    return stats
