@@ -1,1 +1,5 @@
-"""collapselab.cli layer (see DESIGN.md)."""
+"""The ``collapselab`` command line."""
+
+from collapselab.cli.main import app, main
+
+__all__ = ["app", "main"]
