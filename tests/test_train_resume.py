@@ -136,3 +136,28 @@ def test_interrupt_before_the_first_checkpoint_leaves_a_clean_run(tmp_path: Path
     assert reopened.metrics()["metric"].tolist() == ["dataset_size"]
     full = train(_model(0), _data(), _CFG, [_Probe()], reopened)  # a clean fresh start
     assert full.resumed_from_step is None and full.epochs_completed == 5
+
+
+def test_resume_matches_callback_state_by_class_not_position(tmp_path: Path) -> None:
+    """A stateless callback (a progress bar, say) may be present on one side only."""
+    data = _data()
+    full = train(_model(0), data, _CFG, [_Probe()], Run.create(tmp_path, "full"))
+
+    part_run = Run.create(tmp_path, "part")
+    ipe = 4
+    stateless = Callback()
+    with pytest.raises(KeyboardInterrupt):
+        train(_model(0), data, _CFG, [stateless, _Probe(interrupt_at=3 * ipe + 2)], part_run)
+    resumed = train(_model(5), data, _CFG, [_Probe()], Run.open(part_run.path))
+    for p, q in zip(full.model.parameters(), resumed.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert resumed.history == full.history
+
+
+def test_resume_refuses_a_missing_stateful_callback(tmp_path: Path) -> None:
+    data = _data()
+    run = Run.create(tmp_path, "part")
+    with pytest.raises(KeyboardInterrupt):
+        train(_model(0), data, _CFG, [_Probe(interrupt_at=9)], run)
+    with pytest.raises(ValueError, match=r"stateful callbacks \[\]"):
+        train(_model(0), data, _CFG, [], Run.open(run.path))
