@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(
@@ -42,17 +43,22 @@ def demo(
 
 @app.command("list")
 def list_experiments() -> None:
-    """List the registered experiments with their presets and quick runtime."""
+    """List the registered experiments with their paper, figure, presets and quick runtime."""
     from collapselab.experiments import all_experiments
+    from collapselab.experiments.papers import paper_label
 
-    table = Table("id", "paper", "figure / table", "presets", "quick runtime")
+    table = Table("id", "paper", "figure / table", "presets", "quick runtime", "claims")
     for experiment in all_experiments():
+        shown = experiment.title
+        if experiment.figure:
+            shown = f"{experiment.figure}: {experiment.title}"
         table.add_row(
-            experiment.id,
-            experiment.paper,
-            experiment.title,
-            ", ".join(experiment.presets),
-            experiment.runtime_quick,
+            _e(experiment.id),
+            _e(paper_label(experiment.paper)),
+            _e(shown),
+            _e(", ".join(experiment.presets)),
+            _e(experiment.runtime_quick),
+            str(len(experiment.claims)),
         )
     console.print(table)
 
@@ -80,7 +86,7 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
 
     frame = list_runs(root)
     if frame.empty:
-        console.print(f"no runs under {root}")
+        console.print(f"no runs under {_e(root)}")
         return
     shown = [c for c in _RUNS_COLUMNS if c in frame.columns]
     table = Table(*shown)
@@ -115,8 +121,13 @@ def query(
         raise typer.BadParameter(f"--format must be table, csv or json, got {output!r}")
 
 
+def _e(value: object) -> str:
+    # Dynamic text (errors, paths, titles) must not be read as Rich markup.
+    return escape(str(value))
+
+
 def _format_cell(value: object) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    return f"{value:.6g}" if isinstance(value, float) else _e(value)
 
 
 def _run_and_report(
@@ -128,10 +139,9 @@ def _run_and_report(
     data_dir: Path | None,
     progress: bool,
 ) -> None:
-    from collapselab.cli.progress import RichProgress
     from collapselab.experiments import run_experiment
 
-    callbacks = [RichProgress(description=experiment_id)] if progress else []
+    callbacks = _progress_callbacks(experiment_id, progress)
     try:
         result = run_experiment(
             experiment_id,
@@ -141,14 +151,157 @@ def _run_and_report(
             device=device,
             data_dir=data_dir,
             callbacks=callbacks,
+            raise_on_error=False,
         )
     except (KeyError, ValueError, FileNotFoundError) as error:
-        console.print(f"[red]error:[/red] {error.args[0] if error.args else error}")
+        console.print(f"[red]error:[/red] {_e(error.args[0] if error.args else error)}")
         raise typer.Exit(code=2) from error
     status = result.manifest.get("status")
     colour = "green" if status == "completed" else "red"
-    console.print(f"run [bold]{result.id}[/bold]: [{colour}]{status}[/{colour}] -> {result.path}")
+    console.print(
+        f"run [bold]{_e(result.id)}[/bold]: [{colour}]{status}[/{colour}] -> {_e(result.path)}"
+    )
     if status != "completed":
+        console.print(f"[red]error:[/red] {_e(result.manifest.get('error'))}")
+    _print_claims(result.path)
+    report = result.path / "report.html"
+    if report.is_file():
+        console.print(f"report: {_e(report)}")
+    if status != "completed":
+        raise typer.Exit(code=1)
+
+
+def _progress_callbacks(description: str, progress: bool) -> list[object]:
+    from collapselab.cli.progress import RichProgress
+
+    return [RichProgress(description=description)] if progress else []
+
+
+_VERDICT_COLOURS = {"holds": "green", "does not hold": "red", "not evaluable": "yellow"}
+
+
+def _print_claims(run_path: Path) -> None:
+    from collapselab.report.html import read_claims
+
+    document, problem = read_claims(run_path)
+    if problem:
+        console.print(f"[yellow]{_e(problem)}[/yellow]")
+    if not document or not document["claims"]:
+        return
+    table = Table("claim", "verdict", "detail")
+    for entry in document["claims"]:
+        verdict = str(entry.get("verdict"))
+        colour = _VERDICT_COLOURS.get(verdict, "white")
+        table.add_row(
+            _e(entry.get("name")),
+            f"[{colour}]{_e(verdict)}[/{colour}]",
+            _e(entry.get("detail", "")),
+        )
+    console.print(table)
+
+
+@app.command()
+def reproduce(
+    paper: Annotated[str, typer.Argument(help="Paper number (003), short name (mse-nc) or 'all'.")],
+    preset: Annotated[str, typer.Option(help="Preset: quick (CPU minutes) or paper.")] = "quick",
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Directory with local dataset files.")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    out: RootOption = DEFAULT_ROOT,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Run every experiment of a paper (or all papers), skipping finished runs; write the index.
+
+    A failing experiment does not stop the others; the exit code is 1 if any failed. The
+    demo is not part of 'all' (run it with `collapselab demo`).
+    """
+    from collapselab.experiments import Experiment, ExperimentOutcome
+    from collapselab.experiments import reproduce as run_reproduce
+
+    def started(experiment: Experiment) -> None:
+        console.print(f"[bold]{_e(experiment.id)}[/bold] ({_e(experiment.title)})")
+
+    def finished(outcome: ExperimentOutcome) -> None:
+        colour = {"completed": "green", "skipped": "cyan"}.get(outcome.outcome, "red")
+        text = f"  [{colour}]{outcome.outcome}[/{colour}] in {outcome.seconds:.1f} s"
+        if outcome.claims:
+            counts = outcome.claims
+            text += (
+                f"; claims: {counts.get('holds', 0)} hold, {counts.get('does not hold', 0)} "
+                f"do not hold, {counts.get('not evaluable', 0)} not evaluable"
+            )
+        if outcome.error:
+            text += f"\n  [red]error:[/red] {_e(outcome.error)}"
+        console.print(text)
+
+    try:
+        result = run_reproduce(
+            paper,
+            preset=preset,
+            root=out,
+            seed=seed,
+            device=device,
+            data_dir=data_dir,
+            callbacks=lambda e: _progress_callbacks(e.id, progress),
+            on_start=started,
+            on_done=finished,
+        )
+    except ValueError as error:
+        console.print(f"[red]error:[/red] {_e(error)}")
+        raise typer.Exit(code=2) from error
+    counts = {k: sum(o.outcome == k for o in result.outcomes) for k in ("completed", "skipped")}
+    console.print(
+        f"{len(result.outcomes)} experiment(s): {counts['completed']} ran, "
+        f"{counts['skipped']} already done, {len(result.failed)} failed "
+        f"({result.wall_s:.1f} s)"
+    )
+    console.print(f"index: {_e(result.index_html)}")
+    if not result.ok:
+        failed = ", ".join(o.experiment for o in result.failed)
+        console.print(f"[red]failed:[/red] {_e(failed)}")
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def report(
+    path: Annotated[
+        Path, typer.Argument(help="A run directory, or a root holding runs.")
+    ] = DEFAULT_ROOT,
+    redraw: Annotated[bool, typer.Option(help="Redraw figures from the stored results.")] = True,
+    claims: Annotated[
+        bool, typer.Option(help="Re-evaluate the claims from the stored results.")
+    ] = True,
+) -> None:
+    """Rebuild report.html of a run (or of every run under a root, and the index); no training."""
+    from collapselab.experiments import refresh_run
+    from collapselab.report.index import write_index
+    from collapselab.store import list_runs
+
+    if not path.exists():
+        console.print(f"[red]error:[/red] {_e(path)} does not exist")
+        raise typer.Exit(code=2)
+    if (path / "manifest.json").is_file():
+        written = refresh_run(path, redraw=redraw, reevaluate=claims)
+        console.print(f"report: {_e(written)}")
+        return
+    frame = list_runs(path)
+    if frame.empty:
+        console.print(f"[red]error:[/red] no runs under {_e(path)}")
+        raise typer.Exit(code=2)
+    problems = 0
+    for run_path in frame["path"]:
+        try:
+            written = refresh_run(run_path, redraw=redraw, reevaluate=claims)
+        except Exception as error:  # one damaged run must not stop the others
+            problems += 1
+            console.print(f"[red]error:[/red] {_e(run_path)}: {type(error).__name__}: {_e(error)}")
+            continue
+        console.print(f"report: {_e(written)}")
+    index_html, _ = write_index(path)
+    console.print(f"index: {_e(index_html)}")
+    if problems:
         raise typer.Exit(code=1)
 
 

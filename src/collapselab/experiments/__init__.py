@@ -1,19 +1,92 @@
-"""Registered, resumable experiments: presets, run functions and (later) claims."""
+"""Registered, resumable experiments: presets, run functions, figures and claims.
 
+Public API:
+
+- :class:`Experiment`, :class:`RunContext`, :func:`register`, :func:`unregister`,
+  :func:`get_experiment`, :func:`all_experiments`, :func:`experiments_for_paper`: the
+  registry (a paper package registers its experiments on import).
+- :func:`run_experiment`, :func:`refresh_run`, :func:`run_id_for`: run one experiment
+  resumably (claims and report included); rebuild a finished run's figures, claims and
+  report without training.
+- :func:`reproduce`, :class:`ReproduceResult`: run a paper's experiments and write the index.
+- :class:`Claim`, :class:`ClaimResult`, :class:`RunResults`, :class:`NotEvaluable`,
+  :func:`evaluate_claim`, :func:`evaluate_claims` and the claim builders
+  :func:`decreases_by`, :func:`rank_correlation`, :func:`value_below`,
+  :func:`value_above`, :func:`decays_faster` with the selectors :class:`Series`,
+  :class:`AcrossLayers`, :class:`Final`.
+- :data:`PAPERS`, :func:`find_paper`: the five papers and their names.
+"""
+
+from collapselab.experiments.claims import (
+    ZERO_ERROR,
+    AcrossLayers,
+    Claim,
+    ClaimResult,
+    Final,
+    NotEvaluable,
+    RunResults,
+    Series,
+    check_decrease,
+    check_log_slopes,
+    check_rank_correlation,
+    check_value,
+    decays_faster,
+    decreases_by,
+    evaluate_claim,
+    evaluate_claims,
+    rank_correlation,
+    value_above,
+    value_below,
+)
+from collapselab.experiments.papers import PAPERS, Paper, find_paper
 from collapselab.experiments.registry import (
+    BUILTIN_PACKAGES,
     Experiment,
     RunContext,
     all_experiments,
+    experiments_for_paper,
     get_experiment,
     register,
+    unregister,
 )
-from collapselab.experiments.runner import run_experiment
+from collapselab.experiments.reproduce import ExperimentOutcome, ReproduceResult, reproduce
+from collapselab.experiments.runner import refresh_run, run_experiment, run_id_for
 
 __all__ = [
+    "BUILTIN_PACKAGES",
+    "PAPERS",
+    "ZERO_ERROR",
+    "AcrossLayers",
+    "Claim",
+    "ClaimResult",
     "Experiment",
+    "ExperimentOutcome",
+    "Final",
+    "NotEvaluable",
+    "Paper",
+    "ReproduceResult",
     "RunContext",
+    "RunResults",
+    "Series",
     "all_experiments",
+    "check_decrease",
+    "check_log_slopes",
+    "check_rank_correlation",
+    "check_value",
+    "decays_faster",
+    "decreases_by",
+    "evaluate_claim",
+    "evaluate_claims",
+    "experiments_for_paper",
+    "find_paper",
     "get_experiment",
+    "rank_correlation",
+    "refresh_run",
     "register",
+    "reproduce",
     "run_experiment",
+    "run_id_for",
+    "unregister",
+    "value_above",
+    "value_below",
 ]

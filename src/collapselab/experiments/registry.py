@@ -1,17 +1,37 @@
 """The experiment registry: every reproducible experiment registers itself here.
 
 An experiment is data plus claims (DESIGN.md principle 7): presets (``quick`` for a 2-core
-CPU, ``paper`` for the paper's scale), a run function that writes to the run store, and,
-from the harness issue on, named claims evaluated on the measured results.
+CPU, ``paper`` for the paper's scale), a run function that writes to the run store, an
+optional function that draws its figures from the stored results, and named claims
+evaluated on the measured results.
+
+A paper's experiments live in a subpackage (``collapselab/experiments/<paper>/``) whose
+import calls :func:`register`; adding a paper to the built-ins is one line in
+:data:`BUILTIN_PACKAGES`. Packages of that list that do not exist yet are skipped.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from collapselab.experiments.claims import Claim
+from collapselab.experiments.papers import find_paper, same_paper
 from collapselab.store import Run
+
+BUILTIN_PACKAGES: tuple[str, ...] = (
+    "collapselab.experiments.demo",
+    "collapselab.experiments.fd",
+    "collapselab.experiments.pfc",
+    "collapselab.experiments.pcb",
+    "collapselab.experiments.mse_nc",
+    "collapselab.experiments.dlufm",
+)
+"""Modules imported (when present) to register the built-in experiments, one per paper."""
 
 
 @dataclass
@@ -36,11 +56,18 @@ class Experiment:
 
     Attributes:
         id: stable identifier used on the command line (``collapselab run ID``).
-        paper: short name of the paper it reproduces (``"demo"`` for the demo).
-        title: what it shows (figure / table).
+        paper: the paper it reproduces: its number or short name (``"003"``, ``"MSE-NC"``,
+            see :mod:`collapselab.experiments.papers`), ``"demo"`` for the demo.
+        title: what it shows.
         presets: configuration per preset name; ``quick`` is mandatory.
         runtime_quick: expected wall time of the quick preset on 2 CPU cores, as text.
-        run: the function that trains / simulates and writes the run.
+        run: trains / simulates and writes the run (metrics, arrays).
+        figures: names of the figures it draws (``figures/<name>.png``).
+        figure: the paper's figure or table it reproduces (``"Fig. 7"``), if any.
+        claims: the paper's claims, evaluated on the measured results after the run.
+        draw: draws ``figures/*.png`` from the stored results of a run; called after
+            :attr:`run` and again by ``collapselab report``, so figures can be redrawn
+            without training. ``None`` when :attr:`run` draws them itself.
     """
 
     id: str
@@ -50,6 +77,9 @@ class Experiment:
     runtime_quick: str
     run: RunFunction
     figures: list[str] = field(default_factory=list)
+    figure: str = ""
+    claims: list[Claim] = field(default_factory=list)
+    draw: Callable[[Run], None] | None = None
 
     def config(self, preset: str) -> dict[str, Any]:
         if preset not in self.presets:
@@ -59,18 +89,46 @@ class Experiment:
             )
         return dict(self.presets[preset])
 
+    def info(self) -> dict[str, Any]:
+        """What the runner records in the manifest (``experiment_info``) for reports."""
+        paper = find_paper(self.paper)
+        return {
+            "paper": self.paper,
+            "paper_label": paper.label if paper is not None else self.paper,
+            "paper_title": paper.title if paper is not None else "",
+            "title": self.title,
+            "figure": self.figure,
+            "figures": list(self.figures),
+            "runtime_quick": self.runtime_quick,
+        }
+
 
 _REGISTRY: dict[str, Experiment] = {}
+_LOADED = False
 
 
 def register(experiment: Experiment) -> Experiment:
-    """Add ``experiment`` to the registry; ids must be unique."""
+    """Add ``experiment`` to the registry; ids must be unique. Returns it (for module globals)."""
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"register expects an Experiment, got {type(experiment).__name__}")
     if experiment.id in _REGISTRY and _REGISTRY[experiment.id] is not experiment:
         raise ValueError(f"an experiment with id {experiment.id!r} is already registered")
     if "quick" not in experiment.presets:
         raise ValueError(f"experiment {experiment.id!r} must define a 'quick' preset")
+    names = [claim.name for claim in experiment.claims]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"experiment {experiment.id!r} repeats claim names {repeated}")
     _REGISTRY[experiment.id] = experiment
     return experiment
+
+
+def unregister(experiment_id: str) -> Experiment:
+    """Remove and return a registered experiment (for tests and interactive use)."""
+    try:
+        return _REGISTRY.pop(experiment_id)
+    except KeyError:
+        raise KeyError(f"no registered experiment {experiment_id!r}") from None
 
 
 def get_experiment(experiment_id: str) -> Experiment:
@@ -85,13 +143,34 @@ def get_experiment(experiment_id: str) -> Experiment:
         ) from None
 
 
+def find_experiment(experiment_id: str) -> Experiment | None:
+    """The registered experiment called ``experiment_id``, or ``None``."""
+    _load_builtin_experiments()
+    return _REGISTRY.get(experiment_id)
+
+
 def all_experiments() -> list[Experiment]:
     """Every registered experiment, sorted by paper then id."""
     _load_builtin_experiments()
     return sorted(_REGISTRY.values(), key=lambda e: (e.paper, e.id))
 
 
+def experiments_for_paper(paper: str) -> list[Experiment]:
+    """The experiments of ``paper`` (number, short name or alias); ``"all"``: every paper's,
+    without the demo."""
+    if paper.strip().lower() == "all":
+        return [e for e in all_experiments() if e.paper != "demo"]
+    return [e for e in all_experiments() if same_paper(e.paper, paper)]
+
+
 def _load_builtin_experiments() -> None:
-    # Importing the built-in experiment modules registers them; deferred so that importing the
-    # registry stays cheap and free of import cycles.
-    from collapselab.experiments import demo  # noqa: F401
+    # Importing the built-in experiment packages registers them; deferred so that importing
+    # the registry stays cheap and free of import cycles.
+    global _LOADED
+    if _LOADED:
+        return
+    for name in BUILTIN_PACKAGES:
+        if importlib.util.find_spec(name) is None:
+            continue  # a paper package not written yet
+        importlib.import_module(name)
+    _LOADED = True

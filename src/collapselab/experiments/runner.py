@@ -1,14 +1,45 @@
-"""Running a registered experiment into the run store, resumably."""
+"""Running a registered experiment into the run store, resumably, with claims and a report.
+
+The sequence of :func:`run_experiment`:
+
+1. open the run ``<root>/<id>-<preset>-seed<N>`` (create it the first time);
+2. a run that already completed is not run again (its ``claims.json`` and ``report.html``
+   are written if missing); a created, failed or interrupted one is (re)started, and the
+   experiment's training loops resume from their last checkpoint;
+3. call the experiment's run function, then its ``draw`` function (figures from the stored
+   results), and mark the run completed;
+4. whatever happened in 3, evaluate the claims (on completed runs only) into
+   ``claims.json`` and write ``report.html``.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
 import time
+import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from collapselab.experiments.registry import RunContext, get_experiment
+from collapselab.experiments.claims import (
+    RunResults,
+    claim_entry,
+    evaluate_claims,
+    not_evaluable,
+    summarize,
+)
+from collapselab.experiments.registry import (
+    Experiment,
+    RunContext,
+    find_experiment,
+    get_experiment,
+)
 from collapselab.store import Run
+from collapselab.train import seed_everything
+
+CLAIMS_FILE = "claims.json"
+REPORT_FILE = "report.html"
 
 
 def run_id_for(experiment_id: str, preset: str, seed: int) -> str:
@@ -24,13 +55,19 @@ def run_experiment(
     device: str = "cpu",
     data_dir: str | Path | None = None,
     callbacks: Sequence[Any] = (),
+    raise_on_error: bool = True,
 ) -> Run:
     """Run ``experiment_id`` with ``preset`` under ``root`` and return its :class:`Run`.
 
-    A run that already completed is returned untouched; an interrupted or failed one is
-    reopened and resumed from its last checkpoint (the training loop drops the metric rows
-    recorded after that checkpoint, so nothing is counted twice). ``callbacks`` are handed
-    to the experiment's training loops (a progress bar, say).
+    A run that already completed is returned untouched (its run function is not called);
+    an interrupted or failed one is reopened and resumed from its last checkpoint (the
+    training loop drops the metric rows recorded after that checkpoint, so nothing is
+    counted twice). ``callbacks`` are handed to the experiment's training loops (a
+    progress bar, say).
+
+    After the run (also a failed one) the claims are evaluated into ``claims.json`` and
+    ``report.html`` is written. An exception of the run function marks the run failed and
+    is re-raised when ``raise_on_error`` (default); otherwise the failed run is returned.
     """
     experiment = get_experiment(experiment_id)
     config = experiment.config(preset)
@@ -38,7 +75,15 @@ def run_experiment(
         root, experiment.id, preset, config, seed, run_id=run_id_for(experiment.id, preset, seed)
     )
     if run.status == "completed":
+        if not (run.path / CLAIMS_FILE).is_file() or not (run.path / REPORT_FILE).is_file():
+            _finalize(run, experiment)
         return run
+    run.update_manifest(
+        experiment_info=experiment.info(),
+        device=device,
+        data_dir=None if data_dir is None else str(data_dir),
+        traceback=None,
+    )
     context = RunContext(
         preset=preset,
         config=config,
@@ -48,11 +93,106 @@ def run_experiment(
         callbacks=list(callbacks),
     )
     started = time.perf_counter()
-    with run:
+    try:
+        _execute(run, experiment, context)
+    except Exception as error:
+        run.update_manifest(traceback=_format_traceback(error))
+        if raise_on_error:
+            raise
+    finally:
+        run.add_duration("total_s", time.perf_counter() - started)
+        _finalize(run, experiment)
+    return run
+
+
+def _execute(run: Run, experiment: Experiment, context: RunContext) -> None:
+    with run:  # an exception marks the run failed (interrupted on Ctrl-C) and flushes rows
         run.set_status("running")
+        # Model initialisation happens before training seeds itself; seeding here makes a
+        # run depend on its seed alone, not on what the process did before.
+        seed_everything(context.seed)
         experiment.run(run, context)
         run.flush()
+        if run.status in ("running", "completed") and experiment.draw is not None:
+            t0 = time.perf_counter()
+            experiment.draw(run)
+            run.add_duration("draw_s", time.perf_counter() - t0)
         if run.status == "running":
             run.set_status("completed")
-    run.add_duration("total_s", time.perf_counter() - started)
-    return run
+
+
+def _format_traceback(error: BaseException) -> str:
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+
+
+def _finalize(run: Run, experiment: Experiment, notes: Sequence[str] = ()) -> None:
+    # Runs after a failure too: never let a reporting problem hide the run's own error.
+    try:
+        write_claims(run, experiment)
+    except Exception as error:
+        warnings.warn(f"could not write the claims of run {run.id}: {error}", stacklevel=3)
+    try:
+        from collapselab.report.html import write_run_report
+
+        write_run_report(run, notes=notes)
+    except Exception as error:
+        warnings.warn(f"could not write the report of run {run.id}: {error}", stacklevel=3)
+
+
+def evaluate_run_claims(run: Run, experiment: Experiment) -> dict[str, Any]:
+    """The ``claims.json`` document of ``run``, evaluated now from its stored results.
+
+    Claims are evaluated on completed runs only; for any other status every claim is
+    "not evaluable", with the status and error as the reason.
+    """
+    if run.status == "completed":
+        document = evaluate_claims(experiment.claims, RunResults.from_run(run))
+    else:
+        error = run.manifest.get("error")
+        reason = f"the run is {run.status}" + (f" ({error})" if error else "")
+        reason += "; claims are evaluated on completed runs only"
+        entries = [claim_entry(c, not_evaluable(reason)) for c in experiment.claims]
+        document = {"summary": summarize(entries), "claims": entries}
+    header = {
+        "run_id": run.id,
+        "experiment": run.experiment,
+        "preset": run.preset,
+        "status": run.status,
+        "evaluated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return {**header, **document}
+
+
+def write_claims(run: Run, experiment: Experiment) -> Path:
+    """Evaluate the claims of ``experiment`` on ``run`` and write ``claims.json``."""
+    return run.write_json(CLAIMS_FILE, evaluate_run_claims(run, experiment))
+
+
+def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = True) -> Path:
+    """Rebuild a finished run's figures, claims and report from its stored results.
+
+    Nothing is trained. ``redraw``: call the experiment's ``draw`` function again (completed
+    runs of experiments that have one). ``reevaluate``: evaluate the claims again (when the
+    experiment is registered; otherwise the stored ``claims.json`` is kept). Problems are
+    noted in the report instead of raised. Returns the path of ``report.html``.
+    """
+    from collapselab.report.html import write_run_report
+
+    if not isinstance(run, Run):
+        run = Run.open(run)
+    experiment = find_experiment(run.experiment)
+    notes: list[str] = []
+    if experiment is None:
+        notes.append(
+            f"experiment {run.experiment!r} is not registered here: figures were not redrawn "
+            "and the stored claims were kept"
+        )
+    else:
+        if redraw and experiment.draw is not None and run.status == "completed":
+            try:
+                experiment.draw(run)
+            except Exception as error:
+                notes.append(f"redrawing the figures failed: {type(error).__name__}: {error}")
+        if reevaluate:
+            write_claims(run, experiment)
+    return write_run_report(run, notes=notes)

@@ -1,1 +1,39 @@
-"""collapselab.report layer (see DESIGN.md)."""
+"""collapselab.report: figures drawn like the papers' and self-contained HTML reports.
+
+Public API:
+
+- :func:`plot_metric`, :func:`plot_panels`, :func:`plot_vs_depth`, :func:`plot_comparison`,
+  :func:`select_curves`, :func:`relative_positions`: figures from long-format metric tables
+  or arrays (:mod:`collapselab.report.plots`); :func:`plot_training_curves`: loss and
+  accuracy of a training run.
+- :func:`render_run_report`, :func:`write_run_report`: a run's ``report.html``.
+- :func:`collect_index`, :func:`render_index`, :func:`write_index`: ``index.html`` and
+  ``index.json`` across the runs under a root.
+"""
+
+from collapselab.report.figures import plot_training_curves
+from collapselab.report.html import render_run_report, write_run_report
+from collapselab.report.index import collect_index, render_index, write_index
+from collapselab.report.plots import (
+    plot_comparison,
+    plot_metric,
+    plot_panels,
+    plot_vs_depth,
+    relative_positions,
+    select_curves,
+)
+
+__all__ = [
+    "collect_index",
+    "plot_comparison",
+    "plot_metric",
+    "plot_panels",
+    "plot_training_curves",
+    "plot_vs_depth",
+    "relative_positions",
+    "render_index",
+    "render_run_report",
+    "select_curves",
+    "write_index",
+    "write_run_report",
+]

@@ -10,6 +10,8 @@ matplotlib.use("Agg")  # figures are files; never open a window
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from collapselab.report.plots import ZERO_ERROR_STYLE
+
 
 def plot_training_curves(
     metrics: pd.DataFrame,
@@ -23,7 +25,7 @@ def plot_training_curves(
         metrics: long-format table with columns ``epoch, split, layer, metric, value``; rows
             with ``metric`` in ``{"loss", "accuracy"}`` and an empty ``layer`` are drawn.
         path: where to write the PNG.
-        zero_error_epoch: marked with a vertical dotted line when given (the start of the
+        zero_error_epoch: marked with a red vertical dotted line when given (the start of the
             terminal phase of training).
         title: figure title.
 
@@ -40,7 +42,7 @@ def plot_training_curves(
             group = group.sort_values("epoch")
             ax.plot(group["epoch"], group["value"], marker="o", markersize=3, label=split)
         if zero_error_epoch is not None:
-            ax.axvline(zero_error_epoch, color="grey", linestyle=":", label="zero train error")
+            ax.axvline(zero_error_epoch, label="zero train error", **ZERO_ERROR_STYLE)
         ax.set_xlabel("epoch")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)

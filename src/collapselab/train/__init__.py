@@ -11,8 +11,10 @@ Public API:
 - :func:`training_loss`, :func:`per_sample_loss`: the losses with their reductions.
 - :func:`mse_lambda`, :func:`mse_weight_decay`, :func:`mse_gradient_scale`,
   :func:`l2_lambda`, :func:`l2_weight_decay`: weight decay versus the papers' lambda.
+- :func:`seed_everything`: seed Python, NumPy and torch (do it before building a model).
 """
 
+from collapselab.train._rng import seed_everything
 from collapselab.train.callbacks import Callback, LambdaCallback, TrainState
 from collapselab.train.config import TrainConfig
 from collapselab.train.evaluate import evaluate
@@ -40,6 +42,7 @@ __all__ = [
     "mse_lambda",
     "mse_weight_decay",
     "per_sample_loss",
+    "seed_everything",
     "train",
     "training_loss",
 ]

@@ -1,0 +1,201 @@
+"""Reproduce a paper: run all its experiments with one preset, then write the index.
+
+``reproduce("003", preset="quick", root="runs")`` runs every registered experiment of paper
+003 in turn (``"all"``: every paper's, without the demo), skipping runs that already
+completed and resuming failed or interrupted ones. A failing experiment is recorded and
+the next one runs. At the end (also after Ctrl-C) ``index.html`` and ``index.json`` are
+written at the root.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from collapselab.experiments.papers import PAPERS, find_paper
+from collapselab.experiments.registry import Experiment, all_experiments, experiments_for_paper
+from collapselab.experiments.runner import run_experiment, run_id_for
+from collapselab.store import Run
+
+Outcome = Literal["completed", "skipped", "failed"]
+
+
+@dataclass
+class ExperimentOutcome:
+    """What happened to one experiment of a reproduction.
+
+    ``outcome``: ``"completed"`` (ran now), ``"skipped"`` (had already completed) or
+    ``"failed"``; ``claims``: the verdict counts of its ``claims.json``, if any.
+    """
+
+    experiment: str
+    run_id: str
+    outcome: Outcome
+    seconds: float
+    path: str | None = None
+    error: str | None = None
+    claims: dict[str, int] | None = None
+
+
+@dataclass
+class ReproduceResult:
+    """The outcomes of :func:`reproduce` and where the index was written."""
+
+    paper: str
+    preset: str
+    outcomes: list[ExperimentOutcome]
+    wall_s: float
+    index_html: Path
+    index_json: Path
+
+    @property
+    def failed(self) -> list[ExperimentOutcome]:
+        return [o for o in self.outcomes if o.outcome == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def select_experiments(paper: str) -> list[Experiment]:
+    """The experiments :func:`reproduce` runs for ``paper`` (``"all"``: every paper's).
+
+    Raises ``ValueError`` naming the known papers when nothing matches.
+    """
+    if not isinstance(paper, str) or not paper.strip():
+        raise ValueError("paper must be a paper number, short name or 'all'")
+    chosen = experiments_for_paper(paper)
+    if chosen:
+        return chosen
+    known = ", ".join(p.label for p in PAPERS)
+    registered = sorted({e.paper for e in all_experiments() if e.paper != "demo"})
+    have = ", ".join(registered) if registered else "none yet"
+    target = find_paper(paper)
+    if paper.strip().lower() == "all":
+        raise ValueError(f"no paper experiments are registered (papers with experiments: {have})")
+    if target is not None:
+        raise ValueError(
+            f"no experiments are registered for paper {target.label}; "
+            f"papers with experiments: {have}"
+        )
+    raise ValueError(
+        f"unknown paper {paper!r}; papers: {known} (by number, short name or 'all'); "
+        f"papers with experiments: {have}"
+    )
+
+
+def reproduce(
+    paper: str,
+    preset: str = "quick",
+    root: str | os.PathLike[str] = "collapselab-runs",
+    seed: int = 0,
+    device: str = "cpu",
+    data_dir: str | os.PathLike[str] | None = None,
+    callbacks: Callable[[Experiment], Sequence[Any]] | None = None,
+    on_start: Callable[[Experiment], None] | None = None,
+    on_done: Callable[[ExperimentOutcome], None] | None = None,
+) -> ReproduceResult:
+    """Run every experiment of ``paper`` with ``preset`` under ``root`` and write the index.
+
+    Args:
+        paper: paper number (``"003"``, ``"3"``), short name or alias (``"mse-nc"``), an
+            :attr:`Experiment.paper` value, or ``"all"``.
+        preset, root, seed, device, data_dir: as for :func:`run_experiment`.
+        callbacks: training callbacks per experiment (a progress bar, say).
+        on_start, on_done: called before and after each experiment (for printing).
+
+    Returns:
+        A :class:`ReproduceResult`; check :attr:`ReproduceResult.ok`.
+    """
+    from collapselab.report.index import write_index
+
+    chosen = select_experiments(paper)
+    root = Path(root)
+    started_at = _dt.datetime.now(_dt.timezone.utc)
+    t0 = time.perf_counter()
+    outcomes: list[ExperimentOutcome] = []
+    try:
+        for experiment in chosen:
+            if on_start is not None:
+                on_start(experiment)
+            extra = list(callbacks(experiment)) if callbacks is not None else []
+            outcome = _run_one(experiment, preset, root, seed, device, data_dir, extra)
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+    finally:
+        wall = time.perf_counter() - t0
+        record = {
+            "paper": paper,
+            "preset": preset,
+            "seed": seed,
+            "device": device,
+            "started": started_at.isoformat(timespec="seconds"),
+            "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "wall_s": wall,
+            "experiments": [asdict(o) for o in outcomes],
+        }
+        index_html, index_json = write_index(root, reproduce=record)
+    return ReproduceResult(paper, preset, outcomes, wall, index_html, index_json)
+
+
+def _run_one(
+    experiment: Experiment,
+    preset: str,
+    root: Path,
+    seed: int,
+    device: str,
+    data_dir: str | os.PathLike[str] | None,
+    callbacks: list[Any],
+) -> ExperimentOutcome:
+    run_id = run_id_for(experiment.id, preset, seed)
+    already = _completed(root / run_id)
+    t0 = time.perf_counter()
+    try:
+        run = run_experiment(
+            experiment.id,
+            preset=preset,
+            root=root,
+            seed=seed,
+            device=device,
+            data_dir=data_dir,
+            callbacks=callbacks,
+            raise_on_error=False,
+        )
+    except Exception as error:  # before the run existed: bad preset, conflicting run dir
+        return ExperimentOutcome(
+            experiment.id,
+            run_id,
+            "failed",
+            time.perf_counter() - t0,
+            error=f"{type(error).__name__}: {error.args[0] if error.args else error}",
+        )
+    seconds = time.perf_counter() - t0
+    claims = _claim_counts(run)
+    if run.status != "completed":
+        error = run.manifest.get("error") or f"run ended with status {run.status}"
+        return ExperimentOutcome(
+            experiment.id, run.id, "failed", seconds, str(run.path), error, claims
+        )
+    outcome: Outcome = "skipped" if already else "completed"
+    return ExperimentOutcome(experiment.id, run.id, outcome, seconds, str(run.path), None, claims)
+
+
+def _completed(path: Path) -> bool:
+    try:
+        return Run.open(path).status == "completed"
+    except (FileNotFoundError, ValueError):
+        return False
+
+
+def _claim_counts(run: Run) -> dict[str, int] | None:
+    try:
+        summary = run.read_json("claims").get("summary")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None
+    return {str(k): int(v) for k, v in summary.items()} if isinstance(summary, dict) else None

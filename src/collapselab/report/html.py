@@ -1,0 +1,297 @@
+"""``report.html``: one self-contained page per run.
+
+The page shows the experiment, paper and figure, the status (and the error of a failed
+run), the zero-error epoch, the claims table, every ``figures/*.png`` embedded as a base64
+``<img>``, the final model-level metric values, the configuration, timings and versions.
+Plain HTML with inline CSS: no script, no external resource, opens from disk. All text is
+escaped with :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from collapselab.report._html import (
+    esc,
+    flatten,
+    fmt_number,
+    fmt_seconds,
+    key_value_table,
+    page,
+    status_badge,
+    table,
+    verdict_badge,
+    write_atomic,
+)
+from collapselab.store import Run
+
+REPORT_FILE = "report.html"
+CLAIMS_FILE = "claims.json"
+_MAX_FINAL_ROWS = 60
+_SHOWN_ELSEWHERE = {
+    "id",
+    "experiment",
+    "preset",
+    "config",
+    "seed",
+    "status",
+    "error",
+    "versions",
+    "timings",
+    "durations",
+    "train_config",
+    "experiment_info",
+    "traceback",
+    "final_metrics",
+    "zero_error_epoch",
+}
+
+
+def read_claims(run_path: str | Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The run's ``claims.json`` and ``None``, or ``None`` and why it could not be read."""
+    path = Path(run_path) / CLAIMS_FILE
+    if not path.is_file():
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, json.JSONDecodeError) as error:
+        return None, f"{CLAIMS_FILE} could not be read: {error}"
+    if not isinstance(document, dict) or not isinstance(document.get("claims"), list):
+        return None, f"{CLAIMS_FILE} has no 'claims' list"
+    return document, None
+
+
+def figure_files(run_path: str | Path, order: Sequence[str] = ()) -> list[Path]:
+    """``figures/*.png`` of a run: those named in ``order`` first, then the rest by name."""
+    directory = Path(run_path) / "figures"
+    if not directory.is_dir():
+        return []
+    found = {p.stem: p for p in directory.glob("*.png") if p.is_file()}
+    ordered = [found.pop(name) for name in order if name in found]
+    return ordered + [found[name] for name in sorted(found)]
+
+
+def render_run_report(
+    run: Run,
+    claims: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """The HTML text of the report of ``run``.
+
+    Args:
+        run: the run to describe.
+        claims: the ``claims.json`` document; read from the run directory when ``None``.
+        notes: remarks shown at the top (e.g. a figure that could not be redrawn).
+    """
+    notes = list(notes)
+    if claims is None:
+        claims, problem = read_claims(run.path)
+        if problem:
+            notes.append(problem)
+    manifest = run.manifest
+    info = manifest.get("experiment_info") or {}
+    parts = [
+        _header(run, manifest, info),
+        *[f'<div class="note">{esc(n)}</div>' for n in notes],
+        _error_section(manifest),
+        _overview_section(manifest),
+        _claims_section(claims),
+        _figures_section(run.path, info.get("figures") or ()),
+        _final_values_section(run),
+        _config_section(manifest),
+        _timings_section(manifest),
+        _versions_section(manifest),
+    ]
+    return page(f"{run.id}: collapselab report", "\n".join(p for p in parts if p))
+
+
+def write_run_report(run: Run | str | Path, notes: Sequence[str] = ()) -> Path:
+    """Write ``report.html`` into the run directory and return its path."""
+    if not isinstance(run, Run):
+        run = Run.open(run)
+    return write_atomic(run.path / REPORT_FILE, render_run_report(run, notes=notes))
+
+
+# ------------------------------------------------------------------------- sections
+def _header(run: Run, manifest: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+    title = info.get("title") or ""
+    heading = f"{run.experiment}: {title}" if title else run.experiment
+    paper = info.get("paper_label") or info.get("paper") or ""
+    paper_title = info.get("paper_title") or ""
+    lines = []
+    if paper_title:
+        lines.append(esc(f"Paper {paper}: {paper_title}"))
+    elif paper and paper != "demo":
+        lines.append(esc(f"Paper {paper}"))
+    if info.get("figure"):
+        lines.append(f"Reproduces {esc(info['figure'])}")
+    lines.append(
+        f"Run <code>{esc(run.id)}</code> \u00b7 preset <b>{esc(run.preset or 'none')}</b> "
+        f"\u00b7 seed {esc(run.seed)} \u00b7 {status_badge(run.status)}"
+    )
+    sub = "<br>".join(lines)
+    return f'<h1>{esc(heading)}</h1>\n<p class="sub">{sub}</p>'
+
+
+def _error_section(manifest: Mapping[str, Any]) -> str:
+    error, trace = manifest.get("error"), manifest.get("traceback")
+    if not error and not trace:
+        return ""
+    out = ["<h2>Error</h2>", f"<pre>{esc(error or 'see traceback')}</pre>"]
+    if trace:
+        out.append(f"<details><summary>traceback</summary><pre>{esc(trace)}</pre></details>")
+    return "\n".join(out)
+
+
+def _overview_section(manifest: Mapping[str, Any]) -> str:
+    durations = manifest.get("durations") or {}
+    items: dict[str, Any] = {
+        "status": manifest.get("status"),
+        "zero-error epoch": manifest.get("zero_error_epoch"),
+        "total time": fmt_seconds(durations.get("total_s")),
+    }
+    for key, value in manifest.items():
+        if key in _SHOWN_ELSEWHERE or isinstance(value, (dict, list)):
+            continue
+        items[key.replace("_", " ")] = value
+    rows = [(esc(k), esc(fmt_number(v))) for k, v in items.items()]
+    zero = manifest.get("zero_error_epoch")
+    caption = (
+        '<p class="small">Zero-error epoch: the first epoch with training accuracy exactly 1 '
+        "(start of the terminal phase of training); "
+        + ("not reached." if zero is None else f"epoch {esc(zero)}.")
+        + "</p>"
+    )
+    return "<h2>Overview</h2>\n" + table(("field", "value"), rows) + caption
+
+
+def _values_text(values: Mapping[str, Any]) -> str:
+    if not values:
+        return "\u2014"
+    return "<br>".join(f"{esc(k)} = {esc(fmt_number(v))}" for k, v in values.items())
+
+
+def _claims_section(claims: Mapping[str, Any] | None) -> str:
+    if claims is None:
+        return "<h2>Claims</h2>\n<p>No claims were evaluated for this run.</p>"
+    entries = claims.get("claims") or []
+    if not entries:
+        return "<h2>Claims</h2>\n<p>This experiment declares no claims.</p>"
+    summary = claims.get("summary") or {}
+    counts = " ".join(
+        verdict_badge(v) + f" {esc(summary.get(v, 0))}"
+        for v in ("holds", "does not hold", "not evaluable")
+    )
+    rows = []
+    for entry in entries:
+        statement = esc(entry.get("statement", ""))
+        source = entry.get("source")
+        if source:
+            statement += f'<br><span class="small">{esc(source)}</span>'
+        threshold = esc(entry.get("threshold_text", ""))
+        if entry.get("threshold") is not None:
+            threshold += f'<br><span class="small">= {esc(fmt_number(entry["threshold"]))}</span>'
+        rows.append(
+            (
+                f"<b>{esc(entry.get('name', ''))}</b>",
+                statement,
+                _values_text(entry.get("values") or {}),
+                threshold,
+                verdict_badge(str(entry.get("verdict", ""))),
+                esc(entry.get("detail", "")),
+            )
+        )
+    header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
+    evaluated = claims.get("evaluated")
+    when = f'<p class="small">Evaluated {esc(evaluated)}.</p>' if evaluated else ""
+    return f"<h2>Claims</h2>\n<p>{counts}</p>\n{table(header, rows)}\n{when}"
+
+
+def _figures_section(run_path: Path, order: Sequence[str]) -> str:
+    files = figure_files(run_path, order)
+    if not files:
+        return "<h2>Figures</h2>\n<p>No figures.</p>"
+    blocks = []
+    for path in files:
+        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        blocks.append(
+            f'<figure><img src="data:image/png;base64,{encoded}" alt="{esc(path.stem)}">'
+            f"<figcaption>{esc(path.name)}</figcaption></figure>"
+        )
+    return "<h2>Figures</h2>\n" + "\n".join(blocks)
+
+
+def _final_values_section(run: Run) -> str:
+    try:
+        metrics = run.metrics()
+    except Exception as error:  # a damaged table must not stop the report
+        return f"<h2>Final values</h2>\n<p>metrics could not be read: {esc(error)}</p>"
+    rows = metrics[metrics["layer"] == ""] if "layer" in metrics.columns else metrics.iloc[0:0]
+    if rows.empty:
+        return ""
+    last = (
+        rows.sort_values("step", kind="stable")
+        .groupby(["split", "metric"], sort=True)
+        .tail(1)
+        .sort_values(["metric", "split"])
+    )
+    shown = last.head(_MAX_FINAL_ROWS)
+    body = [
+        (
+            esc(r.metric),
+            esc(r.split),
+            f'<td class="num">{esc(fmt_number(float(r.value)))}</td>',
+            f'<td class="num">{esc(_epoch_text(r.epoch))}</td>',
+            f'<td class="num">{esc(int(r.step))}</td>',
+        )
+        for r in shown.itertuples(index=False)
+    ]
+    more = len(last) - len(shown)
+    tail = f'<p class="small">{more} more not shown.</p>' if more > 0 else ""
+    header = ("metric", "split", "last value", "epoch", "step")
+    n_layers = metrics["layer"].nunique() - 1 if "layer" in metrics.columns else 0
+    note = (
+        f'<p class="small">Model-level rows only; per-layer values of {n_layers} layer(s) are in '
+        "metrics.parquet.</p>"
+        if n_layers > 0
+        else ""
+    )
+    return "<h2>Final values</h2>\n" + table(header, body) + tail + note
+
+
+def _epoch_text(epoch: Any) -> str:
+    return "\u2014" if pd.isna(epoch) or int(epoch) < 0 else str(int(epoch))
+
+
+def _config_section(manifest: Mapping[str, Any]) -> str:
+    config = manifest.get("config") or {}
+    out = ["<h2>Configuration</h2>"]
+    out.append(key_value_table(flatten(config)) if config else "<p>empty</p>")
+    train_config = manifest.get("train_config")
+    if isinstance(train_config, Mapping) and train_config:
+        out.append("<details><summary>training loop settings</summary>")
+        out.append(key_value_table(flatten(train_config)))
+        out.append("</details>")
+    return "\n".join(out)
+
+
+def _timings_section(manifest: Mapping[str, Any]) -> str:
+    timings = manifest.get("timings") or {}
+    durations = manifest.get("durations") or {}
+    rows = [(esc(k), esc(fmt_number(v))) for k, v in flatten(timings).items()]
+    rows += [(esc(k), esc(fmt_seconds(v))) for k, v in durations.items()]
+    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows)
+
+
+def _versions_section(manifest: Mapping[str, Any]) -> str:
+    versions = manifest.get("versions") or {}
+    if not versions:
+        return ""
+    return "<h2>Versions</h2>\n" + key_value_table(versions)

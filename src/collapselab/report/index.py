@@ -1,0 +1,235 @@
+"""The index across the runs under a root: ``index.html`` and ``index.json``.
+
+One row per run found under the root (searched recursively): experiment, paper, preset,
+seed, status, the claims' verdict counts and each claim's verdict, the run's total time and
+a relative link to its ``report.html``. ``index.json`` holds the same data (strict JSON:
+NaN is ``null``), plus what the last ``collapselab reproduce`` invocation did, if given.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from collapselab.report._html import (
+    esc,
+    fmt_number,
+    fmt_seconds,
+    json_clean,
+    page,
+    status_badge,
+    table,
+    verdict_badge,
+    write_atomic,
+)
+from collapselab.report.html import REPORT_FILE, read_claims
+from collapselab.store import Run, list_runs
+
+INDEX_HTML = "index.html"
+INDEX_JSON = "index.json"
+_VERDICTS = ("holds", "does not hold", "not evaluable")
+
+
+def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | None = None) -> dict:
+    """The ``index.json`` document of every run under ``root``.
+
+    Args:
+        root: the directory holding runs.
+        reproduce: what a ``reproduce`` invocation did (paper, preset, per-experiment
+            outcome, wall time), stored under ``"reproduce"``.
+    """
+    root = Path(root)
+    runs = [_entry(root, Path(path)) for path in list_runs(root)["path"]]
+    runs.sort(key=_sort_key)
+    status_counts: dict[str, int] = {}
+    claim_counts = dict.fromkeys(_VERDICTS, 0)
+    for run in runs:
+        status_counts[run["status"]] = status_counts.get(run["status"], 0) + 1
+        summary = (run["claims"] or {}).get("summary") or {}
+        for verdict in _VERDICTS:
+            claim_counts[verdict] += int(summary.get(verdict, 0))
+    return json_clean(
+        {
+            "root": str(root),
+            "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "n_runs": len(runs),
+            "status_counts": status_counts,
+            "claim_counts": claim_counts,
+            "total_run_s": sum(r["total_s"] or 0.0 for r in runs),
+            "reproduce": dict(reproduce) if reproduce is not None else None,
+            "runs": runs,
+        }
+    )
+
+
+def _sort_key(run: Mapping[str, Any]) -> tuple:
+    seed = run["seed"] if isinstance(run["seed"], int) else -1
+    return (str(run["paper"]), str(run["experiment"]), str(run["preset"]), seed, str(run["run_id"]))
+
+
+def _entry(root: Path, path: Path) -> dict[str, Any]:
+    try:
+        manifest = Run.open(path).manifest
+    except (OSError, ValueError) as error:  # a damaged manifest still gets a row
+        manifest = {"id": path.name, "experiment": "?", "status": "unreadable", "error": str(error)}
+    info = manifest.get("experiment_info") or {}
+    claims, problem = read_claims(path)
+    claim_part = None
+    if claims is not None:
+        claim_part = {
+            "summary": claims.get("summary") or {},
+            "verdicts": {str(c.get("name")): c.get("verdict") for c in claims["claims"]},
+        }
+    report = path / REPORT_FILE
+    total = (manifest.get("durations") or {}).get("total_s")
+    return {
+        "run_id": manifest.get("id"),
+        "experiment": manifest.get("experiment"),
+        "paper": info.get("paper", ""),
+        "paper_label": info.get("paper_label", info.get("paper", "")),
+        "title": info.get("title", ""),
+        "figure": info.get("figure", ""),
+        "preset": manifest.get("preset", ""),
+        "seed": manifest.get("seed"),
+        "status": manifest.get("status"),
+        "error": manifest.get("error"),
+        "zero_error_epoch": manifest.get("zero_error_epoch"),
+        "total_s": float(total) if isinstance(total, (int, float)) else None,
+        "finished": (manifest.get("timings") or {}).get("finished"),
+        "path": os.path.relpath(path, root).replace(os.sep, "/"),
+        "report": (
+            os.path.relpath(report, root).replace(os.sep, "/") if report.is_file() else None
+        ),
+        "claims": claim_part,
+        "claims_problem": problem,
+    }
+
+
+def render_index(document: Mapping[str, Any]) -> str:
+    """The HTML text of the index page for an :func:`collect_index` document."""
+    runs = document.get("runs") or []
+    status_counts = document.get("status_counts") or {}
+    claim_counts = document.get("claim_counts") or {}
+    statuses = " ".join(status_badge(s) + f" {esc(n)}" for s, n in status_counts.items())
+    verdicts = " ".join(verdict_badge(v) + f" {esc(claim_counts.get(v, 0))}" for v in _VERDICTS)
+    parts = [
+        f'<h1>collapselab runs</h1>\n<p class="sub">{esc(document.get("root"))} \u00b7 '
+        f"generated {esc(document.get('generated'))}</p>",
+        "<h2>Summary</h2>",
+        f"<p>{esc(len(runs))} run(s): {statuses or esc(None)}</p>",
+        f"<p>Claims: {verdicts}</p>",
+        f"<p>Total run time: {esc(fmt_seconds(document.get('total_run_s')))}</p>",
+        _reproduce_section(document.get("reproduce")),
+        "<h2>Runs</h2>",
+        _runs_table(runs) if runs else "<p>No runs.</p>",
+    ]
+    return page("collapselab index", "\n".join(p for p in parts if p))
+
+
+def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
+    if not reproduce:
+        return ""
+    head = (
+        f"<p>Paper <b>{esc(reproduce.get('paper'))}</b>, preset <b>{esc(reproduce.get('preset'))}"
+        f"</b>, seed {esc(reproduce.get('seed'))}, device {esc(reproduce.get('device'))}; "
+        f"finished {esc(reproduce.get('finished'))} after "
+        f"{esc(fmt_seconds(reproduce.get('wall_s')))}.</p>"
+    )
+    rows = [
+        (
+            esc(item.get("experiment")),
+            esc(item.get("run_id")),
+            esc(item.get("outcome")),
+            f'<td class="num">{esc(fmt_seconds(item.get("seconds")))}</td>',
+            esc(item.get("error") or ""),
+        )
+        for item in reproduce.get("experiments") or []
+    ]
+    body = table(("experiment", "run", "outcome", "time", "error"), rows)
+    return "<h2>Last reproduce</h2>\n" + head + body
+
+
+def _runs_table(runs: list[Mapping[str, Any]]) -> str:
+    rows = []
+    for run in runs:
+        run_id = esc(run.get("run_id"))
+        link = (
+            f'<a href="{esc(urllib.parse.quote(run["report"]))}">{run_id}</a>'
+            if run.get("report")
+            else run_id
+        )
+        claims = run.get("claims") or {}
+        summary = claims.get("summary") or {}
+        counts = " / ".join(esc(summary.get(v, 0)) for v in _VERDICTS) if claims else "\u2014"
+        verdicts = "<br>".join(
+            f"{verdict_badge(str(v))} {esc(name)}"
+            for name, v in (claims.get("verdicts") or {}).items()
+        )
+        status = status_badge(str(run.get("status")))
+        if run.get("error"):
+            status += f'<br><span class="small">{esc(run["error"])}</span>'
+        title = esc(run.get("title"))
+        if run.get("figure"):
+            title = f"{esc(run['figure'])}: {title}"
+        rows.append(
+            (
+                link,
+                esc(run.get("paper_label")),
+                title,
+                esc(run.get("preset")),
+                f'<td class="num">{esc(run.get("seed"))}</td>',
+                status,
+                f'<td class="num">{esc(fmt_number(run.get("zero_error_epoch")))}</td>',
+                f'<td class="num">{counts}</td>',
+                verdicts or "\u2014",
+                f'<td class="num">{esc(fmt_seconds(run.get("total_s")))}</td>',
+            )
+        )
+    header = (
+        "run (report)",
+        "paper",
+        "figure / title",
+        "preset",
+        "seed",
+        "status",
+        "zero-error epoch",
+        "holds / does not / n.e.",
+        "claims",
+        "time",
+    )
+    return table(header, rows)
+
+
+def write_index(
+    root: str | os.PathLike[str], reproduce: Mapping[str, Any] | None = None
+) -> tuple[Path, Path]:
+    """Write ``index.html`` and ``index.json`` at ``root``; returns their paths.
+
+    Without ``reproduce``, the ``"reproduce"`` record of an existing ``index.json`` is kept.
+    """
+    root = Path(root)
+    if reproduce is None:
+        reproduce = _previous_reproduce(root / INDEX_JSON)
+    document = collect_index(root, reproduce)
+    json_path = write_atomic(
+        root / INDEX_JSON, json.dumps(document, indent=2, allow_nan=False) + "\n"
+    )
+    html_path = write_atomic(root / INDEX_HTML, render_index(document))
+    return html_path, json_path
+
+
+def _previous_reproduce(path: Path) -> Mapping[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            previous = json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
+    value = previous.get("reproduce") if isinstance(previous, dict) else None
+    return value if isinstance(value, Mapping) else None

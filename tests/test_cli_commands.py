@@ -1,0 +1,168 @@
+"""The command line through typer's CliRunner. The real demo (quick preset) runs once per
+module; its claims are cross-checked against the metric rows queried with DuckDB."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from collapselab.cli.main import app
+from collapselab.experiments import (
+    Experiment,
+    Final,
+    RunContext,
+    register,
+    unregister,
+    value_above,
+)
+from collapselab.store import Run, query
+
+runner = CliRunner()
+COMMANDS = ("demo", "list", "run", "runs", "query", "reproduce", "report")
+
+
+@pytest.fixture(scope="module")
+def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli-runs")
+    result = runner.invoke(app, ["run", "demo", "--out", str(root), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def _ok(run: Run, context: RunContext) -> None:
+    run.log(step=1, metric="accuracy", value=0.97, epoch=1, split="test")
+
+
+def _fail(run: Run, context: RunContext) -> None:
+    raise RuntimeError("cli failure")
+
+
+@pytest.fixture
+def cli_experiments() -> Iterator[None]:
+    claim = value_above("acc", "accurate", "Tab. 1", Final("accuracy", "test"), 0.9)
+    specs = (("t-cli-ok", "t-cli-good-paper", _ok), ("t-cli-fail", "t-cli-mixed-paper", _fail))
+    specs += (("t-cli-ok2", "t-cli-mixed-paper", _ok),)
+    for exp_id, paper, fn in specs:
+        register(
+            Experiment(
+                id=exp_id,
+                paper=paper,
+                title=exp_id,
+                presets={"quick": {}},
+                runtime_quick="0 s",
+                run=fn,
+                claims=[claim],
+            )
+        )
+    yield
+    for exp_id, _, _ in specs:
+        unregister(exp_id)
+
+
+def test_help_lists_every_command() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.output
+
+
+def test_list_shows_the_demo() -> None:
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0
+    for text in ("id", "paper", "presets", "quick runtime", "demo", "quick", "~10 s"):
+        assert text in result.output
+
+
+def test_demo_run_claims_agree_with_the_measured_rows(demo_root: Path) -> None:
+    run = Run.open(demo_root / "demo-quick-seed0")
+    assert run.status == "completed"
+    claims = {c["name"]: c for c in run.read_json("claims")["claims"]}
+    final_test = query(
+        demo_root,
+        "SELECT value FROM metrics WHERE metric = 'accuracy' AND split = 'test' AND layer = '' "
+        "ORDER BY step DESC LIMIT 1",
+    )["value"].iloc[0]
+    first_zero = query(
+        demo_root,
+        "SELECT min(epoch) AS e FROM metrics WHERE metric = 'accuracy' AND split = 'train' "
+        "AND layer = '' AND value = 1.0",
+    )["e"].iloc[0]
+    accuracy = claims["test-accuracy"]
+    assert accuracy["values"]["value"] == pytest.approx(final_test, abs=1e-15)
+    assert accuracy["verdict"] == ("holds" if final_test >= 0.9 else "does not hold")
+    zero = claims["zero-training-error"]
+    assert zero["values"]["zero_error_epoch"] == first_zero
+    assert zero["values"]["epochs"] == 30
+    assert zero["verdict"] == "holds"
+    assert final_test >= 0.9  # the demo's quick preset does generalise
+    html = (run.path / "report.html").read_text()
+    assert "data:image/png;base64," in html
+
+
+def test_rerunning_the_demo_skips_training(demo_root: Path) -> None:
+    before = Run.open(demo_root / "demo-quick-seed0").manifest
+    result = runner.invoke(app, ["run", "demo", "--out", str(demo_root), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "completed" in result.output
+    after = Run.open(demo_root / "demo-quick-seed0").manifest
+    assert after["durations"] == before["durations"]
+    assert after["timings"] == before["timings"]
+
+
+def test_runs_and_query(demo_root: Path) -> None:
+    result = runner.invoke(app, ["runs", "--root", str(demo_root)])
+    assert result.exit_code == 0
+    assert "run_id" in result.output and "completed" in result.output  # narrow: cells cut
+    sql = "SELECT count(*) AS n FROM metrics WHERE metric = 'accuracy' AND layer = ''"
+    result = runner.invoke(app, ["query", sql, "--root", str(demo_root), "--format", "json"])
+    assert result.exit_code == 0
+    # 31 evaluations (epoch 0 and 30 epochs) on train and test
+    assert json.loads(result.output) == [{"n": 62}]
+
+
+def test_report_rebuilds_run_and_root(demo_root: Path) -> None:
+    run_dir = demo_root / "demo-quick-seed0"
+    (run_dir / "report.html").unlink()
+    result = runner.invoke(app, ["report", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert (run_dir / "report.html").is_file()
+    result = runner.invoke(app, ["report", str(demo_root), "--no-redraw"])
+    assert result.exit_code == 0, result.output
+    index = json.loads((demo_root / "index.json").read_text())
+    assert [r["run_id"] for r in index["runs"]] == ["demo-quick-seed0"]
+    assert index["claim_counts"]["holds"] == 2
+    assert (demo_root / "index.html").is_file()
+    missing = runner.invoke(app, ["report", str(demo_root / "nowhere")])
+    assert missing.exit_code == 2
+
+
+def test_reproduce_exit_codes(tmp_path: Path, cli_experiments: None) -> None:
+    good = runner.invoke(
+        app, ["reproduce", "t-cli-good-paper", "--out", str(tmp_path / "a"), "--no-progress"]
+    )
+    assert good.exit_code == 0, good.output
+    assert (tmp_path / "a" / "index.html").is_file()
+    mixed = runner.invoke(
+        app, ["reproduce", "t-cli-mixed-paper", "--out", str(tmp_path / "b"), "--no-progress"]
+    )
+    assert mixed.exit_code == 1
+    assert "cli failure" in mixed.output
+    index = json.loads((tmp_path / "b" / "index.json").read_text())
+    assert index["status_counts"] == {"completed": 1, "failed": 1}
+    unknown = runner.invoke(app, ["reproduce", "no-such-paper", "--out", str(tmp_path / "c")])
+    assert unknown.exit_code == 2
+    assert "unknown paper" in unknown.output
+
+
+def test_run_errors(tmp_path: Path, cli_experiments: None) -> None:
+    unknown = runner.invoke(app, ["run", "no-such-id", "--out", str(tmp_path), "--no-progress"])
+    assert unknown.exit_code == 2
+    assert "unknown experiment" in unknown.output
+    failed = runner.invoke(app, ["run", "t-cli-fail", "--out", str(tmp_path), "--no-progress"])
+    assert failed.exit_code == 1
+    assert "cli failure" in failed.output
+    assert (tmp_path / "t-cli-fail-quick-seed0" / "report.html").is_file()
