@@ -14,7 +14,8 @@ is "layer0", the input of the first analysed block) and the labels, this module 
 * Theorem 1's quantity S, the class-mean transport cost and per-sample straightness,
 * the straight-line prediction of the PFC metrics (§2.7; :func:`geodesic_curve`,
   :func:`geodesic_prediction`) and the closed form of PFC1 along the line
-  (Appendix A; :func:`pfc1_along_line`).
+  (Appendix A; :func:`pfc1_along_line`), its t-derivative (:func:`dpfc1_along_line`) and
+  PFC2 along the line (:func:`pfc2_along_line`).
 
 Conventions (paper 001 §2.1 and DESIGN.md): class means over the samples of each class
 present in ``labels``; for balanced classes ``h_G`` is the mean of the class means,
@@ -51,6 +52,7 @@ __all__ = [
     "GeodesicPrediction",
     "LayerPathAccumulator",
     "class_mean_transport_cost",
+    "dpfc1_along_line",
     "effective_depth",
     "effective_depth_from_accuracy",
     "geodesic_curve",
@@ -61,6 +63,7 @@ __all__ = [
     "path_lengths",
     "per_layer_pfc",
     "pfc1_along_line",
+    "pfc2_along_line",
     "relative_positions",
     "straightness",
     "theorem1_s",
@@ -410,12 +413,28 @@ def _endpoint(b: torch.Tensor, inv: torch.Tensor, endpoint: str) -> torch.Tensor
     raise ValueError(f"endpoint must be 'empirical' or 'class_means', got {endpoint!r}")
 
 
-def interpolate(h0: ArrayLike, h1: ArrayLike, t: float) -> torch.Tensor:
-    """The straight line ``H(t) = (1 - t) H_0 + t H_1`` (paper 001, Eq. 10, R2)."""
+def interpolate(
+    h0: ArrayLike, h1: ArrayLike, t: float | ArrayLike | Sequence[float]
+) -> torch.Tensor:
+    """The straight line ``H(t) = (1 - t) H_0 + t H_1`` (paper 001, Eq. 10, R2).
+
+    Args:
+        h0: ``(N, D)`` start features.
+        h1: ``(N, D)`` end features.
+        t: a number, giving ``(N, D)``, or a 1-D sequence of T times (list, array or
+            tensor), giving the stacked ``(T, N, D)`` points of the line.
+    """
     a = as_matrix(h0, "h0")
     b = as_matrix(h1, "h1", a.device)
     if b.shape != a.shape:
         raise ValueError(f"h1 has shape {tuple(b.shape)} but h0 has {tuple(a.shape)}")
+    if isinstance(t, torch.Tensor | np.ndarray | list | tuple) and np.ndim(t) > 0:
+        times = torch.from_numpy(_ts(t)).to(a.device)[:, None, None]
+        return (1.0 - times) * a + times * b
+    if isinstance(t, torch.Tensor | np.ndarray):
+        t = float(t)
+    if isinstance(t, bool) or not isinstance(t, int | float | np.floating | np.integer):
+        raise TypeError(f"t must be a number or a 1-D sequence of numbers, got {type(t).__name__}")
     if not np.isfinite(t):
         raise ValueError(f"t must be finite, got {t!r}")
     return (1.0 - float(t)) * a + float(t) * b
@@ -467,6 +486,42 @@ def geodesic_curve(
     return out
 
 
+def _class_weights(
+    inv: torch.Tensor, k: int, n: int, weighting: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Class weights ``π_k`` and the per-sample weights ``π_k / n_k`` of ``Σ_W = Σ_k π_k Cov_k``."""
+    counts = torch.bincount(inv, minlength=k).to(torch.float64)
+    if weighting == "balanced":
+        pi = torch.full((k,), 1.0 / k, dtype=torch.float64, device=inv.device)
+    elif weighting == "sample":
+        pi = counts / n
+    else:
+        raise ValueError(f"weighting must be 'balanced' or 'sample', got {weighting!r}")
+    return pi, (pi / counts)[inv]
+
+
+def _line_moments(
+    h0: ArrayLike, h1: ArrayLike, labels: ArrayLike, endpoint: str, weighting: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients ``(w_00, w_01, w_11)`` and ``(b_00, b_01, b_11)`` of PFC1 on the line."""
+    a, b, inv = _pair(h0, h1, labels)
+    b = _endpoint(b, inv, endpoint)
+    ma, mb = _class_means(a, inv), _class_means(b, inv)
+    ea, eb = a - ma[inv], b - mb[inv]
+    pi, sample_w = _class_weights(inv, ma.shape[0], a.shape[0], weighting)
+    ca, cb = ma - pi @ ma, mb - pi @ mb
+    w = [float(sample_w @ (x * z).sum(1)) for x, z in ((ea, ea), (ea, eb), (eb, eb))]
+    bb = [float(pi @ (x * z).sum(1)) for x, z in ((ca, ca), (ca, cb), (cb, cb))]
+    return np.asarray(w), np.asarray(bb)
+
+
+def _bernstein(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[(1-t)^2, 2t(1-t), t^2]`` and its derivative in t, each ``(3, T)``."""
+    basis = np.stack([(1 - t) ** 2, 2 * t * (1 - t), t**2])
+    slope = np.stack([-2 * (1 - t), 2 - 4 * t, 2 * t])
+    return basis, slope
+
+
 def pfc1_along_line(
     h0: ArrayLike,
     h1: ArrayLike,
@@ -494,30 +549,94 @@ def pfc1_along_line(
     Returns:
         ``(len(ts),)`` values; ``inf`` where Tr Σ_B(t) = 0 < Tr Σ_W(t), NaN where both are 0.
     """
-    a, b, inv = _pair(h0, h1, labels)
-    b = _endpoint(b, inv, endpoint)
-    ma, mb = _class_means(a, inv), _class_means(b, inv)
-    ea, eb = a - ma[inv], b - mb[inv]
-    n, k = a.shape[0], ma.shape[0]
-    counts = torch.bincount(inv, minlength=k).to(torch.float64)
-    if weighting == "balanced":
-        pi = torch.full((k,), 1.0 / k, dtype=torch.float64, device=a.device)
-    elif weighting == "sample":
-        pi = counts / n
-    else:
-        raise ValueError(f"weighting must be 'balanced' or 'sample', got {weighting!r}")
-    sample_w = (pi / counts)[inv]  # pi_k / n_k per sample: Σ_W = Σ_k π_k Cov_k
-    ca, cb = ma - pi @ ma, mb - pi @ mb
-    w = [float(sample_w @ (x * z).sum(1)) for x, z in ((ea, ea), (ea, eb), (eb, eb))]
-    bb = [float(pi @ (x * z).sum(1)) for x, z in ((ca, ca), (ca, cb), (cb, cb))]
-    t = _ts(ts)
-    basis = np.stack([(1 - t) ** 2, 2 * t * (1 - t), t**2])
-    num = np.asarray(w) @ basis
-    den = np.asarray(bb) @ basis
-    out = np.full(t.shape, np.nan)
+    w, bb = _line_moments(h0, h1, labels, endpoint, weighting)
+    basis, _ = _bernstein(_ts(ts))
+    num, den = w @ basis, bb @ basis
+    out = np.full(num.shape, np.nan)
     pos = den > 0
     out[pos] = num[pos] / den[pos]
     out[(~pos) & (num > 0)] = np.inf
+    return out
+
+
+def dpfc1_along_line(
+    h0: ArrayLike,
+    h1: ArrayLike,
+    labels: ArrayLike,
+    ts: ArrayLike | Sequence[float],
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "balanced",
+) -> np.ndarray:
+    """dPFC1/dt on the straight line in closed form (paper 001, Appendix A, R2).
+
+    The quotient rule on the quadratics of :func:`pfc1_along_line`,
+    ``PFC1' = (N' D - N D') / D^2``. For a collapsed end point (``endpoint="class_means"``)
+    and balanced classes it equals Appendix A's
+
+    .. math::
+        -\\frac{2(1-t)\\,E\\|h_{k,i}^{(0)} - h_k^{(0)}\\|^2}{K\\,(E\\|\\tilde h_k^{(t)}\\|^2)^2}
+        \\Big(t \\sum_k \\|\\tilde h_k^{(1)}\\|^2 + (1-t) S\\Big)
+
+    (implemented separately, as printed, in :func:`collapselab.theory.geodesic.dpfc1_appendix_a`).
+    This function also covers a non-collapsed (empirical) end point and class weights.
+
+    Returns:
+        ``(len(ts),)`` values; NaN where Tr Σ_B(t) = 0.
+    """
+    w, bb = _line_moments(h0, h1, labels, endpoint, weighting)
+    basis, slope = _bernstein(_ts(ts))
+    num, den = w @ basis, bb @ basis
+    dnum, dden = w @ slope, bb @ slope
+    out = np.full(num.shape, np.nan)
+    pos = den > 0
+    out[pos] = (dnum[pos] * den[pos] - num[pos] * dden[pos]) / den[pos] ** 2
+    return out
+
+
+def pfc2_along_line(
+    h0: ArrayLike,
+    h1: ArrayLike,
+    labels: ArrayLike,
+    ts: ArrayLike | Sequence[float],
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "balanced",
+) -> np.ndarray:
+    """PFC2(t) on the straight line, vectorised over t (paper 001, Eq. 11, Appendix B).
+
+    The centred class means move on the line ``H̃(t) = (1-t) H̃(0) + t H̃(1)`` (Eq. 11),
+    which lies in the span of the 2K columns of ``H̃(0)`` and ``H̃(1)``; the line is
+    evaluated in coordinates of that span (never in D dimensions), and
+    ``PFC2(t) = || G(t)/||G(t)||_F - E ||_F`` with ``G(t) = H̃(t)^T H̃(t)`` and
+    ``E = (I_K - 11^T/K)/sqrt(K-1)``. Equal to
+    :func:`collapselab.metrics.nc.nc2_etf_distance` of the interpolated features (the
+    global mean follows ``weighting``), without forming the features.
+
+    Returns:
+        ``(len(ts),)`` values; NaN where all centred means vanish (``G(t) = 0`` up to
+        rounding: ``||G(t)||_F <= 1e-24 max(||H̃(0)||_F^2, ||H̃(1)||_F^2)``).
+    """
+    a, b, inv = _pair(h0, h1, labels)
+    b = _endpoint(b, inv, endpoint)
+    ma, mb = _class_means(a, inv), _class_means(b, inv)
+    pi, _ = _class_weights(inv, ma.shape[0], a.shape[0], weighting)
+    ca, cb = (ma - pi @ ma).cpu().numpy(), (mb - pi @ mb).cpu().numpy()
+    k = ca.shape[0]
+    if k < 2:
+        raise ValueError(f"PFC2 needs at least 2 classes, got {k}")
+    # Coordinates of both mean sets in an orthonormal basis of their joint span (at most
+    # 2K dimensions): interpolating there keeps the rounding relative to H̃(t) itself, which
+    # a combination of the Gram blocks G_ab would not near a zero crossing.
+    r = np.linalg.qr(np.concatenate([ca, cb]).T, mode="r")
+    pa, pb = r[:, :k].T, r[:, k:].T
+    t = _ts(ts)[:, None, None]
+    centred = (1 - t) * pa + t * pb  # (T, K, 2K)
+    gram = centred @ np.swapaxes(centred, 1, 2)
+    norms = np.linalg.norm(gram, axis=(1, 2))
+    etf = (np.eye(k) - 1.0 / k) / np.sqrt(k - 1)
+    out = np.full(norms.shape, np.nan)
+    scale = max(np.sum(pa * pa), np.sum(pb * pb))
+    pos = norms > 1e-24 * scale  # zero up to rounding: the means cross at one point
+    out[pos] = np.linalg.norm(gram[pos] / norms[pos, None, None] - etf, axis=(1, 2))
     return out
 
 

@@ -1,1 +1,96 @@
-"""collapselab.theory layer (see DESIGN.md)."""
+"""The papers' theoretical models: objectives, solvers, closed-form predictions, checks.
+
+Each module follows one shape (DESIGN.md principle 5): the model (objective and gradient),
+solvers (the paper's own procedure, ``literal``, and a ``converged`` one), closed-form
+predictions, and a ``verify_*`` function that holds predictions against a solved instance
+and reports relative errors. Where a paper's formula fails numerical verification, both
+``variant="published"`` and ``variant="corrected"`` are offered.
+
+- :mod:`~collapselab.theory.central_path` (paper 003): the central path, the class-centering
+  matrix, the tangent projection, gradient descent with continual renormalisation.
+- :mod:`~collapselab.theory.snr_dynamics` (paper 003): the SNR singular-value dynamics,
+  published and corrected, closed forms, ODEs and asymptotics.
+- :mod:`~collapselab.theory.ufm_mse` (paper 003): gradient descent on the unconstrained
+  features model under MSE, with the loss decomposition along the way.
+- :mod:`~collapselab.theory.geodesic` (paper 001): the straight-line model between layers,
+  Theorems 1 and 2.
+- :mod:`~collapselab.theory.ufm` (paper 001): UFM and (multilayer) MUFM, Theorems 3 and 4.
+- :mod:`~collapselab.theory.transport` (paper 001, beyond it): optimal-transport diagnostics
+  of the layer-to-layer feature flow.
+"""
+
+from collapselab.theory.central_path import (
+    RenormalisedGD,
+    class_centering_matrix,
+    renormalise,
+    renormalised_flow,
+    snr_instance,
+    tangent_projection,
+    verify_central_path,
+)
+from collapselab.theory.geodesic import (
+    ideal_endpoint,
+    simplex_etf,
+    straight_line_model,
+    theorem1_monte_carlo,
+    theorem2_study,
+    verify_straight_line,
+)
+from collapselab.theory.snr_dynamics import (
+    omega_asymptotic,
+    omega_closed_form,
+    omega_ode,
+    snr_rate,
+    verify_snr_dynamics,
+)
+from collapselab.theory.transport import layer_transport, w2_squared
+from collapselab.theory.ufm import (
+    alignment,
+    gradient_flow,
+    mufm_model,
+    solve_converged,
+    solve_literal,
+    theorem3_reduce,
+    ufm_model,
+    verify_mufm,
+    verify_theorem3,
+    w_star,
+)
+from collapselab.theory.ufm_mse import UFMMSE, ufm_mse_descent, ufm_mse_minimise, verify_ufm_mse
+
+__all__ = [
+    "UFMMSE",
+    "RenormalisedGD",
+    "alignment",
+    "class_centering_matrix",
+    "gradient_flow",
+    "ideal_endpoint",
+    "layer_transport",
+    "mufm_model",
+    "omega_asymptotic",
+    "omega_closed_form",
+    "omega_ode",
+    "renormalise",
+    "renormalised_flow",
+    "simplex_etf",
+    "snr_instance",
+    "snr_rate",
+    "solve_converged",
+    "solve_literal",
+    "straight_line_model",
+    "tangent_projection",
+    "theorem1_monte_carlo",
+    "theorem2_study",
+    "theorem3_reduce",
+    "ufm_model",
+    "ufm_mse_descent",
+    "ufm_mse_minimise",
+    "verify_central_path",
+    "verify_mufm",
+    "verify_snr_dynamics",
+    "verify_straight_line",
+    "verify_theorem3",
+    "verify_ufm_mse",
+    "w2_squared",
+    "w_star",
+]

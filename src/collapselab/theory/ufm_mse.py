@@ -29,7 +29,6 @@ may be numpy arrays or torch tensors.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from collapselab._threads import serial_threads
 from collapselab.metrics import measure
 
 __all__ = [
@@ -297,16 +297,6 @@ def ufm_mse_descent(
     )
 
 
-def _single_blas_thread() -> contextlib.AbstractContextManager[object]:
-    """One BLAS thread while L-BFGS runs: its vector updates are small, and a threaded BLAS
-    on a shared CPU was measured 20x slower. A no-op without ``threadpoolctl``."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 @dataclass(frozen=True)
 class UFMMSESolution:
     """Result of :func:`ufm_mse_minimise`: the point, ``F``, ``||∇F||`` and L-BFGS iterations."""
@@ -366,7 +356,7 @@ def ufm_mse_minimise(
     theta, n_iter = theta0, 0
     # L-BFGS's line search can stop just short of a tight gtol near machine precision;
     # a restart (fresh curvature memory) usually finishes the job.
-    with _single_blas_thread():
+    with serial_threads():
         for _ in range(1 + restarts):
             res = minimize(fun, theta, jac=True, method="L-BFGS-B", options=options)
             theta, n_iter = res.x, n_iter + int(res.nit)
