@@ -106,23 +106,58 @@ def test_nc1_snr_absent_when_sigma_w_is_singular():
     assert "nc1_snr" not in got and got["nc1_dense"] == 1.0
 
 
-def test_imbalanced_classes_work_and_warn_once():
-    H, y, Ht, yt, W, b = split(4, per_class=(5, 12, 20))
+def _measure_recording(*args, **kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = measure(H, y, W, b, lam=0.1, test_features=Ht[:-1], test_labels=yt[:-1])
-    assert len(caught) == 1 and "imbalanced" in str(caught[0].message)
-    assert "train" in str(caught[0].message) and "test" in str(caught[0].message)
-    want = brute_nc(H, y, 3, W, b)
-    assert math.isclose(got["nc1"], want["nc1"], rel_tol=1e-10)
-    with pytest.warns(UserWarning, match="'sample'-weighted"):
-        sample = measure(H, y, W, b, lam=0.1, weighting="sample")
-    ref = brute_mse(H, y, 3, 0.1, W, b, weighting="sample")
-    assert math.isclose(sample["mse_loss"], ref["mse_loss"], rel_tol=1e-10)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        measure(*split(5)[:2])
+        got = measure(*args, **kwargs)
+    return got, caught
+
+
+def test_default_weighting_on_equal_counts_is_balanced_exactly():
+    H, y, Ht, yt, W, b = split(5)
+    options = {"test_features": Ht, "test_labels": yt}
+    auto, caught = _measure_recording(H, y, W, b, lam=0.1, **options)
     assert not caught
+    assert auto == measure(H, y, W, b, lam=0.1, weighting="balanced", **options)
+    assert auto == measure(H, y, W, b, lam=0.1, weighting="sample", **options)
+
+
+def test_default_weighting_on_unequal_counts_is_sample_and_warns_once():
+    H, y, Ht, yt, W, b = split(4, per_class=(5, 12, 20))
+    options = {"test_features": Ht[:-1], "test_labels": yt[:-1]}  # test counts 6, 6, 5
+    got, caught = _measure_recording(H, y, W, b, lam=0.1, **options)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    message = str(caught[0].message)
+    assert "train counts [5, 12, 20]" in message and "test counts [6, 6, 5]" in message
+    assert "sample-weighted" in message and "weighting='balanced'" in message
+    want = brute_nc(H, y, 3, W, b, weighting="sample")
+    mse = brute_mse(H, y, 3, 0.1, W, b, weighting="sample")
+    want |= {k: v for k, v in mse.items() if k.startswith("mse_")}
+    for key, value in want.items():
+        if not key.startswith("_"):
+            assert math.isclose(got[key], value, rel_tol=1e-10, abs_tol=1e-14), key
+    test = brute_nc(Ht[:-1], yt[:-1], 3, W, b, weighting="sample")
+    for key in ("nc1", "nc1_trace_ratio", "nc2_etf_distance", "accuracy", "nc3_self_duality"):
+        assert math.isclose(got[f"test_{key}"], test[key], rel_tol=1e-10), key
+    sample, caught = _measure_recording(H, y, W, b, lam=0.1, weighting="sample", **options)
+    assert sample == got and len(caught) == 1
+    assert "'sample'-weighted variants as requested" in str(caught[0].message)
+
+
+def test_explicit_balanced_weighting_on_unequal_counts_keeps_1_over_c_and_warns():
+    H, y, Ht, yt, W, b = split(4, per_class=(5, 12, 20))
+    got, caught = _measure_recording(
+        H, y, W, b, lam=0.1, weighting="balanced", test_features=Ht[:-1], test_labels=yt[:-1]
+    )
+    assert len(caught) == 1 and "'balanced'-weighted" in str(caught[0].message)
+    assert "train counts [5, 12, 20]" in str(caught[0].message)
+    want = brute_nc(H, y, 3, W, b)
+    want |= {k: v for k, v in brute_mse(H, y, 3, 0.1, W, b).items() if k.startswith("mse_")}
+    for key, value in want.items():
+        if not key.startswith("_"):
+            assert math.isclose(got[key], value, rel_tol=1e-10, abs_tol=1e-14), key
+    auto, _ = _measure_recording(H, y, W, b, lam=0.1, test_features=Ht[:-1], test_labels=yt[:-1])
+    assert abs(got["nc1"] - auto["nc1"]) > 1e-3 * got["nc1"]
 
 
 def _bad_inputs():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import torch
 from collapselab.metrics.layerwise import (
     LayerPathAccumulator,
     class_mean_transport_cost,
+    dpfc1_along_line,
     effective_depth,
     effective_depth_from_accuracy,
     geodesic_curve,
@@ -21,6 +23,7 @@ from collapselab.metrics.layerwise import (
     path_lengths,
     per_layer_pfc,
     pfc1_along_line,
+    pfc2_along_line,
     relative_positions,
     straightness,
     theorem1_s,
@@ -79,6 +82,33 @@ def _pfc3(h, y):
 
 
 REF = {"nc1_trace_ratio": _pfc1, "nc2_etf_distance": _pfc2, "ncc_accuracy": _pfc3}
+
+
+def _weighted_pfc(h, y, pi):
+    """PFC1-3 with class weights ``pi`` by explicit loops (``Σ_W = Σ_k π_k Cov_k``)."""
+    m, n = _means(h, y), np.bincount(y)
+    g = sum(pi[k] * m[k] for k in range(len(m)))
+    within = sum(pi[y[i]] / n[y[i]] * np.sum((h[i] - m[y[i]]) ** 2) for i in range(len(y)))
+    between = sum(pi[k] * np.sum((m[k] - g) ** 2) for k in range(len(m)))
+    mt = m - g
+    gram = np.array([[mt[a] @ mt[b] for b in range(len(m))] for a in range(len(m))])
+    c = len(m)
+    etf = (np.eye(c) - np.ones((c, c)) / c) / np.sqrt(c - 1)
+    nearest = [np.argmin([np.linalg.norm(h[i] - mk) for mk in m]) for i in range(len(y))]
+    hits = np.array([nearest[i] == y[i] for i in range(len(y))])
+    return {
+        "nc1_trace_ratio": within / between,
+        "nc2_etf_distance": np.linalg.norm(gram / np.linalg.norm(gram) - etf),
+        "ncc_accuracy": sum(pi[k] * np.mean(hits[y == k]) for k in range(c)),
+    }
+
+
+def _recorded(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn(*args, **kwargs)
+    return value, caught
 
 
 def _step_norms(layers):
@@ -266,7 +296,6 @@ def test_analytic_pfc1_weighting_matches_nc_on_imbalanced_classes(weighting):
         assert value == pytest.approx(within / between, rel=1e-10)
 
 
-@pytest.mark.filterwarnings("ignore:imbalanced classes")
 def test_effective_depth_counts_samples_on_imbalanced_classes():
     rng = np.random.default_rng(14)
     y = np.array([0] * 18 + [1] * 2)
@@ -334,3 +363,75 @@ def test_bad_inputs_raise_clear_errors():
         effective_depth_from_accuracy([0.5, 1.0], rule="last")
     with pytest.raises(ValueError, match="need at least 2 layer"):
         effective_depth_from_accuracy([1.0])
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+LINE_FUNCTIONS = (geodesic_curve, pfc1_along_line, dpfc1_along_line, pfc2_along_line)
+
+
+def test_default_weighting_on_equal_counts_is_balanced_exactly():
+    layers, y = _layers(seed=15), _labels()
+    ts = np.linspace(0, 1, 4)
+    calls = [(per_layer_pfc, (layers, y))] + [
+        (fn, (layers[0], layers[-1], y, ts)) for fn in LINE_FUNCTIONS
+    ]
+    for fn, args in calls:
+        auto, caught = _recorded(fn, *args)
+        assert not caught, fn.__name__
+        _same(auto, fn(*args, weighting="balanced"))
+        _same(auto, fn(*args, weighting="sample"))
+
+
+def test_default_weighting_on_unequal_counts_is_sample_with_one_warning_per_call():
+    rng = np.random.default_rng(16)
+    y = np.array([0] * 12 + [1] * 4 + [2] * 7)
+    centres = 1.5 * rng.normal(size=(3, 4))
+    layers = [k / 2 * centres[y] + rng.normal(size=(23, 4)) for k in range(3)]
+    n = np.bincount(y)
+    sample, balanced = n / n.sum(), np.full(3, 1 / 3)
+
+    got, caught = _recorded(per_layer_pfc, layers, y)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    message = str(caught[0].message)
+    assert "counts [12, 4, 7]" in message and "sample-weighted" in message
+    assert "weighting='balanced'" in message
+    for name in REF:
+        want = [_weighted_pfc(h, y, sample)[name] for h in layers]
+        np.testing.assert_allclose(got[name], want, rtol=1e-10, err_msg=name)
+    _same(got, _recorded(per_layer_pfc, layers, y, weighting="sample")[0])
+    forced, caught = _recorded(per_layer_pfc, layers, y, weighting="balanced")
+    assert len(caught) == 1 and "'balanced'-weighted" in str(caught[0].message)
+    for name in REF:
+        want = [_weighted_pfc(h, y, balanced)[name] for h in layers]
+        np.testing.assert_allclose(forced[name], want, rtol=1e-10, err_msg=name)
+    assert abs(forced["nc1_trace_ratio"][1] / got["nc1_trace_ratio"][1] - 1) > 1e-3
+
+    ts = np.linspace(0, 1, 5)
+    for fn in LINE_FUNCTIONS:
+        auto, caught = _recorded(fn, layers[0], layers[-1], y, ts)
+        assert len(caught) == 1, fn.__name__
+        assert caught[0].filename == __file__, fn.__name__
+        assert "counts [12, 4, 7]" in str(caught[0].message), fn.__name__
+        _same(auto, _recorded(fn, layers[0], layers[-1], y, ts, weighting="sample")[0])
+    line, _ = _recorded(geodesic_curve, layers[0], layers[-1], y, ts, weighting="sample")
+    for j, t in enumerate(ts):
+        want = _weighted_pfc((1 - t) * layers[0] + t * layers[-1], y, sample)
+        for name in REF:
+            assert line[name][j] == pytest.approx(want[name], rel=1e-10), (name, t)
+
+    prediction, caught = _recorded(geodesic_prediction, layers, y)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    _same(prediction.observed, got)
+    pos = relative_positions(layers)
+    line, _ = _recorded(geodesic_curve, layers[0], layers[-1], y, pos, weighting="sample")
+    _same(prediction.predicted, line)
+    _, caught = _recorded(effective_depth, layers, y)  # a fraction of samples by definition
+    assert not caught

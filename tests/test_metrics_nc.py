@@ -253,13 +253,20 @@ def test_ncc_accuracy_with_reference_means():
     assert ncc_accuracy(H, y, means=ref) == pytest.approx(np.mean(pred == y), abs=1e-15)
     sub = np.arange(20)  # a subset may miss classes; balanced = mean of per-class accuracy
     yy = y[sub]
+    counts = np.bincount(yy, minlength=4)
+    assert len(set(counts[counts > 0])) > 1  # imbalanced
     per_class = [np.mean(pred[sub][yy == c] == c) for c in np.unique(yy)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got = ncc_accuracy(H[sub], yy, ref)
-        got_sample = ncc_accuracy(H[sub], yy, ref, weighting="sample")
-    assert got == pytest.approx(np.mean(per_class), abs=1e-15)
-    assert got_sample == pytest.approx(np.mean(pred[sub] == yy), abs=1e-15)
+    got = {}
+    for weighting in ("auto", "balanced", "sample"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got[weighting] = ncc_accuracy(H[sub], yy, ref, weighting=weighting)
+        assert len(caught) == 1, weighting
+        assert f"counts {counts.tolist()}" in str(caught[0].message)
+        assert caught[0].filename == __file__
+    assert got["balanced"] == pytest.approx(np.mean(per_class), abs=1e-15)
+    assert got["sample"] == pytest.approx(np.mean(pred[sub] == yy), abs=1e-15)
+    assert got["auto"] == got["sample"] != pytest.approx(got["balanced"], abs=1e-3)
 
 
 def test_ncc_ties_go_to_lowest_class():
@@ -283,3 +290,50 @@ def test_feature_level_functions_reject_bad_input():
         nc1_trace_ratio(np.ones((8, 3)), np.arange(8) % 2)
     with pytest.raises(ValueError, match="zero rows"):
         equiangularity(np.zeros((3, 2)))
+
+
+FEATURE_FUNCTIONS = (nc1_trace_ratio, nc2_etf_distance, ncc_accuracy)
+
+
+def _call(fn, H, y, **kwargs):
+    """``fn(H, y, **kwargs)`` and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn(H, y, **kwargs)
+    return value, caught
+
+
+def test_feature_functions_default_to_balanced_on_equal_counts():
+    H, y, _, _ = random_problem(15, C=3, D=5, per_class=(9, 9, 9))
+    want = brute_nc(H, y, 3)
+    for fn in FEATURE_FUNCTIONS:
+        auto, caught = _call(fn, H, y)
+        assert not caught, fn.__name__
+        assert auto == fn(H, y, weighting="balanced") == fn(H, y, weighting="sample")
+        assert math.isclose(auto, want[fn.__name__], rel_tol=REL, abs_tol=1e-15), fn.__name__
+
+
+def test_feature_functions_default_to_sample_weights_on_unequal_counts():
+    H, y, _, _ = random_problem(16, C=3, D=5, per_class=(5, 9, 20), spread=0.8)
+    sample, balanced = brute_nc(H, y, 3, weighting="sample"), brute_nc(H, y, 3)
+    for fn in FEATURE_FUNCTIONS:
+        name = fn.__name__
+        auto, caught = _call(fn, H, y)
+        assert len(caught) == 1, name
+        message = str(caught[0].message)
+        assert "counts [5, 9, 20]" in message and "sample-weighted" in message, name
+        assert "weighting='balanced'" in message and caught[0].filename == __file__
+        explicit, caught = _call(fn, H, y, weighting="sample")
+        assert auto == explicit and len(caught) == 1, name
+        assert math.isclose(auto, sample[name], rel_tol=REL, abs_tol=1e-15), name
+        forced, caught = _call(fn, H, y, weighting="balanced")
+        assert len(caught) == 1 and "'balanced'-weighted" in str(caught[0].message), name
+        assert math.isclose(forced, balanced[name], rel_tol=REL, abs_tol=1e-15), name
+        assert abs(forced - auto) > 1e-3 * abs(auto), name
+
+
+def test_feature_functions_reject_an_unknown_weighting():
+    H, y, _, _ = random_problem(17)
+    for fn in FEATURE_FUNCTIONS:
+        with pytest.raises(ValueError, match="weighting must be one of"):
+            fn(H, y, weighting="uniform")

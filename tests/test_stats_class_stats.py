@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,22 @@ from collapselab.stats import (
     class_stats_from_batches,
     class_stats_from_features,
     nearest_class_mean,
+)
+
+# Most fixtures have unequal class counts; the default weighting="auto" then warns. The
+# tests of that warning record it explicitly (recording overrides this filter).
+pytestmark = pytest.mark.filterwarnings("ignore:imbalanced classes:UserWarning")
+
+_RESOLVED = (
+    "class_weights",
+    "means",
+    "global_mean",
+    "centred_means",
+    "basis",
+    "between_singular_values",
+    "class_variances",
+    "within_cov",
+    "within_projected",
 )
 
 
@@ -63,6 +80,68 @@ def test_statistics_match_brute_force(weighting):
     np.testing.assert_allclose(basis @ np.diag(s**2) @ basis.T, sb, atol=1e-12)
     proj = st.within_projected.numpy()
     np.testing.assert_allclose(proj, basis.T @ sw @ basis, rtol=1e-11, atol=1e-13)
+
+
+def _assert_identical(a: ClassStats, b: ClassStats) -> None:
+    for name in _RESOLVED:
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    assert a.within_trace == b.within_trace and a.between_trace == b.between_trace
+
+
+def test_auto_weighting_on_equal_counts_is_balanced_and_sample_exactly():
+    H, y = data(12, C=3, per_class=(7, 7, 7))  # pi_c = 7/21 and 1/3 round alike
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        auto = class_stats_from_features(H, y, 3, mode="dense")
+        balanced = class_stats_from_features(H, y, 3, weighting="balanced", mode="dense")
+        sample = class_stats_from_features(H, y, 3, weighting="sample", mode="dense")
+    assert not caught
+    assert (auto.requested_weighting, auto.weighting) == ("auto", "balanced")
+    _assert_identical(auto, balanced)
+    _assert_identical(auto, sample)
+    mu, mu_g, sw, _, _, pi = brute(H, y, 3, "balanced")
+    np.testing.assert_allclose(auto.class_weights.numpy(), pi, rtol=1e-15)
+    np.testing.assert_allclose(auto.means.numpy(), mu, rtol=1e-13)
+    np.testing.assert_allclose(auto.global_mean.numpy(), mu_g, rtol=1e-13)
+    np.testing.assert_allclose(auto.within_cov.numpy(), sw, rtol=1e-11, atol=1e-13)
+
+
+def test_auto_weighting_on_unequal_counts_is_sample_and_warns_once():
+    H, y = data(13)  # counts 7, 11, 9, 13
+    st = ClassStats(4, mode="dense")
+    assert (st.requested_weighting, st.weighting) == ("auto", None)
+    st.update_means(H, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        st.finalize_means()
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    assert caught[0].filename == __file__  # attributed to the caller of finalize_means
+    message = str(caught[0].message)
+    assert "counts [7, 11, 9, 13]" in message
+    assert "sample-weighted" in message and "weighting='balanced'" in message
+    st.update_scatter(H, y)
+    assert (st.requested_weighting, st.weighting) == ("auto", "sample")
+    mu, mu_g, sw, sb, var, pi = brute(H, y, 4, "sample")
+    np.testing.assert_allclose(st.class_weights.numpy(), pi, rtol=1e-15)
+    np.testing.assert_allclose(st.means.numpy(), mu, rtol=1e-13)
+    np.testing.assert_allclose(st.class_variances.numpy(), var, rtol=1e-12)
+    np.testing.assert_allclose(st.global_mean.numpy(), mu_g, rtol=1e-13)
+    np.testing.assert_allclose(st.within_cov.numpy(), sw, rtol=1e-11, atol=1e-13)
+    assert math.isclose(st.between_trace, np.trace(sb), rel_tol=1e-12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sample = class_stats_from_features(H, y, 4, weighting="sample", mode="dense")
+        balanced = class_stats_from_features(H, y, 4, weighting="balanced", mode="dense")
+        quiet = class_stats_from_features(H, y, 4, mode="dense", warn_imbalanced=False)
+    assert not caught  # explicit weightings and warn_imbalanced=False stay silent here
+    _assert_identical(st, sample)
+    _assert_identical(quiet, sample)
+    assert quiet.weighting == "sample" and balanced.weighting == "balanced"
+    _, mu_g, sw, sb, _, _ = brute(H, y, 4, "balanced")
+    np.testing.assert_allclose(balanced.class_weights.numpy(), np.full(4, 0.25), rtol=0)
+    np.testing.assert_allclose(balanced.within_cov.numpy(), sw, rtol=1e-11, atol=1e-13)
+    assert math.isclose(balanced.between_trace, np.trace(sb), rel_tol=1e-12)
+    assert abs(balanced.between_trace - st.between_trace) > 1e-3 * st.between_trace
 
 
 def test_projected_equals_dense_nc1():
@@ -116,8 +195,10 @@ def test_merge_of_partial_statistics_equals_whole():
     parts = [ClassStats(4) for _ in range(2)]
     for st, h, lab in zip(parts, *halves, strict=True):
         st.update_means(h, lab)
-    merged = ClassStats(4).merge(parts[0]).merge(parts[1])
+    merged = ClassStats(4).merge(parts[0]).merge(parts[1])  # all "auto": resolved below
+    assert merged.weighting is None
     merged.finalize_means()
+    assert merged.weighting == "sample" == whole.weighting
     second = [ClassStats(4), ClassStats(4)]
     for st in second:
         st.merge(parts[0]).merge(parts[1])
@@ -130,6 +211,10 @@ def test_merge_of_partial_statistics_equals_whole():
     other = class_stats_from_features(H + 1, y, 4)
     with pytest.raises(ValueError, match="same fixed means"):
         merged.merge(other)
+    with pytest.raises(ValueError, match="different n_classes or weighting"):
+        ClassStats(4).merge(ClassStats(4, weighting="balanced"))
+    with pytest.raises(ValueError, match="different n_classes or weighting"):
+        merged.merge(class_stats_from_features(H, y, 4, weighting="sample"))
 
 
 def test_batches_from_a_dataloader_and_a_callable():

@@ -1,10 +1,16 @@
-"""Two gloo processes on CPU all-reduce ClassStats to the single-process answer."""
+"""Two gloo processes on CPU all-reduce ClassStats to the single-process answer.
+
+The classes are imbalanced, so the default ``weighting="auto"`` must resolve to
+``"sample"`` on every process from the all-reduced counts, even on a process whose own
+shard is balanced or empty.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -27,9 +33,9 @@ def make_data():
     return torch.from_numpy(H), torch.from_numpy(y), torch.from_numpy(W), torch.from_numpy(b)
 
 
-def collect(shards, mode, W, b):
+def collect(shards, mode, W, b, weighting="auto"):
     """Both passes over this process's shards; all-reduce when a group is running."""
-    st = ClassStats(C, mode=mode, dim=D)
+    st = ClassStats(C, mode=mode, dim=D, weighting=weighting)
     for h, y in shards:
         st.update_means(h, y)
     if dist.is_initialized():
@@ -42,15 +48,18 @@ def collect(shards, mode, W, b):
     return st
 
 
-def results(shards, W, b):
-    out = {}
+def results(shards, W, b, weighting="auto"):
+    """Metrics by key, and the resolved weighting of every ClassStats collected."""
+    out, resolved = {}, []
     for mode in ("dense", "projected"):
-        st = collect(shards, mode, W, b)
+        st = collect(shards, mode, W, b, weighting)
+        resolved.append(st.weighting)
         out |= {f"{mode}/{k}": v for k, v in nc_metrics(st).items()}
-    dense = collect(shards, "dense", W, b)
+    dense = collect(shards, "dense", W, b, weighting)
+    resolved.append(dense.weighting)
     out |= {f"mse/{k}": v for k, v in mse_decomposition(dense, 1e-2, W, b).as_dict().items()}
     out["snr/nc1_snr"] = nc1_snr(dense)
-    return out
+    return out, resolved
 
 
 def worker(rank, world, init_file, out_dir):
@@ -58,16 +67,27 @@ def worker(rank, world, init_file, out_dir):
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         H, y, W, b = make_data()
-        # Uneven shards in uneven batches: rank 0 the first 17 rows, rank 1 the rest.
-        rows = np.arange(17) if rank == 0 else np.arange(17, len(y))
+        # Uneven shards in uneven batches: rank 1 five rows of each class (a balanced
+        # shard, 20 rows), rank 0 the other 25.
+        first5 = np.concatenate([np.flatnonzero(y.numpy() == c)[:5] for c in range(C)])
+        rest = np.setdiff1d(np.arange(len(y)), first5)
+        rows = rest if rank == 0 else np.sort(first5)
         batches = np.array_split(rows, 2 if rank == 0 else 3)
         shards = [(H[i], y[i]) for i in batches]
-        split = results(shards, W, b)
-        # A process that sees no batch at all still takes part (dim= given).
-        everything = results([(H, y)] if rank == 0 else [], W, b)
-        if rank == 0:
-            with open(os.path.join(out_dir, "out.json"), "w") as f:
-                json.dump({"split": split, "empty": everything}, f)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            split, split_resolved = results(shards, W, b)
+            # A process that sees no batch at all still takes part (dim= given).
+            everything, empty_resolved = results([(H, y)] if rank == 0 else [], W, b)
+        report = {
+            "split": split,
+            "empty": everything,
+            "resolved": split_resolved + empty_resolved,
+            "shard_counts": np.bincount(y[rows].numpy(), minlength=C).tolist(),
+            "warnings": [str(w.message) for w in caught],
+        }
+        with open(os.path.join(out_dir, f"out{rank}.json"), "w") as f:
+            json.dump(report, f)
     finally:
         dist.destroy_process_group()
 
@@ -75,17 +95,31 @@ def worker(rank, world, init_file, out_dir):
 def test_two_gloo_processes_match_single_process(tmp_path):
     init_file = tmp_path / "init"
     mp.spawn(worker, args=(2, str(init_file), str(tmp_path)), nprocs=2, join=True)
-    with open(tmp_path / "out.json") as f:
-        got = json.load(f)
+    got = []
+    for rank in range(2):
+        with open(tmp_path / f"out{rank}.json") as f:
+            got.append(json.load(f))
     H, y, W, b = make_data()
-    want = results([(H, y)], W, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want, resolved = results([(H, y)], W, b)
+        sample, _ = results([(H, y)], W, b, weighting="sample")
+    assert resolved == ["sample"] * 3 and want == sample  # auto on these counts is "sample"
     assert len(want) > 30
+    # Rank 1's shard alone would be balanced; it still resolves from the all-reduced counts.
+    assert got[1]["shard_counts"] == [5, 5, 5, 5] and got[0]["shard_counts"] != [5, 5, 5, 5]
+    for rank, report in enumerate(got):
+        assert report["resolved"] == ["sample"] * 6, rank
+        assert len(report["warnings"]) == 6, rank  # one per ClassStats, on every process
+        assert all("counts [9, 12, 10, 14]" in m for m in report["warnings"]), rank
     for case in ("split", "empty"):
-        assert set(got[case]) == set(want)
-        for key, value in want.items():
-            assert math.isclose(got[case][key], value, rel_tol=1e-10, abs_tol=1e-15), (
-                case,
-                key,
-                got[case][key],
-                value,
-            )
+        for rank, report in enumerate(got):
+            assert set(report[case]) == set(want)
+            for key, value in want.items():
+                assert math.isclose(report[case][key], value, rel_tol=1e-10, abs_tol=1e-15), (
+                    rank,
+                    case,
+                    key,
+                    report[case][key],
+                    value,
+                )

@@ -9,7 +9,15 @@ import numpy as np
 import torch
 
 from collapselab.stats import ClassStats
-from collapselab.stats._validate import check_features, check_labels, check_n_classes
+from collapselab.stats._validate import (
+    WEIGHTINGS,
+    check_choice,
+    check_features,
+    check_labels,
+    check_n_classes,
+    imbalance_message,
+    resolve_weighting,
+)
 
 PAIRS = ("unordered", "ordered")
 
@@ -63,21 +71,43 @@ def require_between(stats: ClassStats) -> None:
 
 
 def warn_if_imbalanced(splits: dict[str, ClassStats], stacklevel: int = 3) -> None:
-    """One warning naming every imbalanced split and the weighting in use.
+    """One warning naming the class counts of every imbalanced split and the weighting used.
 
-    ``stacklevel`` counts from this function (3: the caller of the caller).
+    The splits share one requested weighting (``"auto"`` resolves per split, to
+    ``"sample"`` exactly on the imbalanced ones). ``stacklevel`` counts from this function
+    (3: the caller of the caller).
     """
-    bad = {name: st for name, st in splits.items() if not st.is_balanced}
-    if not bad:
+    if not splits:
         return
-    parts = [
-        f"{name} counts range {int(st.counts.min())}..{int(st.counts.max())}"
-        for name, st in bad.items()
-    ]
-    weighting = next(iter(bad.values())).weighting
-    warnings.warn(
-        f"imbalanced classes ({'; '.join(parts)}): using the {weighting!r}-weighted variants "
-        "of the class statistics; the papers' definitions assume balanced classes",
-        UserWarning,
-        stacklevel=stacklevel,
-    )
+    weighting = next(iter(splits.values())).requested_weighting
+    counts = {name: st.counts for name, st in splits.items()}
+    warn_imbalanced_counts(counts, weighting, stacklevel + 1)
+
+
+def warn_imbalanced_counts(
+    counts: dict[str, torch.Tensor], weighting: str, stacklevel: int = 3
+) -> None:
+    """One ``UserWarning`` when any of ``counts`` (per-class counts by split) is imbalanced.
+
+    ``weighting`` is the requested one (see
+    :func:`collapselab.stats._validate.imbalance_message`); ``stacklevel`` counts from this
+    function.
+    """
+    message = imbalance_message(counts, weighting)
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
+def resolve_for_labels(
+    labels: torch.Tensor, weighting: str, name: str = "", stacklevel: int = 3
+) -> str:
+    """Resolve ``weighting`` from the counts of ``labels`` and warn once if they are imbalanced.
+
+    For functions that compute one weighting for a whole call (several layers, several
+    points of a line). Classes absent from ``labels`` are ignored. ``stacklevel`` counts
+    from this function.
+    """
+    weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+    counts = torch.bincount(labels.flatten().to(torch.int64))
+    warn_imbalanced_counts({name: counts}, weighting, stacklevel + 1)
+    return resolve_weighting(weighting, counts)

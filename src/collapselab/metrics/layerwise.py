@@ -21,8 +21,12 @@ Conventions (paper 001 §2.1 and DESIGN.md): class means over the samples of eac
 present in ``labels``; for balanced classes ``h_G`` is the mean of the class means,
 ``Tr(Σ_W)`` is normalised by the total sample count N and ``Tr(Σ_B)`` by the number of
 classes K. The PFC metrics come from :mod:`collapselab.metrics.nc` and follow its
-``weighting`` option for imbalanced classes; Theorem 1's S and the transport cost use the
-paper's unweighted sums over classes with ``h_G`` the mean of the class means. Inputs may
+``weighting`` option: ``"auto"`` (default) is the paper's balanced form for equal class
+counts and the sample-weighted one (``π_k = n_k/N``) otherwise, ``"balanced"`` and
+``"sample"`` force one; a function with a ``weighting`` argument resolves it once from the
+labels and warns at most once per call on imbalanced classes. Theorem 1's S, the
+transport cost and the effective depth have fixed definitions (unweighted sums over
+classes with ``h_G`` the mean of the class means; a fraction of samples). Inputs may
 be torch tensors or numpy arrays; statistics are float64. Per-layer and per-t values come
 back as numpy arrays, scalars as floats.
 """
@@ -30,7 +34,7 @@ back as numpy arrays, scalars as floats.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,7 +49,8 @@ from collapselab.metrics._family_inputs import (
     as_series,
     to_f64,
 )
-from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
+from collapselab.metrics._validate import resolve_for_labels
+from collapselab.metrics.nc import _pfc_values
 
 __all__ = [
     "PFC_METRICS",
@@ -72,22 +77,24 @@ __all__ = [
 PFC_METRICS: tuple[str, ...] = ("nc1_trace_ratio", "nc2_etf_distance", "ncc_accuracy")
 """Catalogue keys of PFC1, PFC2 and PFC3 (paper 001, Eqs. 7-9)."""
 
-_PFC_FUNCTIONS: dict[str, Callable[..., float]] = {
-    "nc1_trace_ratio": nc1_trace_ratio,
-    "nc2_etf_distance": nc2_etf_distance,
-    "ncc_accuracy": ncc_accuracy,
-}
-
 Endpoint = Literal["empirical", "class_means"]
-Weighting = Literal["balanced", "sample"]
+Weighting = Literal["auto", "balanced", "sample"]
 
 
-def _metric_functions(names: Sequence[str]) -> dict[str, Callable[..., float]]:
-    """The catalogue functions of ``collapselab.metrics.nc`` for the requested names."""
+def _metric_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The requested catalogue keys, checked against ``PFC_METRICS``."""
     unknown = [n for n in names if n not in PFC_METRICS]
     if unknown or not names:
         raise ValueError(f"metrics must be a non-empty subset of {PFC_METRICS}, got {list(names)}")
-    return {n: _PFC_FUNCTIONS[n] for n in names}
+    return tuple(names)
+
+
+def _pfc_of(
+    hs: Iterable[torch.Tensor], y: torch.Tensor, names: tuple[str, ...], weighting: str
+) -> dict[str, np.ndarray]:
+    """PFC metrics of each feature matrix in ``hs`` with an already resolved weighting."""
+    rows = [_pfc_values(to_f64(h), y, names, weighting) for h in hs]
+    return {name: np.array([row[name] for row in rows], dtype=np.float64) for name in names}
 
 
 def _labels_for(labels: ArrayLike, h: torch.Tensor) -> torch.Tensor:
@@ -99,7 +106,7 @@ def per_layer_pfc(
     layers: Sequence[ArrayLike],
     labels: ArrayLike,
     metrics: Sequence[str] = PFC_METRICS,
-    weighting: Weighting = "balanced",
+    weighting: Weighting = "auto",
 ) -> dict[str, np.ndarray]:
     """PFC1-PFC3 of every layer (paper 001, Eqs. 7-9; Fig. 2-3 green points).
 
@@ -108,21 +115,18 @@ def per_layer_pfc(
         labels: ``(N,)`` integer labels.
         metrics: catalogue keys among ``PFC_METRICS``: ``nc1_trace_ratio``
             (Tr Σ_W / Tr Σ_B), ``nc2_etf_distance``, ``ncc_accuracy``.
-        weighting: class weights of :mod:`collapselab.metrics.nc`, ``"balanced"`` (the
-            paper's, default) or ``"sample"``; they differ only for imbalanced classes.
+        weighting: class weights of :mod:`collapselab.metrics.nc`: ``"auto"`` (default;
+            the paper's ``"balanced"`` for equal class counts, else ``"sample"``),
+            ``"balanced"`` or ``"sample"``; they differ only for imbalanced classes, which
+            give one warning per call.
 
     Returns:
         ``{key: (L+1,) array}``, one value per layer.
     """
     hs = as_layers(layers, same_dim=False)
     y = _labels_for(labels, hs[0])
-    fns = _metric_functions(metrics)
-    out = {name: np.empty(len(hs)) for name in fns}
-    for i, h in enumerate(hs):
-        h64 = to_f64(h)
-        for name, fn in fns.items():
-            out[name][i] = float(fn(h64, y, weighting=weighting))
-    return out
+    names = _metric_names(metrics)
+    return _pfc_of(hs, y, names, resolve_for_labels(y, weighting))
 
 
 class LayerPathAccumulator:
@@ -351,7 +355,8 @@ def effective_depth(
     Returns:
         The layer index into ``layers``, or None when no layer qualifies.
     """
-    acc = per_layer_pfc(layers, labels, ("ncc_accuracy",), weighting="sample")["ncc_accuracy"]
+    hs = as_layers(layers, same_dim=False)
+    acc = _pfc_of(hs, _labels_for(labels, hs[0]), ("ncc_accuracy",), "sample")["ncc_accuracy"]
     return effective_depth_from_accuracy(acc, eps, rule, include_input)
 
 
@@ -454,7 +459,7 @@ def geodesic_curve(
     ts: ArrayLike | Sequence[float],
     metrics: Sequence[str] = PFC_METRICS,
     endpoint: Endpoint = "empirical",
-    weighting: Weighting = "balanced",
+    weighting: Weighting = "auto",
 ) -> dict[str, np.ndarray]:
     """PFC metrics along the straight line between two layers (paper 001, §IV-A, Fig. 3 blue).
 
@@ -473,30 +478,41 @@ def geodesic_curve(
     Returns:
         ``{key: (len(ts),) array}``.
     """
-    a, b, inv = _pair(h0, h1, labels)
-    b = _endpoint(b, inv, endpoint)
-    y = _labels_for(labels, a)
+    names = _metric_names(metrics)
+    a, b, y = _line_ends(h0, h1, labels, endpoint)
     times = _ts(ts)
-    fns = _metric_functions(metrics)
-    out = {name: np.empty(times.shape[0]) for name in fns}
-    for j, t in enumerate(times):
-        ht = (1.0 - t) * a + t * b
-        for name, fn in fns.items():
-            out[name][j] = float(fn(ht, y, weighting=weighting))
-    return out
+    return _pfc_of(_points(a, b, times), y, names, resolve_for_labels(y, weighting))
+
+
+def _line_ends(
+    h0: ArrayLike, h1: ArrayLike, labels: ArrayLike, endpoint: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Start, end (after the ``endpoint`` rule) and labels of a straight line."""
+    a, b, inv = _pair(h0, h1, labels)
+    return a, _endpoint(b, inv, endpoint), _labels_for(labels, a)
+
+
+def _points(a: torch.Tensor, b: torch.Tensor, times: np.ndarray) -> Iterator[torch.Tensor]:
+    """``H(t) = (1 - t) a + t b`` for each t, one at a time (never all T x N x D at once)."""
+    for t in times:
+        yield (1.0 - t) * a + t * b
 
 
 def _class_weights(
-    inv: torch.Tensor, k: int, n: int, weighting: str
+    inv: torch.Tensor, weighting: str, stacklevel: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class weights ``π_k`` and the per-sample weights ``π_k / n_k`` of ``Σ_W = Σ_k π_k Cov_k``."""
-    counts = torch.bincount(inv, minlength=k).to(torch.float64)
+    """Class weights ``π_k`` and the per-sample weights ``π_k / n_k`` of ``Σ_W = Σ_k π_k Cov_k``.
+
+    ``inv`` indexes the classes present (``0..K-1``); ``weighting`` is resolved here, and
+    the one imbalance warning of the call is attributed ``stacklevel`` frames up from here.
+    """
+    weighting = resolve_for_labels(inv, weighting, stacklevel=stacklevel + 1)
+    counts = torch.bincount(inv).to(torch.float64)
+    k = counts.shape[0]
     if weighting == "balanced":
         pi = torch.full((k,), 1.0 / k, dtype=torch.float64, device=inv.device)
-    elif weighting == "sample":
-        pi = counts / n
     else:
-        raise ValueError(f"weighting must be 'balanced' or 'sample', got {weighting!r}")
+        pi = counts / counts.sum()
     return pi, (pi / counts)[inv]
 
 
@@ -508,7 +524,7 @@ def _line_moments(
     b = _endpoint(b, inv, endpoint)
     ma, mb = _class_means(a, inv), _class_means(b, inv)
     ea, eb = a - ma[inv], b - mb[inv]
-    pi, sample_w = _class_weights(inv, ma.shape[0], a.shape[0], weighting)
+    pi, sample_w = _class_weights(inv, weighting, stacklevel=4)
     ca, cb = ma - pi @ ma, mb - pi @ mb
     w = [float(sample_w @ (x * z).sum(1)) for x, z in ((ea, ea), (ea, eb), (eb, eb))]
     bb = [float(pi @ (x * z).sum(1)) for x, z in ((ca, ca), (ca, cb), (cb, cb))]
@@ -528,7 +544,7 @@ def pfc1_along_line(
     labels: ArrayLike,
     ts: ArrayLike | Sequence[float],
     endpoint: Endpoint = "empirical",
-    weighting: Weighting = "balanced",
+    weighting: Weighting = "auto",
 ) -> np.ndarray:
     """PFC1(t) on the straight line in closed form (paper 001, Appendix A, R2).
 
@@ -565,7 +581,7 @@ def dpfc1_along_line(
     labels: ArrayLike,
     ts: ArrayLike | Sequence[float],
     endpoint: Endpoint = "empirical",
-    weighting: Weighting = "balanced",
+    weighting: Weighting = "auto",
 ) -> np.ndarray:
     """dPFC1/dt on the straight line in closed form (paper 001, Appendix A, R2).
 
@@ -599,7 +615,7 @@ def pfc2_along_line(
     labels: ArrayLike,
     ts: ArrayLike | Sequence[float],
     endpoint: Endpoint = "empirical",
-    weighting: Weighting = "balanced",
+    weighting: Weighting = "auto",
 ) -> np.ndarray:
     """PFC2(t) on the straight line, vectorised over t (paper 001, Eq. 11, Appendix B).
 
@@ -618,7 +634,7 @@ def pfc2_along_line(
     a, b, inv = _pair(h0, h1, labels)
     b = _endpoint(b, inv, endpoint)
     ma, mb = _class_means(a, inv), _class_means(b, inv)
-    pi, _ = _class_weights(inv, ma.shape[0], a.shape[0], weighting)
+    pi, _ = _class_weights(inv, weighting, stacklevel=3)
     ca, cb = (ma - pi @ ma).cpu().numpy(), (mb - pi @ mb).cpu().numpy()
     k = ca.shape[0]
     if k < 2:
@@ -661,19 +677,23 @@ def geodesic_prediction(
     labels: ArrayLike,
     metrics: Sequence[str] = PFC_METRICS,
     endpoint: Endpoint = "empirical",
-    weighting: Weighting = "balanced",
+    weighting: Weighting = "auto",
 ) -> GeodesicPrediction:
     """Compare each layer's PFC metrics with the geodesic prediction at its relative position.
 
     Args:
         layers: ``[H_0, ..., H_L]``, ``L >= 1``, same D.
         labels: ``(N,)`` integer labels.
-        metrics, endpoint, weighting: as in :func:`geodesic_curve`.
+        metrics, endpoint, weighting: as in :func:`geodesic_curve` (one imbalance
+            warning per call at most).
     """
     hs = as_layers(layers, min_layers=2)
+    names = _metric_names(metrics)
     pos = relative_positions(hs)
+    a, b, y = _line_ends(hs[0], hs[-1], labels, endpoint)
+    resolved = resolve_for_labels(y, weighting)
     return GeodesicPrediction(
         positions=pos,
-        observed=per_layer_pfc(hs, labels, metrics, weighting),
-        predicted=geodesic_curve(hs[0], hs[-1], labels, pos, metrics, endpoint, weighting),
+        observed=_pfc_of(hs, y, names, resolved),
+        predicted=_pfc_of(_points(a, b, pos), y, names, resolved),
     )

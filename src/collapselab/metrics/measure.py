@@ -45,7 +45,7 @@ def measure(
     nc1_divide_by_c: bool = True,
     ddof: int = 1,
     pairs: str = "unordered",
-    weighting: str = "balanced",
+    weighting: str = "auto",
     mode: str = "auto",
     dense_max_dim: int = DENSE_MAX_DIM,
     chunk_size: int = 8192,
@@ -89,8 +89,12 @@ def measure(
         nc1_divide_by_c: NC1 with (PNAS label) or without (MSE-NC notebook) the ``1/C``.
         ddof: delta degrees of freedom of the NC2 standard deviations (1 = unbiased).
         pairs: ``"unordered"`` or ``"ordered"`` class pairs for the cosine statistics.
-        weighting: ``"balanced"`` (class weights ``1/C``) or ``"sample"`` (``n_c/N``);
-            identical for balanced data. Imbalanced data triggers one warning.
+        weighting: ``"auto"`` (default), ``"balanced"`` (class weights ``1/C``) or
+            ``"sample"`` (``n_c/N``); the last two are identical for balanced data.
+            ``"auto"`` resolves per split: ``"balanced"`` when all class counts are equal,
+            else ``"sample"``. Imbalanced data triggers one warning per call, naming the
+            counts of every imbalanced split; ``weighting="balanced"`` forces the papers'
+            class-balanced definitions.
         mode: ``"auto"``, ``"dense"`` or ``"projected"`` within-class scatter
             (see :mod:`collapselab.stats.class_stats`); ``auto`` is dense for
             ``D <= dense_max_dim``.
@@ -130,7 +134,12 @@ def measure(
         yt = check_labels(test_labels, ht.shape[0], c, "test_labels")
         check_class_counts(torch.bincount(yt, minlength=c), 2, "test_features/test_labels")
 
-    options = {"weighting": weighting, "mode": resolved, "chunk_size": chunk_size}
+    options = {
+        "weighting": weighting,
+        "mode": resolved,
+        "chunk_size": chunk_size,
+        "warn_imbalanced": False,  # one warning for all splits, below
+    }
     train = class_stats_from_features(h, y, c, W=W, b=b, **options)
     splits = {"train": train}
     if test_features is not None:

@@ -1,7 +1,9 @@
 r"""Neural-collapse metrics NC1-NC4 and the PFC metrics.
 
 Notation (DESIGN.md, note 003 §2.1): ``C`` classes, class means ``mu_c``, class weights
-``pi_c`` (``1/C`` balanced, ``n_c/N`` sample-weighted), ``mu_G = sum_c pi_c mu_c``,
+``pi_c`` (``1/C`` balanced, ``n_c/N`` sample-weighted; the default ``weighting="auto"`` is
+balanced for equal class counts and sample-weighted, with a warning, otherwise),
+``mu_G = sum_c pi_c mu_c``,
 ``M̄ = [mu_c - mu_G]_c`` (``D x C``), ``Sigma_W`` normalised by ``N``,
 ``Sigma_B = sum_c pi_c (mu_c - mu_G)(mu_c - mu_G)^T`` (``(1/C) M̄ M̄^T`` when balanced).
 Matrices of per-class vectors are passed with one row per class (``(C, D)``), so a
@@ -31,6 +33,7 @@ from collapselab.metrics._validate import (
     infer_n_classes,
     require_between,
     warn_if_imbalanced,
+    warn_imbalanced_counts,
 )
 from collapselab.stats import ClassStats, class_stats_from_features, nearest_class_mean
 from collapselab.stats._validate import (
@@ -38,6 +41,7 @@ from collapselab.stats._validate import (
     check_choice,
     check_features,
     check_labels,
+    resolve_weighting,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -323,7 +327,7 @@ def nc1_trace_ratio(
     labels: object,
     *,
     n_classes: int | None = None,
-    weighting: str = "balanced",
+    weighting: str = "auto",
 ) -> float:
     r"""PFC1 ``= Tr(Sigma_W) / Tr(Sigma_B)`` of ``(N, D)`` features (note 001 §2.5).
 
@@ -331,9 +335,12 @@ def nc1_trace_ratio(
         features: ``(N, D)`` tensor or array; rows are samples.
         labels: ``(N,)`` integer class labels.
         n_classes: default ``max(labels) + 1``; every class needs two samples.
-        weighting: ``"balanced"`` or ``"sample"`` class weights (imbalanced data warns).
+        weighting: ``"auto"`` (default: ``"balanced"`` for equal class counts, where both
+            coincide, else ``"sample"``), ``"balanced"`` (``pi_c = 1/C``) or ``"sample"``
+            (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
     stats = _stats(features, labels, n_classes, weighting)
+    warn_if_imbalanced({"": stats})
     return trace_ratio(stats)
 
 
@@ -342,15 +349,23 @@ def nc2_etf_distance(
     labels: object,
     *,
     n_classes: int | None = None,
-    weighting: str = "balanced",
+    weighting: str = "auto",
 ) -> float:
     r"""PFC2 ``= || M̄^T M̄ / ||M̄^T M̄||_F - E ||_F`` of ``(N, D)`` features.
 
-    See :func:`etf_distance`; ``mu_G`` follows ``weighting``.
+    See :func:`etf_distance`; ``mu_G = sum_c pi_c mu_c`` follows ``weighting``.
+
+    Args:
+        features: ``(N, D)`` tensor or array; rows are samples.
+        labels: ``(N,)`` integer class labels.
+        n_classes: default ``max(labels) + 1``; every class needs a sample.
+        weighting: ``"auto"`` (default: ``"balanced"`` for equal class counts, where both
+            coincide, else ``"sample"``), ``"balanced"`` (``pi_c = 1/C``) or ``"sample"``
+            (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
     stats = _stats(features, labels, n_classes, weighting, min_count=1)
-    require_between(stats)
-    return etf_distance(stats.centred_means)
+    warn_if_imbalanced({"": stats})
+    return _etf_of(stats)
 
 
 def ncc_accuracy(
@@ -359,24 +374,44 @@ def ncc_accuracy(
     means: object | None = None,
     *,
     n_classes: int | None = None,
-    weighting: str = "balanced",
+    weighting: str = "auto",
 ) -> float:
     r"""PFC3 ``= Avg_i 1[argmin_c ||h_i - mu_c||_2 = y_i]`` (note 001 §2.5, Eq. 9/19).
+
+    ``sum_c pi_c (correct_c / n_c)``: with ``pi_c = n_c/N`` the fraction of correct
+    samples (the paper's ``Avg_i``), with ``pi_c = 1/C`` the average over classes of the
+    per-class accuracy; the same for balanced data. Ties go to the lowest class index.
 
     Args:
         features: ``(N, D)`` tensor or array.
         labels: ``(N,)`` integer labels.
         means: optional ``(C, D)`` reference class means (e.g. train means for test
-            features); default: the class means of ``features``.
+            features); default: the class means of ``features``. With ``means`` a class may
+            be absent from ``labels``; absent classes are skipped (and ignored when
+            ``"auto"`` compares the counts).
         n_classes: default ``means.shape[0]`` or ``max(labels) + 1``.
-        weighting: ``"sample"``: the fraction of correct samples; ``"balanced"``
-            (default): the average over classes of the per-class accuracy (the same for
-            balanced data). Ties go to the lowest class index.
+        weighting: ``"auto"`` (default: ``"balanced"`` for equal class counts, where both
+            coincide, else ``"sample"``), ``"balanced"`` (``pi_c = 1/C``) or ``"sample"``
+            (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
     weighting = check_choice(weighting, WEIGHTINGS, "weighting")
     if means is None:
         stats = _stats(features, labels, n_classes, weighting, min_count=1)
+        warn_if_imbalanced({"": stats})
         return weighted_accuracy(stats.ncc_confusion, stats.class_weights)
+    confusion = _ncc_confusion(features, labels, means, n_classes)
+    counts = confusion.sum(dim=1)
+    warn_imbalanced_counts({"": counts}, weighting)
+    resolved = resolve_weighting(weighting, counts)
+    counts = counts.to(torch.float64)
+    weights = torch.ones_like(counts) if resolved == "balanced" else counts
+    return weighted_accuracy(confusion, weights)
+
+
+def _ncc_confusion(
+    features: object, labels: object, means: object, n_classes: int | None
+) -> torch.Tensor:
+    """``(C, C)`` counts of (label, nearest reference mean) for the reference ``means``."""
     ref = check_features(means, "means")
     c = ref.shape[0] if n_classes is None else n_classes
     if ref.shape[0] != c:
@@ -386,24 +421,12 @@ def ncc_accuracy(
     if y.numel() == 0:
         raise ValueError("features is empty; expected at least one sample")
     pred = nearest_class_mean(h.to(torch.float64), ref.to(h.device, torch.float64))
-    confusion = torch.bincount(y * c + pred, minlength=c * c).view(c, c)
-    counts = confusion.sum(dim=1).to(torch.float64)
-    weights = torch.ones_like(counts) if weighting == "balanced" else counts
-    if bool((counts[counts > 0] != counts[counts > 0][0]).any()):
-        warn_counts = ", ".join(str(int(n)) for n in counts)
-        _warn_imbalanced_counts(warn_counts, weighting)
-    return weighted_accuracy(confusion, weights)
+    return torch.bincount(y * c + pred, minlength=c * c).view(c, c)
 
 
-def _warn_imbalanced_counts(counts: str, weighting: str) -> None:
-    import warnings
-
-    warnings.warn(
-        f"imbalanced classes (counts {counts}): using the {weighting!r}-weighted accuracy; "
-        "the papers' definitions assume balanced classes",
-        UserWarning,
-        stacklevel=3,
-    )
+def _etf_of(stats: ClassStats) -> float:
+    require_between(stats)
+    return etf_distance(stats.centred_means)
 
 
 def _stats(
@@ -413,9 +436,40 @@ def _stats(
     weighting: str,
     min_count: int = 2,
 ) -> ClassStats:
+    """Projected statistics of one feature matrix, without the imbalance warning."""
     c = infer_n_classes(labels, n_classes)
-    stats = class_stats_from_features(
-        features, labels, c, weighting=weighting, mode="projected", min_count=min_count
+    return class_stats_from_features(
+        features,
+        labels,
+        c,
+        weighting=weighting,
+        mode="projected",
+        min_count=min_count,
+        warn_imbalanced=False,
     )
-    warn_if_imbalanced({"features": stats}, stacklevel=4)
-    return stats
+
+
+def _pfc_values(
+    features: object, labels: object, names: tuple[str, ...], weighting: str
+) -> dict[str, float]:
+    """The PFC keys ``names`` of one feature matrix from one set of statistics, silently.
+
+    For callers that evaluate many feature matrices in one call and warn once themselves
+    (:mod:`collapselab.metrics.layerwise`); ``weighting`` should already be resolved.
+    Values equal those of :func:`nc1_trace_ratio`, :func:`nc2_etf_distance` and
+    :func:`ncc_accuracy` (their class-count requirements included).
+    """
+    stats = _stats(
+        features, labels, None, weighting, min_count=2 if "nc1_trace_ratio" in names else 1
+    )
+    out = {}
+    for name in names:
+        if name == "nc1_trace_ratio":
+            out[name] = trace_ratio(stats)
+        elif name == "nc2_etf_distance":
+            out[name] = _etf_of(stats)
+        elif name == "ncc_accuracy":
+            out[name] = weighted_accuracy(stats.ncc_confusion, stats.class_weights)
+        else:
+            raise ValueError(f"unknown PFC metric {name!r}")
+    return out

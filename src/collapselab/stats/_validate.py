@@ -9,8 +9,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-WEIGHTINGS = ("balanced", "sample")
+WEIGHTINGS = ("auto", "balanced", "sample")
+"""Class weightings: ``"balanced"`` (``pi_c = 1/C``), ``"sample"`` (``pi_c = n_c/N``) and
+``"auto"`` (balanced when every class has the same count, where both coincide, else sample)."""
 MODES = ("auto", "dense", "projected")
+
+_SHOWN_COUNTS = 20
 
 
 def as_tensor(x: object, name: str) -> torch.Tensor:
@@ -108,3 +112,59 @@ def check_classifier(
         raise ValueError(f"b must have shape (n_classes,) = ({c},), got {tuple(bias.shape)}")
     bias = check_features(bias.reshape(1, c), "b")[0]
     return w, bias.to(device, torch.float64)
+
+
+def counts_balanced(counts: torch.Tensor) -> bool:
+    """Whether every class that has samples has the same number of them."""
+    present = counts[counts > 0]
+    return bool((present == present[0]).all()) if present.numel() else True
+
+
+def resolve_weighting(weighting: str, counts: torch.Tensor) -> str:
+    """The weighting ``"auto"`` stands for, given the class counts; others are returned as is.
+
+    ``"auto"`` is ``"balanced"`` when :func:`counts_balanced` (both weightings then give the
+    same class weights) and ``"sample"`` otherwise. The rule reads only the counts, so every
+    process that holds the same (all-reduced) counts resolves it the same way.
+    """
+    weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+    if weighting != "auto":
+        return weighting
+    return "balanced" if counts_balanced(counts) else "sample"
+
+
+def _format_counts(counts: torch.Tensor) -> str:
+    values = [int(n) for n in counts.tolist()]
+    if len(values) <= _SHOWN_COUNTS:
+        return f"counts {values}"
+    return f"counts {min(values)}..{max(values)} over {len(values)} classes"
+
+
+def imbalance_message(counts: dict[str, torch.Tensor], weighting: str) -> str | None:
+    """The warning for imbalanced class counts, or ``None`` when every entry is balanced.
+
+    Args:
+        counts: per-class counts by split name (``""`` for an unnamed one).
+        weighting: the *requested* weighting; for ``"auto"`` the message says that the
+            sample-weighted variants are used and how to force the balanced ones.
+    """
+    bad = {name: c for name, c in counts.items() if not counts_balanced(c)}
+    if not bad:
+        return None
+    where = "; ".join(f"{name} {_format_counts(c)}".strip() for name, c in bad.items())
+    head = f"imbalanced classes ({where}): "
+    if weighting == "auto":
+        return head + (
+            "weighting='auto' uses the sample-weighted variants (class weights "
+            "pi_c = n_c/N); pass weighting='balanced' to force the class-balanced "
+            "(pi_c = 1/C) definitions of the papers"
+        )
+    if weighting == "balanced":
+        return head + (
+            "using the 'balanced'-weighted variants as requested (class weights 1/C, "
+            "whatever the class sizes); weighting='auto' or 'sample' weights classes by n_c/N"
+        )
+    return head + (
+        "using the 'sample'-weighted variants as requested (class weights pi_c = n_c/N); "
+        "the papers' definitions assume balanced classes"
+    )

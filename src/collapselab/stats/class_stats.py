@@ -2,7 +2,10 @@ r"""Streaming, mergeable per-class statistics of a feature matrix.
 
 Conventions (DESIGN.md). ``C`` classes with ``n_c`` samples each, ``N = sum_c n_c``;
 class means ``mu_c``; class weights ``pi_c``: ``1/C`` for ``weighting="balanced"`` (the
-papers' default) or ``n_c/N`` for ``weighting="sample"``. Then
+papers' definitions) or ``n_c/N`` for ``weighting="sample"``. The default,
+``weighting="auto"``, is resolved by :meth:`ClassStats.finalize_means` once the counts are
+known: ``"balanced"`` when every class has the same count (where the two coincide),
+``"sample"`` otherwise (with a warning). Then
 
 * global mean ``mu_G = sum_c pi_c mu_c`` (the mean of the class means when balanced);
 * centred means ``M̄ = [mu_1 - mu_G, ..., mu_C - mu_G]`` (``D x C``);
@@ -51,6 +54,7 @@ What each mode supports:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -65,6 +69,9 @@ from collapselab.stats._validate import (
     check_features,
     check_labels,
     check_n_classes,
+    counts_balanced,
+    imbalance_message,
+    resolve_weighting,
 )
 
 DENSE_MAX_DIM = 2048
@@ -100,9 +107,16 @@ class ClassStats:
 
     Args:
         n_classes: number of classes ``C >= 2``; labels lie in ``[0, C)``.
-        weighting: ``"balanced"`` (class weights ``pi_c = 1/C``) or ``"sample"``
-            (``pi_c = n_c/N``); see the module docstring. Fixed at construction because the
-            within-class scatter is accumulated already weighted.
+        weighting: ``"auto"`` (default), ``"balanced"`` (class weights ``pi_c = 1/C``) or
+            ``"sample"`` (``pi_c = n_c/N``); see the module docstring. ``"auto"`` is
+            resolved by :meth:`finalize_means` from the class counts of pass 1 (after any
+            :meth:`all_reduce`, so every process resolves it alike): ``"balanced"`` for
+            equal counts, ``"sample"`` otherwise. :attr:`weighting` then holds the resolved
+            value and :attr:`requested_weighting` the argument. Fixed before pass 2
+            because the within-class scatter is accumulated already weighted.
+        warn_imbalanced: warn (``UserWarning``, naming the counts) when ``"auto"`` resolves
+            to ``"sample"``. Explicit weightings do not warn here; callers that report
+            once per call (:func:`collapselab.measure`) switch this off.
         mode: ``"dense"`` (keep the ``D x D`` within-class covariance), ``"projected"`` (keep
             only its ``r x r`` block on the span of the centred means) or ``"auto"``
             (dense when ``D <= dense_max_dim``). Resolved by :meth:`finalize_means`.
@@ -131,14 +145,18 @@ class ClassStats:
         self,
         n_classes: int,
         *,
-        weighting: str = "balanced",
+        weighting: str = "auto",
         mode: str = "auto",
         dense_max_dim: int = DENSE_MAX_DIM,
         dim: int | None = None,
         device: torch.device | str | None = None,
+        warn_imbalanced: bool = True,
     ) -> None:
         self.n_classes = check_n_classes(n_classes)
-        self.weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+        self.requested_weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+        # None until finalize_means() resolves "auto" from the class counts.
+        self.weighting: str | None = None if weighting == "auto" else self.requested_weighting
+        self.warn_imbalanced = bool(warn_imbalanced)
         self.requested_mode = check_choice(mode, MODES, "mode")
         if isinstance(dense_max_dim, bool) or not isinstance(dense_max_dim, int):
             raise ValueError(f"dense_max_dim must be an integer, got {dense_max_dim!r}")
@@ -191,7 +209,8 @@ class ClassStats:
         b: object | None = None,
         min_count: int = 2,
     ) -> None:
-        """Freeze the class means (end of pass 1) and prepare pass 2.
+        """Freeze the class means (end of pass 1), resolve ``weighting="auto"`` and prepare
+        pass 2.
 
         Args:
             ncc_means: ``(C, D)`` reference means for the nearest-class-mean decisions of
@@ -203,6 +222,10 @@ class ClassStats:
 
         Raises:
             ValueError: a class has fewer than ``min_count`` samples, or a shape is wrong.
+
+        Warns:
+            UserWarning: ``weighting="auto"`` on imbalanced counts (sample weights are used),
+                unless ``warn_imbalanced=False``.
         """
         if self.phase != "means":
             raise RuntimeError("finalize_means() called twice")
@@ -211,9 +234,10 @@ class ClassStats:
         counts = self._p1["counts"]
         check_class_counts(counts, min_count, "features")
         c, d = self.n_classes, self.dim
+        weighting = resolve_weighting(self.requested_weighting, counts)
         means = self._p1["sums"] / counts.to(torch.float64).unsqueeze(1)
         n = counts.to(torch.float64)
-        pi = torch.full_like(n, 1.0 / c) if self.weighting == "balanced" else n / n.sum()
+        pi = torch.full_like(n, 1.0 / c) if weighting == "balanced" else n / n.sum()
         global_mean = pi @ means
         centred = means - global_mean
         basis, svals = _range_basis(centred, pi, means)
@@ -244,6 +268,11 @@ class ClassStats:
         elif b is not None:
             raise ValueError("b was given without W")
         self._fixed = fixed
+        self.weighting = weighting
+        if self.warn_imbalanced and self.requested_weighting == "auto":
+            message = imbalance_message({"": counts}, "auto")
+            if message is not None:
+                warnings.warn(message, UserWarning, stacklevel=2)
         zeros = {"dtype": torch.float64, "device": self.device}
         ints = {"dtype": torch.int64, "device": self.device}
         r = basis.shape[1]
@@ -284,12 +313,16 @@ class ClassStats:
         return self._p1 if self.phase == "means" else self._p2
 
     def merge(self, other: ClassStats) -> ClassStats:
-        """Add ``other``'s partial sums (same phase, classes, weighting; same fixed means
-        in pass 2) to this object in place and return it."""
+        """Add ``other``'s partial sums (same phase, classes, requested weighting; same fixed
+        means and resolved weighting in pass 2) to this object in place and return it."""
         if not isinstance(other, ClassStats):
             raise TypeError(f"other must be a ClassStats, got {type(other).__name__}")
-        if (other.n_classes, other.weighting) != (self.n_classes, self.weighting):
-            raise ValueError("cannot merge ClassStats with different n_classes or weighting")
+        ours, theirs = ((s.n_classes, s.requested_weighting, s.weighting) for s in (self, other))
+        if ours != theirs:
+            raise ValueError(
+                "cannot merge ClassStats with different n_classes or weighting: "
+                f"(n_classes, requested, resolved weighting) {theirs} into {ours}"
+            )
         if other.phase != self.phase:
             raise ValueError(f"cannot merge a {other.phase!r}-phase into a {self.phase!r}-phase")
         if other.dim is None:
@@ -369,9 +402,8 @@ class ClassStats:
 
     @property
     def is_balanced(self) -> bool:
-        """Whether every class has the same number of samples."""
-        counts = self.counts
-        return bool((counts == counts[0]).all())
+        """Whether every class has the same number of samples (classes without any ignored)."""
+        return counts_balanced(self.counts)
 
     @property
     def class_weights(self) -> torch.Tensor:
@@ -541,7 +573,7 @@ def class_stats_from_batches(
     batches: Iterable[Any] | Callable[[], Iterable[Any]],
     n_classes: int,
     *,
-    weighting: str = "balanced",
+    weighting: str = "auto",
     mode: str = "auto",
     dense_max_dim: int = DENSE_MAX_DIM,
     ncc_means: object | None = None,
@@ -549,20 +581,27 @@ def class_stats_from_batches(
     b: object | None = None,
     device: torch.device | str | None = None,
     min_count: int = 2,
+    warn_imbalanced: bool = True,
 ) -> ClassStats:
     """Both passes of :class:`ClassStats` over ``(features, labels)`` batches.
 
     Args:
         batches: a re-iterable collection (list, DataLoader) of ``(features, labels)`` pairs,
             or a zero-argument callable returning a fresh iterable (it is called twice).
-        n_classes, weighting, mode, dense_max_dim, device: as for :class:`ClassStats`.
+        n_classes, weighting, mode, dense_max_dim, device, warn_imbalanced: as for
+            :class:`ClassStats`.
         ncc_means, W, b, min_count: as for :meth:`ClassStats.finalize_means`.
 
     Returns:
         A :class:`ClassStats` with both passes done (single process; no all-reduce).
     """
     stats = ClassStats(
-        n_classes, weighting=weighting, mode=mode, dense_max_dim=dense_max_dim, device=device
+        n_classes,
+        weighting=weighting,
+        mode=mode,
+        dense_max_dim=dense_max_dim,
+        device=device,
+        warn_imbalanced=warn_imbalanced,
     )
 
     def fresh() -> Iterable[Any]:
