@@ -47,7 +47,15 @@ def list_experiments() -> None:
     from collapselab.experiments import all_experiments
     from collapselab.experiments.papers import paper_label
 
-    table = Table("id", "paper", "figure / table", "presets", "quick runtime", "claims")
+    table = Table()
+    # Identifiers and runtimes must stay readable (and copyable) in a narrow terminal; the
+    # figure title is the column that wraps.
+    table.add_column("id", no_wrap=True)
+    table.add_column("paper", no_wrap=True)
+    table.add_column("figure / table", ratio=1)
+    table.add_column("presets")
+    table.add_column("quick runtime", no_wrap=True)
+    table.add_column("claims", no_wrap=True)
     for experiment in all_experiments():
         shown = experiment.title
         if experiment.figure:

@@ -1,0 +1,299 @@
+"""Networks, data and protocol of paper 001's deep-network experiments (§IV-A, Table I).
+
+One configuration dictionary describes a training experiment completely: the dataset
+(generated, bundled or read from local files), the network (a :class:`FCResNet` /
+:class:`ConvResNet` of any size, or a Table I preset), the optimiser and learning-rate
+schedule, and which layers are measured. :func:`build_network_setup` turns it into the
+objects a run needs (:class:`NetworkSetup`); :func:`dry_run` does the same without training
+and summarises what a run would do, so that the paper-scale configurations can be checked on
+a laptop against small fixture files in the datasets' real formats.
+
+Configuration keys (see :data:`collapselab.experiments.pfc.presets.TABLE_I` for the paper's):
+
+``dataset``, ``dataset_options``
+    a name and options of :func:`collapselab.data.load_dataset` (``data_dir`` comes from the
+    run context for file-based datasets).
+``balance``
+    subsample the training split to the size of its smallest class (the paper assumes n
+    samples in every class, §II; MNIST's classes hold 5421 to 6742 images).
+``standardize``
+    standardise every input channel with the training mean and standard deviation.
+``model``, ``model_options``
+    ``"fc_resnet"`` (:class:`FCResNet`, ``in_dim`` and ``n_classes`` from the data),
+    ``"conv_resnet"`` (:class:`ConvResNet`, ``in_channels`` and ``n_classes`` from the data)
+    or a Table I preset (``"pfc_mnist"``, ``"pfc_fashion_mnist"``, ``"pfc_cifar10"``,
+    ``"pfc_stl10"``, ``"pfc_cifar100"``).
+``epochs``, ``lr``, ``milestones``, ``momentum``, ``weight_decay``, ``batch_size``
+    SGD with a step schedule dividing the learning rate by 10 after each milestone
+    (:class:`collapselab.train.TrainConfig`; the paper: 350 epochs, milestones 117 and 233).
+``measure``
+    the measurement epochs: ``"log"`` (paper 003's log-spaced list scaled to ``epochs``,
+    plus the initial model), ``"all"`` or a list of epochs.
+``checkpoint_every``, ``eval_batch_size``
+    checkpoint period (epochs) and the batch size of the measurement passes.
+
+The measured layers are those of 001 §IV-A: the constant-width stream of the FC ResNet
+(``stem`` = "layer0", then every block), or the last stage of a conv ResNet
+(``model.stage_layers(-1)``: the input of its first block, then every block output), all
+flattened to one dimension.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset
+from collapselab.models import (
+    ConvResNet,
+    FCResNet,
+    pfc_cifar10,
+    pfc_cifar100,
+    pfc_fashion_mnist,
+    pfc_mnist,
+    pfc_stl10,
+)
+from collapselab.probe import eval_mode
+from collapselab.track import log_spaced_epochs
+from collapselab.train import TrainConfig
+
+__all__ = ["NetworkSetup", "build_network_setup", "dry_run", "measured_layers"]
+
+_TABLE_I_MODELS = {
+    "pfc_mnist": pfc_mnist,
+    "pfc_fashion_mnist": pfc_fashion_mnist,
+    "pfc_cifar10": pfc_cifar10,
+    "pfc_stl10": pfc_stl10,
+    "pfc_cifar100": pfc_cifar100,
+}
+_MODELS = ("fc_resnet", "conv_resnet", *_TABLE_I_MODELS)
+_REQUIRED = (
+    "dataset",
+    "model",
+    "epochs",
+    "lr",
+    "milestones",
+    "momentum",
+    "weight_decay",
+    "batch_size",
+    "measure",
+)
+
+
+@dataclass
+class NetworkSetup:
+    """Everything a PFC training run needs, built from a configuration.
+
+    Attributes:
+        model: the network (untrained).
+        data: the training split (balanced, standardised as configured) and the test split.
+        train_config: optimiser, schedule and batching.
+        layers: the measured layers in depth order: "layer0", then each block's output.
+        measure_epochs: epochs (counted from 1) at whose end the layers are measured; the
+            initial model (epoch 0) is measured too.
+        config: the configuration it was built from.
+    """
+
+    model: nn.Module
+    data: DataSplits
+    train_config: TrainConfig
+    layers: list[str]
+    measure_epochs: list[int]
+    config: dict[str, Any]
+
+
+def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping, got {type(config).__name__}")
+    missing = [k for k in _REQUIRED if k not in config]
+    if missing:
+        raise ValueError(f"config lacks the keys {missing}; required: {list(_REQUIRED)}")
+    if config["model"] not in _MODELS:
+        raise ValueError(f"config['model'] must be one of {list(_MODELS)}, got {config['model']!r}")
+    return dict(config)
+
+
+def _load_data(config: dict[str, Any], data_dir: str | Path | None, seed: int) -> DataSplits:
+    options = dict(config.get("dataset_options") or {})
+    data = load_dataset(config["dataset"], data_dir=data_dir, seed=seed, **options)
+    if config.get("balance", False):
+        smallest = int(data.train.class_counts().min())
+        if smallest == 0:
+            raise ValueError(
+                f"dataset {config['dataset']!r}: a class has no training sample; cannot balance"
+            )
+        data = balanced_subset(data, smallest, seed=seed)
+    if config.get("standardize", False):
+        data = Standardize().fit_apply(data)
+    return data
+
+
+def _build_model(config: dict[str, Any], data: DataSplits) -> nn.Module:
+    name = config["model"]
+    options = dict(config.get("model_options") or {})
+    shape = data.input_shape
+    if name == "fc_resnet":
+        return FCResNet(in_dim=math.prod(shape), n_classes=data.n_classes, **options)
+    if name == "conv_resnet":
+        if len(shape) != 3:
+            raise ValueError(
+                f"model 'conv_resnet' needs image inputs (C, H, W), got input shape {shape}; "
+                "load the dataset without flattening"
+            )
+        stages = [tuple(s) for s in options.pop("stages")]
+        return ConvResNet(shape[0], data.n_classes, stages, **options)
+    return _TABLE_I_MODELS[name](n_classes=data.n_classes, **options)
+
+
+def measured_layers(model: nn.Module) -> list[str]:
+    """The layers 001 measures (§IV-A): the FC stream or a conv net's last stage.
+
+    ``FCResNet``: ``["stem", "blocks.0", ...]`` (its ``feature_layers``); ``ConvResNet``:
+    ``model.stage_layers(-1)``, the input of the last stage's first block ("layer0") and
+    each of its block outputs. All have one flattened dimension.
+    """
+    if isinstance(model, ConvResNet):
+        return model.stage_layers(-1)
+    if isinstance(model, FCResNet):
+        return list(model.feature_layers)
+    raise TypeError(f"expected an FCResNet or ConvResNet, got {type(model).__name__}")
+
+
+def _measure_epochs(spec: Any, epochs: int) -> list[int]:
+    if spec == "log":
+        return log_spaced_epochs(epochs) if epochs > 0 else []
+    if spec == "all":
+        return list(range(1, epochs + 1))
+    if isinstance(spec, (list, tuple)) and all(isinstance(e, int) and 1 <= e for e in spec):
+        return sorted({e for e in spec if e <= epochs} | {epochs}) if epochs > 0 else []
+    raise ValueError(f"config['measure'] must be 'log', 'all' or a list of epochs, got {spec!r}")
+
+
+def build_network_setup(
+    config: Mapping[str, Any],
+    *,
+    data_dir: str | Path | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+) -> NetworkSetup:
+    """Build model, data, training configuration and measurement plan from ``config``.
+
+    Args:
+        config: a PFC training configuration (see the module docstring).
+        data_dir: the folder holding local dataset files (file-based datasets only).
+        seed: seeds data generation / subsampling and the training loop.
+        device: the training device (``"cpu"``, ``"cuda"``, ...).
+
+    Raises:
+        ValueError: a missing or invalid key; a dataset file that is missing or corrupt
+            (:class:`collapselab.data.DatasetFileError`, naming the file).
+    """
+    config = _check_config(config)
+    data = _load_data(config, data_dir, seed)
+    model = _build_model(config, data)
+    epochs = int(config["epochs"])
+    train_config = TrainConfig(
+        epochs=epochs,
+        lr=float(config["lr"]),
+        batch_size=int(config["batch_size"]),
+        momentum=float(config["momentum"]),
+        weight_decay=float(config["weight_decay"]),
+        schedule="step",
+        milestones=tuple(int(m) for m in config["milestones"]) or None,
+        seed=seed,
+        device=device,
+        checkpoint_every=int(config.get("checkpoint_every", 10)),
+        eval_batch_size=int(config.get("eval_batch_size", 1024)),
+    )
+    return NetworkSetup(
+        model=model,
+        data=data,
+        train_config=train_config,
+        layers=measured_layers(model),
+        measure_epochs=_measure_epochs(config["measure"], epochs),
+        config=config,
+    )
+
+
+def _feature_shapes(model: nn.Module, layers: list[str], x: torch.Tensor) -> dict[str, list[int]]:
+    """Unflattened output shape (without the batch) of every layer on one batch."""
+    shapes: dict[str, list[int]] = {}
+    modules = dict(model.named_modules())
+
+    def keep(name: str):
+        def hook(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+            shapes[name] = list(output.shape[1:])
+
+        return hook
+
+    handles = [modules[name].register_forward_hook(keep(name)) for name in layers]
+    try:
+        with eval_mode(model), torch.no_grad():
+            logits = model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    if logits.ndim != 2 or logits.shape[0] != x.shape[0]:
+        raise ValueError(f"the model returned logits of shape {tuple(logits.shape)}")
+    dims = {name: math.prod(shape) for name, shape in shapes.items()}
+    if len(set(dims.values())) != 1:
+        raise ValueError(f"the measured layers must share one flattened dimension, got {dims}")
+    return shapes
+
+
+def dry_run(
+    config: Mapping[str, Any],
+    *,
+    data_dir: str | Path | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    batch: int = 2,
+) -> dict[str, Any]:
+    """Build a training experiment without training it and summarise what it would do.
+
+    Loads the data (from ``data_dir`` for file-based datasets), builds the model, the
+    optimiser configuration and the measurement plan, and runs one forward pass of
+    ``batch`` training samples to read the measured layers' feature shapes.
+
+    Returns:
+        A JSON-serialisable summary: ``dataset``, ``n_classes``, ``input_shape``,
+        ``n_train``, ``n_test``, ``train_class_counts``, ``model``, ``n_parameters``,
+        ``layers``, ``feature_shapes`` (by layer), ``feature_dim``, ``epochs``, ``lr``,
+        ``milestones``, ``momentum``, ``weight_decay``, ``batch_size``,
+        ``lr_per_epoch`` (learning rate at the first epoch and just after each milestone),
+        ``measure_epochs``.
+    """
+    setup = build_network_setup(config, data_dir=data_dir, seed=seed, device=device)
+    train = setup.data.train
+    x = train.x[: max(1, min(batch, len(train)))]
+    shapes = _feature_shapes(setup.model, setup.layers, x)
+    cfg = setup.train_config
+    milestones = list(cfg.step_milestones())
+    at = [1, *(m + 1 for m in milestones)]
+    return {
+        "dataset": setup.config["dataset"],
+        "n_classes": setup.data.n_classes,
+        "input_shape": list(setup.data.input_shape),
+        "n_train": len(train),
+        "n_test": 0 if setup.data.test is None else len(setup.data.test),
+        "train_class_counts": train.class_counts().tolist(),
+        "model": type(setup.model).__name__,
+        "n_parameters": sum(p.numel() for p in setup.model.parameters()),
+        "layers": list(setup.layers),
+        "feature_shapes": shapes,
+        "feature_dim": math.prod(shapes[setup.layers[0]]),
+        "epochs": cfg.epochs,
+        "lr": cfg.lr,
+        "milestones": milestones,
+        "momentum": cfg.momentum,
+        "weight_decay": cfg.weight_decay,
+        "batch_size": cfg.batch_size,
+        "lr_per_epoch": {int(e): cfg.lr_at_epoch(e) for e in at},
+        "measure_epochs": list(setup.measure_epochs),
+    }
