@@ -37,12 +37,22 @@ Models
   :func:`pfc_cifar100`).
 * :func:`resnet18`, :func:`resnet34`, :func:`resnet50`, :func:`vgg11`, :func:`vgg13`:
   small-image classics of 003.
+* :class:`DenseNet`, :func:`densenet40`, :func:`densenet100`, :func:`densenet201`,
+  :func:`densenet250`, :func:`densenet_bc`: DenseNets of 003.
 * :class:`StVGG`: st-VGG of 002 and its linear twin.
 * :func:`build_model` / :func:`available_models`: construction by name.
 """
 
 from collapselab.models.convention import FeatureModel, check_convention
 from collapselab.models.deep_linear import DeepLinear, def3_variances
+from collapselab.models.densenet import (
+    DenseNet,
+    densenet40,
+    densenet100,
+    densenet201,
+    densenet250,
+    densenet_bc,
+)
 from collapselab.models.mlp import MLP, xavier_normal_variance
 from collapselab.models.registry import available_models, build_model
 from collapselab.models.resnet_classic import (
@@ -74,6 +84,7 @@ __all__ = [
     "Bottleneck",
     "ConvResNet",
     "DeepLinear",
+    "DenseNet",
     "FCResNet",
     "FeatureModel",
     "ResNet",
@@ -83,6 +94,11 @@ __all__ = [
     "build_model",
     "check_convention",
     "def3_variances",
+    "densenet40",
+    "densenet100",
+    "densenet201",
+    "densenet250",
+    "densenet_bc",
     "pfc_cifar10",
     "pfc_cifar100",
     "pfc_fashion_mnist",

@@ -9,6 +9,7 @@ from typing import Any
 from torch import nn
 
 from collapselab.models.deep_linear import DeepLinear
+from collapselab.models.densenet import DenseNet, densenet40, densenet100, densenet201, densenet250
 from collapselab.models.mlp import MLP
 from collapselab.models.resnet_classic import resnet18, resnet34, resnet50
 from collapselab.models.resnet_conv import (
@@ -47,6 +48,11 @@ _REGISTRY: dict[str, Callable[..., nn.Module]] = {
     "resnet50": resnet50,
     "vgg11": vgg11,
     "vgg13": vgg13,
+    "densenet": DenseNet,
+    "densenet40": densenet40,
+    "densenet100": densenet100,
+    "densenet201": densenet201,
+    "densenet250": densenet250,
     "st_vgg": StVGG,
     "st_vgg_linear": _st_vgg_linear,
 }

@@ -1,0 +1,102 @@
+"""Paper 003 (MSE-NC): neural collapse under MSE loss, the central path and its dynamics.
+
+Two experiments (``collapselab reproduce mse-nc``):
+
+``mse-nc-collapse``
+    Trains every (dataset, network) combination with MSE and with cross-entropy (the same
+    data, initialisation and budget), measuring the penultimate features on the paper's
+    log-spaced epochs, train and test, and DeepFool robustness during the terminal phase.
+    Draws Fig. 2 (the decomposition ``L = L_NC1 + L_NC2/3 + L_LS⊥``), Figs. 3-8 (equinorm,
+    equiangularity, maximal equiangularity, self-duality, NC1, NCC mismatch), Fig. 9
+    (robustness), Table 1 (test accuracy at the zero-error epoch and at the end),
+    Fig. 10-11 (MSE versus cross-entropy: NC1, robustness) and Fig. 12 (NC1 on test data).
+``mse-nc-theory``
+    The renormalised-gradient simulator's ``omega_j(t)`` against the paper's closed form
+    (Prop. 2) and the corrected one, the frozen singular vectors, and the
+    unconstrained-features analogue of Fig. 2.
+
+Public API:
+
+- :data:`COLLAPSE`, :data:`THEORY`: the registered :class:`~collapselab.experiments.Experiment`\\ s.
+- :data:`PAPER_TABLE`, :data:`PAPER_N_PER_CLASS`, :data:`PAPER_TABLE1`, :data:`PAPER_EPOCHS`,
+  :func:`paper_lr_grid`, :data:`COLLAPSE_PRESETS`, :data:`THEORY_PRESETS`: the protocol as data.
+- :func:`paper_dry_run`, :class:`PaperDryRun`: build a paper-preset arm from local files
+  without training (the configuration check).
+- :func:`sweep_rates`, :func:`select_rate`: the learning-rate sweep.
+- :class:`StoredArms`: read a training run's results arm by arm.
+"""
+
+from collapselab.experiments.mse_nc.claims import TRAINING_CLAIMS
+from collapselab.experiments.mse_nc.figures import FIGURES, draw_training, table1_rows
+from collapselab.experiments.mse_nc.paper import PaperDryRun, paper_dry_run
+from collapselab.experiments.mse_nc.presets import (
+    COLLAPSE_PRESETS,
+    PAPER_EPOCHS,
+    PAPER_N_PER_CLASS,
+    PAPER_TABLE,
+    PAPER_TABLE1,
+    THEORY_PRESETS,
+    paper_lr_grid,
+)
+from collapselab.experiments.mse_nc.results import StoredArms
+from collapselab.experiments.mse_nc.sweep import select_rate, sweep_rates
+from collapselab.experiments.mse_nc.theory import (
+    THEORY_CLAIMS,
+    THEORY_FIGURES,
+    draw_theory,
+    run_theory,
+)
+from collapselab.experiments.mse_nc.training import run_training
+from collapselab.experiments.registry import Experiment, register
+
+COLLAPSE = register(
+    Experiment(
+        id="mse-nc-collapse",
+        paper="003",
+        title="neural collapse, the central path and robustness under MSE vs cross-entropy",
+        presets=COLLAPSE_PRESETS,
+        runtime_quick="~4 min",
+        run=run_training,
+        figures=list(FIGURES),
+        figure="Figs. 2-12, Table 1",
+        claims=TRAINING_CLAIMS,
+        draw=draw_training,
+    )
+)
+
+THEORY = register(
+    Experiment(
+        id="mse-nc-theory",
+        paper="003",
+        title="SNR dynamics on the central path (published vs corrected) and the UFM Fig. 2",
+        presets=THEORY_PRESETS,
+        runtime_quick="~15 s",
+        run=run_theory,
+        figures=list(THEORY_FIGURES),
+        figure="Prop. 2, Cor. 1, Lemma 6; Fig. 2 (UFM analogue)",
+        claims=THEORY_CLAIMS,
+        draw=draw_theory,
+    )
+)
+
+__all__ = [
+    "COLLAPSE",
+    "COLLAPSE_PRESETS",
+    "PAPER_EPOCHS",
+    "PAPER_N_PER_CLASS",
+    "PAPER_TABLE",
+    "PAPER_TABLE1",
+    "THEORY",
+    "THEORY_PRESETS",
+    "PaperDryRun",
+    "StoredArms",
+    "draw_theory",
+    "draw_training",
+    "paper_dry_run",
+    "paper_lr_grid",
+    "run_theory",
+    "run_training",
+    "select_rate",
+    "sweep_rates",
+    "table1_rows",
+]

@@ -1,0 +1,345 @@
+"""Figures 2-12 and Table 1 of paper 003, drawn from a training run's stored results.
+
+Every figure has one panel per arm (MSE arms for Figs. 2-9, one per dataset/net
+combination for the MSE-versus-CE Figs. 10-12), epochs on the x axis and the zero-training-
+error epoch as a red dotted vertical line, as in the paper. Log-scaled y axes where the
+paper uses them: the decomposition (Fig. 2), NC1 (Figs. 7, 10, 12) and robustness (Fig. 11).
+
+Files (``figures/<name>.png``): :data:`FIGURES`. Table 1 is also written as
+``table1.csv`` in the run directory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from collapselab.experiments.mse_nc.presets import PAPER_TABLE1
+from collapselab.experiments.mse_nc.results import MissingResult, StoredArms
+from collapselab.report.plots import ZERO_ERROR_STYLE, plot_panels
+from collapselab.store import Run
+
+FIGURES: dict[str, str] = {
+    "fig2_decomposition": r"Fig. 2: $L = L_{NC1} + L_{NC2/3} + L_{LS}^{\perp}$ over epochs (MSE)",
+    "fig3_equinorm": "Fig. 3: equinorm of class means and classifiers",
+    "fig4_equiangularity": "Fig. 4: equiangularity (Std of cosines)",
+    "fig5_max_equiangularity": "Fig. 5: maximal equiangularity",
+    "fig6_self_duality": "Fig. 6: self-duality",
+    "fig7_nc1": "Fig. 7: activation collapse (NC1)",
+    "fig8_ncc_mismatch": "Fig. 8: NCC mismatch",
+    "fig9_robustness": "Fig. 9: DeepFool robustness during the terminal phase (MSE)",
+    "fig10_nc1_mse_vs_ce": "Fig. 10: NC1 under MSE and cross-entropy",
+    "fig11_robustness_mse_vs_ce": "Fig. 11: DeepFool robustness under MSE and cross-entropy",
+    "fig12_test_nc1": "Fig. 12: NC1 on test data (MSE and cross-entropy)",
+    "table1_accuracy": "Table 1: test accuracy at the zero-error epoch and at the end",
+}
+"""Figure names and captions of the training experiment."""
+
+_NC1 = r"Tr$(\Sigma_W \Sigma_B^\dagger)/C$"
+_SELF_DUALITY = r"$\| W^\top/\|W\|_F - \bar M/\|\bar M\|_F \|_F^2$"
+
+_ROBUSTNESS = r"mean $\|r\|_2/\|x\|_2$ (DeepFool)"
+
+_PAIRED = {
+    "fig3_equinorm": ("nc2_equinorm_means", "nc2_equinorm_classifiers", "Std/Avg of norms"),
+    "fig4_equiangularity": (
+        "nc2_equiangle_means",
+        "nc2_equiangle_classifiers",
+        "Std of cosines",
+    ),
+    "fig5_max_equiangularity": (
+        "nc2_maxangle_means",
+        "nc2_maxangle_classifiers",
+        r"Avg$_{c \neq c'}$ |cos + 1/(C-1)|",
+    ),
+}
+_SINGLE = {
+    "fig6_self_duality": ("nc3_self_duality", _SELF_DUALITY, False),
+    "fig7_nc1": ("nc1", _NC1, True),
+    "fig8_ncc_mismatch": ("nc4_ncc_mismatch", "fraction mismatched", False),
+}
+_DECOMPOSITION = {
+    "$L$": "mse_loss",
+    "$L_{NC1}$": "mse_nc1_term",
+    "$L_{NC2/3}$": "mse_nc23_term",
+    r"$L_{LS}^{\perp}$": "mse_ls_perp",
+}
+_LOSS_COLOURS = {"mse": "tab:blue", "ce": "tab:orange"}
+_CE_ZERO_STYLE = {"color": "tab:orange", "linestyle": ":", "linewidth": 1.3}
+
+
+def _panels(
+    stored: StoredArms, keys: Sequence[str], curves: Callable[[str], dict[str, tuple]]
+) -> dict[str, dict[str, tuple]]:
+    out = {}
+    for key in keys:
+        try:
+            found = curves(key)
+        except MissingResult:
+            continue
+        if found:
+            out[stored.title(key)] = found
+    return out
+
+
+def _zero_lines(stored: StoredArms, keys: Sequence[str]) -> dict[str, float | None]:
+    return {stored.title(k): stored.zero_error_epoch(k) for k in keys}
+
+
+def _draw_mse_panels(
+    run: Run,
+    stored: StoredArms,
+    name: str,
+    curves: Callable[[str], dict[str, tuple]],
+    ylabel: str,
+    logy: bool,
+) -> None:
+    keys = stored.trained("mse")
+    content = _panels(stored, keys, curves)
+    if not content:
+        return
+    plot_panels(
+        content,
+        run.figure_path(name),
+        logy=logy,
+        zero_error_epoch=_zero_lines(stored, keys),
+        ylabel=ylabel,
+        xlabel="epoch",
+        ncols=3,
+        suptitle=FIGURES[name],
+    )
+
+
+def _two_loss_figure(
+    run: Run,
+    stored: StoredArms,
+    name: str,
+    series: Callable[[str], dict[str, tuple[np.ndarray, np.ndarray, dict]]],
+    ylabel: str,
+    logy: bool,
+) -> None:
+    """One panel per combination, MSE and CE curves with both zero-error lines."""
+    pairs = stored.pairs()
+    if not pairs:
+        return
+    cols = min(3, len(pairs))
+    rows = -(-len(pairs) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, constrained_layout=True
+    )
+    for ax, pair in zip(axes.flat, pairs, strict=False):
+        drawn = 0
+        for label, (x, y, style) in series(pair).items():
+            y = np.where(y > 0, y, np.nan) if logy else y
+            ax.plot(x, y, label=label, linewidth=1.4, **style)
+            drawn += 1
+        for loss, zstyle in (("mse", ZERO_ERROR_STYLE), ("ce", _CE_ZERO_STYLE)):
+            zero = stored.zero_error_epoch(f"{pair}-{loss}")
+            if zero is not None:
+                ax.axvline(zero, label=f"zero training error ({loss.upper()})", **zstyle)
+        if logy:
+            ax.set_yscale("log")
+        s = stored.summary(f"{pair}-mse")
+        ax.set_title(f"{s['dataset']} / {s['net']}")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3, which="both" if logy else "major")
+        if drawn:
+            ax.legend(fontsize="x-small")
+    for ax in list(axes.flat)[len(pairs) :]:
+        ax.set_visible(False)
+    fig.suptitle(FIGURES[name])
+    save_figure(fig, run, name)
+
+
+def save_figure(fig: Any, run: Run, name: str) -> None:
+    """Write ``fig`` to ``figures/<name>.png`` of ``run`` (atomically) and close it."""
+    try:
+        run.save_figure(fig, name, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+def _loss_curves(
+    stored: StoredArms, pair: str, metric: str, split: str
+) -> dict[str, tuple[np.ndarray, np.ndarray, dict]]:
+    out = {}
+    for loss in ("mse", "ce"):
+        try:
+            x, y = stored.curve(f"{pair}-{loss}", metric, split)
+        except MissingResult:
+            continue
+        out[f"{loss.upper()} ({split})"] = (x, y, {"color": _LOSS_COLOURS[loss]})
+    return out
+
+
+def table1_rows(stored: StoredArms) -> list[dict[str, Any]]:
+    """Table 1 rows: test accuracy at the zero-error epoch and at the end, per arm.
+
+    Accuracies in percent; ``paper_*`` columns hold the paper's values (note 003 §5.1) when
+    the arm is one of the paper's MSE combinations.
+    """
+    rows = []
+    for key in stored.trained():
+        s = stored.summary(key)
+        zero = stored.zero_error_epoch(key)
+        try:
+            end, final = stored.final(key, "accuracy", "test")
+            at_zero = (
+                stored.value_at(key, "accuracy", zero, "test") if zero is not None else math.nan
+            )
+        except MissingResult:
+            continue
+        family = _family(s["dataset"], s["net"])
+        paper = PAPER_TABLE1.get((s["dataset"], family)) if s["loss"] == "mse" else None
+        rows.append(
+            {
+                "arm": key,
+                "dataset": s["dataset"],
+                "net": s["net"],
+                "loss": s["loss"],
+                "lr": s["lr"],
+                "zero_error_epoch": zero,
+                "final_epoch": end,
+                "acc_zero_error": 100.0 * at_zero,
+                "acc_final": 100.0 * final,
+                "change_pp": 100.0 * (final - at_zero),
+                "paper_acc_zero_error": paper[0] if paper else math.nan,
+                "paper_acc_final": paper[1] if paper else math.nan,
+            }
+        )
+    return rows
+
+
+def _family(dataset: str, net: str) -> str | None:
+    from collapselab.experiments.mse_nc.presets import PAPER_TABLE
+
+    for family, name in PAPER_TABLE.get(dataset, {}).items():
+        if name == net:
+            return family
+    return None
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "never"
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _draw_table1(run: Run, stored: StoredArms) -> None:
+    rows = table1_rows(stored)
+    if not rows:
+        return
+    columns = [
+        "arm",
+        "lr",
+        "zero_error_epoch",
+        "acc_zero_error",
+        "acc_final",
+        "change_pp",
+        "paper_acc_zero_error",
+        "paper_acc_final",
+    ]
+    header = ",".join(columns)
+    lines = [header] + [
+        ",".join(
+            "" if r[c] is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]))
+            for c in columns
+        )
+        for r in rows
+    ]
+    run.write_text("table1.csv", "\n".join(lines) + "\n")
+    shown = ["arm", "lr", "0-error epoch", "acc. 0-error (%)", "acc. final (%)", "change (pp)"]
+    cells = [
+        [
+            r["arm"],
+            f"{r['lr']:.3g}",
+            _fmt(r["zero_error_epoch"]),
+            _fmt(r["acc_zero_error"]),
+            _fmt(r["acc_final"]),
+            _fmt(r["change_pp"]),
+        ]
+        for r in rows
+    ]
+    if any(not math.isnan(r["paper_acc_final"]) for r in rows):
+        shown += ["paper 0-error", "paper final"]
+        for cell, r in zip(cells, rows, strict=True):
+            cell += [_fmt(r["paper_acc_zero_error"]), _fmt(r["paper_acc_final"])]
+    fig, ax = plt.subplots(figsize=(1.5 * len(shown) + 1.5, 0.3 * len(rows) + 0.7))
+    ax.axis("off")
+    table = ax.table(cellText=cells, colLabels=shown, loc="center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    table.scale(1.0, 1.3)
+    ax.set_title(FIGURES["table1_accuracy"], fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, run, "table1_accuracy")
+
+
+def draw_training(run: Run) -> None:
+    """Draw every figure of :data:`FIGURES` that the stored results allow, and ``table1.csv``."""
+    stored = StoredArms(run.metrics(), run.manifest)
+
+    def decomposition(key: str) -> dict[str, tuple]:
+        return {label: stored.curve(key, metric) for label, metric in _DECOMPOSITION.items()}
+
+    _draw_mse_panels(run, stored, "fig2_decomposition", decomposition, "loss", logy=True)
+    for name, (means, classifiers, ylabel) in _PAIRED.items():
+
+        def paired(key: str, means: str = means, classifiers: str = classifiers) -> dict:
+            return {
+                "class means": stored.curve(key, means),
+                "classifiers": stored.curve(key, classifiers),
+            }
+
+        _draw_mse_panels(run, stored, name, paired, ylabel, logy=False)
+    for name, (metric, ylabel, logy) in _SINGLE.items():
+
+        def single(key: str, metric: str = metric) -> dict:
+            return {"train": stored.curve(key, metric)}
+
+        _draw_mse_panels(run, stored, name, single, ylabel, logy=logy)
+
+    def robustness(key: str) -> dict:
+        return {"test": stored.curve(key, "deepfool_ratio", "test")}
+
+    _draw_mse_panels(run, stored, "fig9_robustness", robustness, _ROBUSTNESS, logy=False)
+    _two_loss_figure(
+        run,
+        stored,
+        "fig10_nc1_mse_vs_ce",
+        lambda pair: _loss_curves(stored, pair, "nc1", "train"),
+        _NC1,
+        logy=True,
+    )
+    _two_loss_figure(
+        run,
+        stored,
+        "fig11_robustness_mse_vs_ce",
+        lambda pair: _loss_curves(stored, pair, "deepfool_ratio", "test"),
+        _ROBUSTNESS,
+        logy=True,
+    )
+
+    def test_nc1(pair: str) -> dict[str, tuple[np.ndarray, np.ndarray, dict]]:
+        out = _loss_curves(stored, pair, "nc1", "test")
+        for label, (x, y, style) in _loss_curves(stored, pair, "nc1", "train").items():
+            out[label] = (x, y, {**style, "linestyle": "--", "alpha": 0.6})
+        return out
+
+    _two_loss_figure(run, stored, "fig12_test_nc1", test_nc1, _NC1, logy=True)
+    _draw_table1(run, stored)
+
+
+def captions() -> Mapping[str, str]:
+    """Figure name -> caption."""
+    return dict(FIGURES)

@@ -1,0 +1,107 @@
+"""The run function of the training experiment: every arm, resumable arm by arm.
+
+For each arm of the configuration (in order: combination, then loss):
+
+1. skip it if the manifest already records it (a resumed run);
+2. load its dataset (cached while consecutive arms share it);
+3. if its rate is ``"sweep"``, train one network per grid rate without measurements and
+   select by final test error (:mod:`collapselab.experiments.mse_nc.sweep`); each point is
+   recorded in the manifest as soon as it finishes, so an interrupted sweep resumes at the
+   next rate, and logged as rows ``sweep_test_error`` / ``sweep_train_accuracy`` (split
+   ``"<key>/sweep"``, ``step`` = grid index);
+4. train it with measurements (:func:`~collapselab.experiments.mse_nc.arms.run_arm`), then
+   write its rows and its summary together, so an arm is either complete in the run or
+   absent from it.
+
+An interruption inside step 4 loses that arm's progress only (within-arm checkpoints are
+not kept; the paper preset's arms are single GPU runs of hours).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collapselab.data import DataSplits
+from collapselab.experiments.mse_nc.arms import (
+    Arm,
+    arms_of,
+    build_data,
+    run_arm,
+    sweep_point,
+    torch_threads,
+)
+from collapselab.experiments.mse_nc.results import PROGRESS_KEY
+from collapselab.experiments.mse_nc.sweep import select_rate, sweep_rates
+from collapselab.experiments.registry import RunContext
+from collapselab.store import Run
+
+
+def _progress(run: Run) -> dict[str, Any]:
+    state = dict(run.manifest.get(PROGRESS_KEY) or {})
+    state.setdefault("arms", {})
+    state.setdefault("sweeps", {})
+    return state
+
+
+def _sweep(
+    run: Run,
+    state: dict[str, Any],
+    context: RunContext,
+    arm: Arm,
+    data: DataSplits,
+) -> float:
+    spec = context.config.get("lr_sweep")
+    if not spec:
+        raise ValueError(f"arm {arm.key} asks for a sweep but the configuration has no lr_sweep")
+    record = state["sweeps"].setdefault(arm.key, {"points": {}})
+    if "selected" in record:
+        return float(record["selected"])
+    split = f"{arm.key}/sweep"
+    for index, lr in sweep_rates(spec):
+        if str(index) in record["points"]:
+            continue
+        point = sweep_point(context.config, arm, data, lr, seed=context.seed, device=context.device)
+        record["points"][str(index)] = point
+        run.log(index, "sweep_lr", lr, None, split)
+        run.log(index, "sweep_test_error", point["test_error"], None, split)
+        run.log(index, "sweep_train_accuracy", point["train_accuracy"], None, split)
+        run.flush()
+        run.update_manifest(**{PROGRESS_KEY: state})
+    points = [record["points"][str(i)] for i, _ in sweep_rates(spec)]
+    lr, why = select_rate(points, spec)
+    record["selected"], record["why"] = lr, why
+    run.update_manifest(**{PROGRESS_KEY: state})
+    return lr
+
+
+def run_training(run: Run, context: RunContext) -> None:
+    """Train and measure every arm of ``context.config`` into ``run`` (see module docstring)."""
+    with torch_threads(context.config.get("torch_threads")):
+        _run_arms(run, context)
+
+
+def _run_arms(run: Run, context: RunContext) -> None:
+    arms = arms_of(context.config)
+    state = _progress(run)
+    cached: tuple[str, DataSplits] | None = None
+    for arm in arms:
+        if arm.key in state["arms"]:
+            continue
+        if cached is None or cached[0] != arm.dataset:
+            spec = context.config["datasets"][arm.dataset]
+            cached = (arm.dataset, build_data(spec, context.data_dir, context.seed))
+        data = cached[1]
+        lr = arm.lr if arm.lr is not None else _sweep(run, state, context, arm, data)
+        outcome = run_arm(
+            context.config,
+            arm,
+            data,
+            lr,
+            seed=context.seed,
+            device=context.device,
+            callbacks=context.callbacks,
+        )
+        run.log_many(outcome.rows)
+        run.flush()
+        state["arms"][arm.key] = outcome.summary
+        run.update_manifest(**{PROGRESS_KEY: state})

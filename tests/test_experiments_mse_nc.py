@@ -1,0 +1,232 @@
+"""Paper 003's experiments end to end at a tiny size: runs, figures, claims, resume.
+
+The presets are replaced (for the test only) by a tiny configuration: a well-separated
+Gaussian mixture (4 classes), small MLPs, a few epochs. The networks interpolate within a
+few epochs, so every claim can be decided; what is asserted is the machinery (rows,
+figures, verdicts, numbers recorded), not the claims' truth at this size.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from collapselab.experiments import get_experiment, reproduce, run_experiment
+from collapselab.experiments.mse_nc import FIGURES, THEORY_FIGURES, StoredArms, table1_rows
+from collapselab.experiments.mse_nc.arms import NC_METRICS
+from collapselab.experiments.mse_nc.presets import paper_lr_grid
+from collapselab.store import Run
+
+TINY_TRAINING = {
+    "datasets": {
+        "blobs": {
+            "name": "gaussian_mixture",
+            "options": {
+                "n_classes": 4,
+                "dim": 16,
+                "n_train_per_class": 30,
+                "n_test_per_class": 10,
+                "mean_scale": 10.0,
+            },
+            "n_train_per_class": None,
+            "n_test_per_class": None,
+            "pad_to": None,
+            "standardize": False,
+        }
+    },
+    "nets": {
+        "mlp": {
+            "name": "mlp",
+            "kwargs": {"width": 32, "depth": 3, "norm": "batchnorm", "bias": True},
+        },
+        "wide": {
+            "name": "mlp",
+            "kwargs": {"width": 64, "depth": 2, "norm": "batchnorm", "bias": True},
+        },
+    },
+    "arms": [
+        {"dataset": "blobs", "net": "mlp", "lr": 0.25},
+        {"dataset": "blobs", "net": "wide", "lr": "sweep", "epochs": 10},
+    ],
+    "losses": ["mse", "ce"],
+    "train": {
+        "epochs": 12,
+        "batch_size": 32,
+        "momentum": 0.9,
+        "weight_decay": 5e-4,
+        "schedule": "step",
+        "milestones": None,
+        "gamma": 0.1,
+        "drop_last": True,
+        "mse_reduction": "mean",
+    },
+    "measure": {"schedule": "log", "batch_size": 1024},
+    "robustness": {"n_test_per_class": 2, "overshoot": 0.02, "max_iter": 50, "when": "tpt"},
+    "lr_sweep": {
+        "grid": {"low": 1e-4, "high": 0.25, "n": 25},
+        "indices": [22, 24],
+        "select": "final_test_error",
+        "require_zero_error": True,
+    },
+    "weighting": "sample",
+}
+
+TINY_THEORY = {
+    "snr": {
+        "n_classes": 3,
+        "n_per_class": 6,
+        "dim": 3,
+        "omega0": [0.8, 0.3],
+        "t_end": 200.0,
+        "lr": 0.25,
+        "method": "literal",
+        "n_records": 9,
+        "seed": 0,
+    },
+    "ufm": {
+        "n_classes": 3,
+        "n_per_class": 6,
+        "dim": 5,
+        "lam": 5e-4,
+        "lam_h": 1e-4,
+        "lr": 1.0,
+        "n_steps": 3000,
+        "n_records": 12,
+        "seed": 0,
+    },
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", TINY_TRAINING)
+    monkeypatch.setitem(get_experiment("mse-nc-theory").presets, "tiny", TINY_THEORY)
+
+
+def _claims(run) -> dict[str, dict]:
+    document = json.loads((run.path / "claims.json").read_text())
+    return {entry["name"]: entry for entry in document["claims"]}
+
+
+def test_reproduce_end_to_end(tiny, tmp_path):
+    result = reproduce("mse-nc", preset="tiny", root=tmp_path)
+    assert [o.experiment for o in result.outcomes] == ["mse-nc-collapse", "mse-nc-theory"]
+    assert result.ok, [o.error for o in result.failed]
+    assert (tmp_path / "index.html").is_file()
+    runs = {o.experiment: Run.open(o.path) for o in result.outcomes}
+    _check_training_run(runs["mse-nc-collapse"])
+    _check_theory_run(runs["mse-nc-theory"])
+
+
+def _check_training_run(run) -> None:
+    assert run.status == "completed", run.manifest.get("error")
+    figures = {p.stem for p in (run.path / "figures").glob("*.png")}
+    assert figures == set(FIGURES)
+    stored = StoredArms(run.metrics(), run.manifest)
+    keys = ["blobs-mlp-mse", "blobs-mlp-ce", "blobs-wide-mse", "blobs-wide-ce"]
+    assert stored.trained() == keys and stored.pairs() == ["blobs-mlp", "blobs-wide"]
+    for key in keys:
+        s = stored.summary(key)
+        zero = stored.zero_error_epoch(key)
+        assert zero is not None and zero == s["zero_error_epoch"]
+        x, _ = stored.curve(key, "nc1")
+        assert x.tolist() == list(range(s["epochs"] + 1))  # log schedule: every epoch <= 14
+        for metric in NC_METRICS:
+            assert np.isfinite(stored.curve(key, metric)[1]).all()
+        xr, rho = stored.curve(key, "deepfool_ratio", "test")
+        assert xr[0] == zero and xr[-1] == s["epochs"] and (rho > 0).all()
+        assert np.isfinite(stored.curve(key, "nc1", "test")[1]).all()
+    # The MSE decomposition closes: L = L_NC1 + L_NC2/3 + L_LS_perp at every epoch.
+    parts = sum(stored.curve("blobs-mlp-mse", m)[1] for m in ("mse_nc1_term", "mse_nc23_term"))
+    perp = stored.curve("blobs-mlp-mse", "mse_ls_perp")[1]
+    np.testing.assert_allclose(
+        stored.curve("blobs-mlp-mse", "mse_loss")[1], parts + perp, rtol=1e-9
+    )
+    assert stored.summary("blobs-mlp-mse")["lam"] == pytest.approx(4 * 5e-4 / 2)  # C wd / 2
+    # The swept arm chose one of its two grid rates by final test error.
+    sweep = stored.sweep("blobs-wide-mse")
+    grid = paper_lr_grid()
+    assert set(sweep["points"]) == {"22", "24"}
+    assert sweep["selected"] in (grid[22], grid[24])
+    assert stored.summary("blobs-wide-mse")["lr"] == sweep["selected"]
+    best = min(sweep["points"].values(), key=lambda p: (p["test_error"], -p["lr"]))
+    if all(p["train_accuracy"] == 1.0 for p in sweep["points"].values()):
+        assert sweep["selected"] == best["lr"]
+    # Table 1 reads the test accuracy at the zero-error epoch and at the end.
+    rows = {r["arm"]: r for r in table1_rows(stored)}
+    r = rows["blobs-mlp-mse"]
+    zero = stored.zero_error_epoch("blobs-mlp-mse")
+    assert r["acc_zero_error"] == pytest.approx(
+        100 * stored.value_at("blobs-mlp-mse", "accuracy", zero, "test")
+    )
+    assert math.isnan(r["paper_acc_final"])
+    assert (run.path / "table1.csv").read_text().startswith("arm,lr,zero_error_epoch")
+    claims = _claims(run)
+    assert len(claims) == len(get_experiment("mse-nc-collapse").claims)
+    for entry in claims.values():
+        assert entry["verdict"] in ("holds", "does not hold"), (entry["name"], entry["detail"])
+        assert entry["values"], entry["name"]
+    nc1 = claims["nc1-falls"]["values"]
+    x, y = stored.curve("blobs-mlp-mse", "nc1")
+    assert nc1["blobs-mlp-mse.final"] == pytest.approx(y[-1])
+    assert nc1["blobs-mlp-mse.at_zero_error"] == pytest.approx(y[x == zero][0])
+
+
+def test_training_run_resumes_arm_by_arm(tiny, tmp_path, monkeypatch):
+    from collapselab.experiments.mse_nc import arms as arms_module
+
+    calls = []
+    real = arms_module.run_arm
+
+    def failing(config, arm, *args, **kwargs):
+        calls.append(arm.key)
+        if arm.key == "blobs-mlp-ce" and calls.count(arm.key) == 1:
+            raise RuntimeError("simulated crash")
+        return real(config, arm, *args, **kwargs)
+
+    monkeypatch.setattr("collapselab.experiments.mse_nc.training.run_arm", failing)
+    config = dict(TINY_TRAINING, arms=TINY_TRAINING["arms"][:1])
+    monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", config)
+    run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path, raise_on_error=False)
+    assert run.status == "failed" and "simulated crash" in run.manifest["error"]
+    assert set(run.manifest["mse_nc"]["arms"]) == {"blobs-mlp-mse"}
+    n_rows = len(run.metrics())
+    run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path)
+    assert run.status == "completed"
+    assert calls == ["blobs-mlp-mse", "blobs-mlp-ce", "blobs-mlp-ce"]  # MSE not retrained
+    metrics = run.metrics()
+    assert len(metrics) > n_rows
+    mse_rows = metrics[metrics["split"].str.startswith("blobs-mlp-mse/")]
+    assert not mse_rows.duplicated(subset=["epoch", "split", "layer", "metric"]).any()
+
+
+def _check_theory_run(run) -> None:
+    figures = {p.stem for p in (run.path / "figures").glob("*.png")}
+    assert figures == set(THEORY_FIGURES)
+    claims = _claims(run)
+    for entry in claims.values():
+        assert entry["verdict"] in ("holds", "does not hold"), (entry["name"], entry["detail"])
+    assert claims["snr-singular-vectors-frozen"]["verdict"] == "holds"
+    follows = claims["snr-follows-a-closed-form"]["values"]
+    # The simulator follows the corrected closed form, not Prop. 2 (note 003 §3.9).
+    assert follows["max_rel_error_corrected"] < 1e-2 < follows["max_rel_error_published"]
+    assert claims["snr-follows-published-closed-form"]["verdict"] == "does not hold"
+    arrays = run.load_array("snr_dynamics")
+    assert arrays["omega_simulated"].shape == (9, 2)
+    np.testing.assert_allclose(arrays["omega_simulated"][0], [0.8, 0.3], rtol=1e-12)
+    ufm = run.metrics()
+    ufm = ufm[ufm["split"] == "ufm"]
+    residual = ufm[ufm["metric"] == "decomposition_residual"]["value"]
+    assert len(residual) == 13 and float(residual.max()) < 1e-12
