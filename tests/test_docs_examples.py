@@ -1,4 +1,4 @@
-"""Every ```python block of ``docs/*.md`` runs.
+"""Every ```python block of ``docs/*.md`` and of the README runs.
 
 The blocks of one file run in order in one fresh namespace (a page reads top to bottom),
 with the working directory a temporary folder, so examples may write run directories and
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 PAGES = ("index", "catalogue", "data", "models", "training", "store", "theory")
 
 # A fence opens with ``` plus an info string and closes with a bare ``` line.
@@ -33,7 +34,7 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
 
 
 def _doc_files() -> list[Path]:
-    return sorted(DOCS.glob("*.md"))
+    return [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
 
 
 def test_python_blocks_extractor() -> None:
@@ -42,7 +43,7 @@ def test_python_blocks_extractor() -> None:
 
 
 def test_every_page_exists_and_fences_are_known() -> None:
-    names = {p.stem for p in _doc_files()}
+    names = {p.stem for p in _doc_files() if p.parent == DOCS}
     assert set(PAGES) <= names, f"missing pages: {sorted(set(PAGES) - names)}"
     for path in _doc_files():
         text = path.read_text(encoding="utf-8")

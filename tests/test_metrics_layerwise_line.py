@@ -75,9 +75,9 @@ def test_interpolate_accepts_a_vector_of_times():
     assert interpolate(h0, h1, torch.tensor(0.3)).shape == (K * N_PER, D)
     with pytest.raises(ValueError, match="ts contains NaN"):
         interpolate(h0, h1, [0.1, np.nan])
-    with pytest.raises(TypeError, match="t must be a number"):
+    with pytest.raises(TypeError, match="t must be a finite number"):
         interpolate(h0, h1, "0.5")
-    with pytest.raises(ValueError, match="t must be finite"):
+    with pytest.raises(ValueError, match="t must be a finite number"):
         interpolate(h0, h1, float("inf"))
 
 

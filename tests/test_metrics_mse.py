@@ -259,7 +259,7 @@ def test_paper_lambda_matches_sgd_weight_decay(reduction):
 def test_mse_family_rejects_bad_input():
     H, y, W, b = problem(8)
     dense = class_stats_from_features(H, y, 3, mode="dense")
-    with pytest.raises(ValueError, match="lam must be finite and >= 0"):
+    with pytest.raises(ValueError, match="lam must be a finite number >= 0"):
         mse_decomposition(dense, -1.0)
     with pytest.raises(ValueError, match="W must have shape"):
         mse_decomposition(dense, 0.1, W[:2], b)

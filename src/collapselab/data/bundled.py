@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from collapselab.data._checks import check_float, check_int, check_seed, numpy_rng
+from collapselab._checks import check_float, check_int, check_seed
+from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 
 _MNIST1D_TUNABLE = (
@@ -94,7 +95,7 @@ def digits(
     test_fraction = check_float("test_fraction", test_fraction, minimum=0.0, maximum=1.0)
     if test_fraction >= 1.0:
         raise ValueError(f"test_fraction must be < 1, got {test_fraction}")
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     bunch = load_digits()
     images = torch.from_numpy(bunch.images / 16.0).unsqueeze(1)  # (N, 1, 8, 8) float64
     y = np.asarray(bunch.target, dtype=np.int64)
@@ -160,7 +161,7 @@ def mnist1d(
     """
     n_train = check_int("n_train", n_train, minimum=1)
     n_test = check_int("n_test", n_test, minimum=0)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     unknown = sorted(set(generator_args) - set(_MNIST1D_TUNABLE))
     if unknown:
         raise TypeError(

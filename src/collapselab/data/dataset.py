@@ -8,6 +8,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from collapselab._checks import check_labels
+
 
 @dataclass
 class LabeledData:
@@ -29,18 +31,7 @@ class LabeledData:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.x.shape[0] != self.y.shape[0]:
-            raise ValueError(
-                f"x has {self.x.shape[0]} samples but y has {self.y.shape[0]} labels; "
-                "expected one label per sample"
-            )
-        if self.y.ndim != 1:
-            raise ValueError(f"y must be 1-D (N,), got shape {tuple(self.y.shape)}")
-        if self.y.numel() and (int(self.y.min()) < 0 or int(self.y.max()) >= self.n_classes):
-            raise ValueError(
-                f"labels must lie in [0, {self.n_classes}), got range "
-                f"[{int(self.y.min())}, {int(self.y.max())}]"
-            )
+        check_labels("y", self.y, self.x.shape[0], self.n_classes, source="x", unit="sample")
 
     def __len__(self) -> int:
         return int(self.y.shape[0])

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from collapselab.data._checks import check_int, check_seed, numpy_rng
+from collapselab._checks import check_int, check_seed
+from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 
 #: Frequencies ``kappa`` of paper 002 §5.4 (``m = 10`` terms).
@@ -76,7 +77,7 @@ def frequency_dataset(
     """
     n_train = check_int("n_train", n_train, minimum=1)
     n_test = check_int("n_test", n_test, minimum=0)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     k, p = _terms(kappa, phi)
     meta = {
         "generator": "frequency",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from collapselab.data._checks import check_choice, check_finite_tensor, check_float, check_int
+from collapselab._checks import check_choice, check_float, check_int
 from collapselab.data.dataset import DataSplits, LabeledData
-from collapselab.data.transforms import FittedTransform, Standardize, _blocks, _note
+from collapselab.data.transforms import FittedTransform, Standardize, _blocks, _note, _samples
 
 
 def _flat(x: torch.Tensor) -> torch.Tensor:
@@ -61,7 +61,7 @@ class PCA:
 
     def fit(self, x: torch.Tensor) -> PCA:
         """Fit on ``x`` of shape ``(N, ...)`` (flattened to ``(N, D)``)."""
-        x = check_finite_tensor("x", x)
+        x = _samples(x)
         n, d = x.shape[0], int(np.prod(x.shape[1:]))
         self.input_shape = tuple(x.shape[1:])
         flat = _flat(x)
@@ -104,7 +104,7 @@ class PCA:
     def transform(self, x: torch.Tensor, n_components: int | None = None) -> torch.Tensor:
         """Coordinates ``(x - mean) V_P`` along the first ``n_components`` PCs (all if None),
         float64 of shape ``(N, P)``."""
-        x = check_finite_tensor("x", x, allow_empty=True)
+        x = _samples(x, allow_empty=True)
         v = self.components if n_components is None else self.components[:, :n_components]
         return self._centred(x) @ v
 
@@ -137,7 +137,7 @@ class _PCATransform(FittedTransform):
 
     def _checked(self, x: torch.Tensor) -> torch.Tensor:
         self._check_fitted_pca()
-        x = check_finite_tensor("x", x, allow_empty=True)
+        x = _samples(x, allow_empty=True)
         if tuple(x.shape[1:]) != self.pca.input_shape:
             raise ValueError(
                 f"x has per-sample shape {tuple(x.shape[1:])} but {type(self).__name__} was "
@@ -172,7 +172,7 @@ class PCAProjection(_PCATransform):
         return f"PCAProjection(n_components={self.n_components}, center={self.pca.center})"
 
     def fit(self, x: torch.Tensor) -> PCAProjection:
-        x = check_finite_tensor("x", x)
+        x = _samples(x)
         d = int(np.prod(x.shape[1:]))
         if self.n_components > d:
             raise ValueError(f"n_components={self.n_components} exceeds the input dimension {d}")
@@ -249,7 +249,7 @@ class PCAmplification(_PCATransform):
         center: bool = True,
     ) -> None:
         super().__init__(center)
-        self.fraction = check_float("fraction", fraction, minimum=0.0, maximum=1.0, strict_min=True)
+        self.fraction = check_float("fraction", fraction, minimum=0.0, maximum=1.0, strict=True)
         self.factor = check_float("factor", factor)
         self.which = check_choice("which", which, ("top", "bottom"))
         self.renormalize = bool(renormalize)
@@ -363,9 +363,7 @@ class SeparableRelabel:
         """The separator's labels for inputs ``x`` (int64)."""
         if self.weight is None:
             raise RuntimeError("SeparableRelabel is not fitted; call fit(x, y, n_classes) first")
-        return (self._features(check_finite_tensor("x", x, allow_empty=True)) @ self.weight).argmax(
-            1
-        )
+        return (self._features(_samples(x, allow_empty=True)) @ self.weight).argmax(1)
 
 
 def separable_relabel(

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from collapselab.data._checks import check_choice, check_int, check_seed
+from collapselab._checks import check_choice, check_int, check_seed
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
 from collapselab.data.transforms import _balanced_index
@@ -382,10 +382,7 @@ def _superclass_index(superclass: str | int, coarse_names: Sequence[str]) -> int
         if key not in coarse_names:
             raise ValueError(f"superclass must be one of {list(coarse_names)}, got {superclass!r}")
         return list(coarse_names).index(key)
-    index = check_int("superclass", superclass, minimum=0)
-    if index >= len(coarse_names):
-        raise ValueError(f"superclass index must lie in [0, {len(coarse_names)}), got {index}")
-    return index
+    return check_int("superclass", superclass, minimum=0, maximum=len(coarse_names) - 1)
 
 
 def read_cifar100(
@@ -669,7 +666,7 @@ def _finish(
     seed: int = 0,
     extra_meta: dict | None = None,
 ) -> DataSplits:
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     counts = {}
     for key, value in (
         ("n_train_per_class", n_train_per_class),

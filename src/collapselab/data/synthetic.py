@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from collapselab.data._checks import check_choice, check_float, check_int, check_seed, numpy_rng
+from collapselab._checks import check_choice, check_float, check_int, check_seed
+from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 
 _SPECTRA = ("power", "exponential", "flat")
@@ -56,7 +57,7 @@ def gaussian_mixture_means(
     dim = check_int("dim", dim, minimum=1)
     clusters_per_class = check_int("clusters_per_class", clusters_per_class, minimum=1)
     mean_scale = check_float("mean_scale", mean_scale, minimum=0.0)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     g = numpy_rng(seed, 0).standard_normal((n_classes, clusters_per_class, dim))
     g /= np.linalg.norm(g, axis=-1, keepdims=True)
     return torch.from_numpy(mean_scale * g)
@@ -114,7 +115,7 @@ def gaussian_mixture(
     n_classes = check_int("n_classes", n_classes, minimum=1)
     dim = check_int("dim", dim, minimum=1)
     clusters_per_class = check_int("clusters_per_class", clusters_per_class, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     n_train_per_class = check_int("n_train_per_class", n_train_per_class, minimum=1)
     n_test_per_class = check_int("n_test_per_class", n_test_per_class, minimum=0)
     noise_std = check_float("noise_std", noise_std, minimum=0.0)
@@ -228,7 +229,7 @@ def spectrum_gaussian_model(
     decay = check_float("decay", decay, minimum=0.0)
     basis = check_choice("basis", basis, _BASES)
     a = check_float("signal_strength", signal_strength, minimum=0.0)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     s = _spectrum(spectrum, decay, dim)
     pcs = _signal_pcs(signal, n_classes - 1, dim)
     if basis == "axis":
@@ -292,7 +293,7 @@ def spectrum_gaussian(
     """
     n_classes = check_int("n_classes", n_classes, minimum=2)
     dim = check_int("dim", dim, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     n_train_per_class = check_int("n_train_per_class", n_train_per_class, minimum=1)
     n_test_per_class = check_int("n_test_per_class", n_test_per_class, minimum=0)
     model = spectrum_gaussian_model(

@@ -16,14 +16,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from collapselab.data._checks import (
+from collapselab._checks import (
+    ArgumentTypeError,
+    as_tensor,
     check_choice,
-    check_finite_tensor,
+    check_finite,
     check_float,
     check_int,
     check_seed,
-    numpy_rng,
 )
+from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 
 Data = TypeVar("Data", torch.Tensor, LabeledData, DataSplits)
@@ -37,6 +39,19 @@ def _blocks(x: torch.Tensor) -> Iterator[slice]:
     rows = max(1, _BLOCK_ELEMENTS // per_row)
     for start in range(0, x.shape[0], rows):
         yield slice(start, min(start + rows, x.shape[0]))
+
+
+def _samples(x: object, allow_empty: bool = False) -> torch.Tensor:
+    """Inputs ``x`` of shape ``(N, ...)``: a floating tensor (or array) of finite values."""
+    t = as_tensor("x", x)
+    if t.ndim < 2:
+        raise ValueError(f"x must have at least 2 dimensions (N, ...), got shape {tuple(t.shape)}")
+    if not t.is_floating_point():
+        raise ArgumentTypeError(f"x must be a floating-point tensor, got dtype {t.dtype}")
+    if t.shape[0] == 0 and not allow_empty:
+        raise ValueError(f"x must contain at least one sample, got shape {tuple(t.shape)}")
+    check_finite("x", t)
+    return t
 
 
 def _note(meta: dict, note: str) -> dict:
@@ -126,7 +141,7 @@ class Standardize(FittedTransform):
         return f"Standardize(eps={self.eps})"
 
     def fit(self, x: torch.Tensor) -> Standardize:
-        x = check_finite_tensor("x", x)
+        x = _samples(x)
         n_per_channel = x.shape[0] * _channel_view(x[:1]).shape[2]
         total = torch.zeros(x.shape[1], dtype=torch.float64)
         for block in _blocks(x):
@@ -142,7 +157,7 @@ class Standardize(FittedTransform):
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         self._check_fitted("mean")
-        x = check_finite_tensor("x", x, allow_empty=True)
+        x = _samples(x, allow_empty=True)
         if x.shape[1] != self.mean.shape[0]:
             raise ValueError(
                 f"x has {x.shape[1]} channels (axis 1) but Standardize was fitted on "
@@ -230,7 +245,7 @@ def balanced_subset(
         n_test_per_class: see ``data``.
     """
     n_per_class = check_int("n_per_class", n_per_class, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     if isinstance(data, LabeledData):
         index = _balanced_index(data.y, data.n_classes, n_per_class, seed, 0)
         note = f"balanced_subset(n_per_class={n_per_class}, seed={seed})"
@@ -280,7 +295,7 @@ def shuffle_labels(
         which: for :class:`DataSplits`, ``"train"`` (test labels stay true) or ``"both"``.
     """
     fraction = check_float("fraction", fraction, minimum=0.0, maximum=1.0)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     note = f"shuffle_labels(fraction={fraction}, seed={seed})"
     if isinstance(data, LabeledData):
         return _with_y(data, _shuffled(data.y, fraction, numpy_rng(seed, 0)), note)

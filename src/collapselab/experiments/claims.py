@@ -39,6 +39,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from collapselab._checks import check_choice, check_float
+
 Verdict = Literal["holds", "does not hold", "not evaluable"]
 HOLDS: Verdict = "holds"
 DOES_NOT_HOLD: Verdict = "does not hold"
@@ -71,8 +73,7 @@ class ClaimResult:
     detail: str = ""
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        check_choice("verdict", self.verdict, VERDICTS)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -474,12 +475,9 @@ def check_rank_correlation(
     """
     from scipy import stats
 
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must lie in [0, 1], got {threshold!r}")
-    if method not in ("spearman", "kendall"):
-        raise ValueError(f"method must be 'spearman' or 'kendall', got {method!r}")
-    if direction not in ("increasing", "decreasing"):
-        raise ValueError(f"direction must be 'increasing' or 'decreasing', got {direction!r}")
+    check_float("threshold", threshold, minimum=0.0, maximum=1.0)
+    check_choice("method", method, ("spearman", "kendall"))
+    check_choice("direction", direction, ("increasing", "decreasing"))
     try:
         x, y = _finite_pairs(x, y, "the series")
     except NotEvaluable as reason:
@@ -507,8 +505,7 @@ _NEGATED = {"<=": ">", "<": ">=", ">=": "<", ">": "<="}
 
 def check_value(value: float, threshold: float, op: str = "<=") -> ClaimResult:
     """Is ``value op threshold`` (``op`` one of ``<=, <, >=, >``)? NaN is "not evaluable"."""
-    if op not in _OPS:
-        raise ValueError(f"op must be one of {sorted(_OPS)}, got {op!r}")
+    check_choice("op", op, sorted(_OPS))
     value = float(value)
     if not math.isfinite(value):
         return not_evaluable(f"the measured value is {value}", {"value": value})

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from collapselab._checks import check_int
 from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix, as_vector
 
 
@@ -61,8 +62,8 @@ class CommonDirectionAccumulator:
             lr: learning rate η (matters only when mixing with :meth:`update_weight_change`).
         """
         device = None if self.gram is None else self.gram.device
-        g = as_matrix(pre_grads, "pre_grads", device)
-        f = as_matrix(inputs, "inputs", g.device)
+        g = as_matrix("pre_grads", pre_grads, device)
+        f = as_matrix("inputs", inputs, g.device)
         if f.shape[0] != g.shape[0]:
             raise ValueError(
                 f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; "
@@ -75,7 +76,7 @@ class CommonDirectionAccumulator:
     def update_weight_change(self, delta_w: ArrayLike) -> CommonDirectionAccumulator:
         """Add one whole weight change ``ΔW`` of shape ``(h, d)``: ``G += ΔW ΔWᵀ``."""
         device = None if self.gram is None else self.gram.device
-        w = as_matrix(delta_w, "delta_w", device)
+        w = as_matrix("delta_w", delta_w, device)
         self._add(w @ w.T, 1)
         return self
 
@@ -148,16 +149,15 @@ def common_directions(
             pre-activation gradient ``-sum g_x``). Without one, or when the inner product is
             exactly 0, the entry of largest magnitude is made positive.
     """
-    g = as_matrix(gram, "gram")
+    g = as_matrix("gram", gram)
     h = g.shape[0]
     if g.shape[1] != h:
         raise ValueError(f"gram must be square (h, h), got shape {tuple(g.shape)}")
     scale = float(g.abs().max()) if g.numel() else 0.0
     if float((g - g.T).abs().max()) > 1e-10 * max(scale, 1e-300):
         raise ValueError("gram must be symmetric (a sum of ΔW ΔWᵀ)")
-    if not isinstance(k, int | np.integer) or not 1 <= k <= h:
-        raise ValueError(f"k must be an integer in [1, {h}], got {k!r}")
-    ref = None if sign_reference is None else as_vector(sign_reference, "sign_reference", g.device)
+    k = check_int("k", k, minimum=1, maximum=h)
+    ref = None if sign_reference is None else as_vector("sign_reference", sign_reference, g.device)
     if ref is not None and ref.shape[0] != h:
         raise ValueError(f"sign_reference must have length {h}, got {ref.shape[0]}")
     evals, evecs = torch.linalg.eigh(0.5 * (g + g.T))
@@ -188,8 +188,8 @@ class DirectionDecomposition:
 
 
 def _check_direction(matrix: ArrayLike, c: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-    m = as_matrix(matrix, "matrix")
-    cv = as_vector(c, "c", m.device)
+    m = as_matrix("matrix", matrix)
+    cv = as_vector("c", c, m.device)
     if cv.shape[0] != m.shape[0]:
         raise ValueError(
             f"c has length {cv.shape[0]} but matrix has {m.shape[0]} rows (output width h); "
@@ -249,8 +249,8 @@ def primary_coefficients(pre_grads: ArrayLike, c: ArrayLike) -> np.ndarray:
         pre_grads: ``(N, h)`` pre-activation gradients ``g_x = D Ḟ``.
         c: ``(h,)`` common direction.
     """
-    g = as_matrix(pre_grads, "pre_grads")
-    cv = as_vector(c, "c", g.device)
+    g = as_matrix("pre_grads", pre_grads)
+    cv = as_vector("c", c, g.device)
     if cv.shape[0] != g.shape[1]:
         raise ValueError(f"c has length {cv.shape[0]} but pre_grads has {g.shape[1]} columns")
     norm = torch.linalg.vector_norm(cv)
@@ -276,7 +276,7 @@ def sign_consistency(
 ) -> SignConsistency:
     """Within-class sign consistency of ``Cᵀ D Ḟ|_x`` (paper 000, Theorem 2, M14, R17)."""
     coef = primary_coefficients(pre_grads, c)
-    y, k = as_labels(labels, coef.shape[0], n_classes)
+    y, k = as_labels("labels", labels, coef.shape[0], n_classes)
     y_np = y.cpu().numpy()
     pos = np.bincount(y_np[coef > 0], minlength=k)
     neg = np.bincount(y_np[coef < 0], minlength=k)

@@ -1,8 +1,9 @@
-"""Input checks shared by the diversity and layer-wise metric families.
+"""Input conventions of the diversity and layer-wise metric families (private).
 
 Every public function of those families accepts ``torch.Tensor`` or ``numpy.ndarray``
-inputs, converts them to float64 tensors on the input's device and rejects malformed
-input with an error that names the argument and what was expected.
+inputs and converts them to float64 tensors on the input's device: detached (metrics are
+statistics, not part of a training graph), with booleans (ReLU gating patterns) counting as
+0/1. Malformed input is rejected by the shared checks of :mod:`collapselab._checks`.
 """
 
 from __future__ import annotations
@@ -12,111 +13,58 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from collapselab._checks import ArgumentTypeError, as_real_array, as_real_tensor, check_labels
+
 ArrayLike = torch.Tensor | np.ndarray
 
 
-def as_tensor(x: object, name: str, device: torch.device | None = None) -> torch.Tensor:
-    """``x`` as a tensor without copying when possible; TypeError for anything else."""
-    if isinstance(x, torch.Tensor):
-        t = x.detach()  # metrics are statistics, not part of a training graph
-    elif isinstance(x, np.ndarray):
-        t = torch.from_numpy(x)
-    else:
-        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
-    if device is not None:
-        t = t.to(device)
-    return t
+def _as_real(
+    name: str,
+    x: object,
+    ndim: int,
+    device: torch.device | None,
+    dtype: torch.dtype | None = torch.float64,
+    layout: str = "",
+) -> torch.Tensor:
+    return as_real_tensor(
+        name, x, ndim=ndim, layout=layout, dtype=dtype, device=device, detach=True, allow_bool=True
+    )
 
 
-def check_finite(t: torch.Tensor, name: str) -> None:
-    """ValueError when ``t`` holds NaN or Inf."""
-    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-        raise ValueError(f"{name} contains NaN or Inf; expected finite values")
-
-
-def as_matrix(x: object, name: str, device: torch.device | None = None) -> torch.Tensor:
+def as_matrix(name: str, x: object, device: torch.device | None = None) -> torch.Tensor:
     """A finite 2-D float64 tensor ``(rows, cols)``."""
-    t = as_tensor(x, name, device)
-    if t.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
-    if t.is_complex():
-        raise TypeError(f"{name} must be real-valued, got dtype {t.dtype}")
-    t = t.to(torch.float64)
-    check_finite(t, name)
-    return t
+    return _as_real(name, x, 2, device)
 
 
-def as_vector(x: object, name: str, device: torch.device | None = None) -> torch.Tensor:
+def as_vector(name: str, x: object, device: torch.device | None = None) -> torch.Tensor:
     """A finite 1-D float64 tensor."""
-    t = as_tensor(x, name, device)
-    if t.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
-    if t.is_complex():
-        raise TypeError(f"{name} must be real-valued, got dtype {t.dtype}")
-    t = t.to(torch.float64)
-    check_finite(t, name)
-    return t
+    return _as_real(name, x, 1, device)
 
 
-def as_series(x: object, name: str) -> np.ndarray:
+def as_series(name: str, x: object) -> np.ndarray:
     """A finite 1-D float64 numpy array from a tensor, an array or a list of numbers."""
-    if isinstance(x, torch.Tensor):
-        a = x.detach().cpu().numpy()
-    elif isinstance(x, np.ndarray | list | tuple):
-        try:
-            a = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must be a sequence of numbers: {err}") from None
-    else:
-        raise TypeError(
-            f"{name} must be a torch.Tensor, numpy.ndarray or list of numbers, "
-            f"got {type(x).__name__}"
-        )
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
-    if np.iscomplexobj(a):
-        raise TypeError(f"{name} must be real-valued, got dtype {a.dtype}")
-    a = a.astype(np.float64)
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or Inf; expected finite values")
-    return a
+    return as_real_array(name, x, ndim=1, numbers=True, allow_bool=True)
 
 
 def as_labels(
+    name: str,
     y: object,
     n_samples: int,
     n_classes: int | None = None,
     device: torch.device | None = None,
-    name: str = "labels",
 ) -> tuple[torch.Tensor, int]:
     """Integer labels ``(N,)`` as int64 and the class count.
 
     ``n_classes`` defaults to ``max(labels) + 1``; labels must lie in ``[0, n_classes)``.
     """
-    t = as_tensor(y, name, device)
-    if t.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (N,), got shape {tuple(t.shape)}")
-    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-        raise TypeError(f"{name} must have an integer dtype, got {t.dtype}")
-    if t.shape[0] != n_samples:
-        raise ValueError(
-            f"{name} has {t.shape[0]} entries but the features have {n_samples} rows; "
-            "expected one label per row"
-        )
-    t = t.to(torch.int64)
-    lo = int(t.min()) if t.numel() else 0
-    hi = int(t.max()) if t.numel() else -1
-    if n_classes is None:
-        n_classes = hi + 1
-    elif not isinstance(n_classes, int | np.integer) or n_classes < 1:
-        raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
-    if lo < 0 or hi >= n_classes:
-        raise ValueError(f"{name} must lie in [0, {n_classes}), got range [{lo}, {hi}]")
-    return t, int(n_classes)
+    t = check_labels(name, y, n_samples, n_classes, device=device)
+    if n_classes is not None:
+        return t, int(n_classes)
+    return t, int(t.max()) + 1 if t.numel() else 0
 
 
 def as_layers(
-    layers: object, name: str = "layers", same_dim: bool = True, min_layers: int = 1
+    name: str, layers: object, same_dim: bool = True, min_layers: int = 1
 ) -> list[torch.Tensor]:
     """Per-layer feature matrices, checked, on the device of the first layer.
 
@@ -124,13 +72,14 @@ def as_layers(
     the memory); callers convert one or two layers at a time with :func:`to_f64`.
 
     Args:
+        name: the argument's name, for errors (``layers[2] ...``).
         layers: a list or tuple ``[H_0, ..., H_L]`` of ``(N, D_l)`` matrices whose rows are
             the same samples in the same order.
         same_dim: also require every ``D_l`` to be equal (needed for displacements).
         min_layers: the smallest acceptable number of layers.
     """
     if isinstance(layers, torch.Tensor | np.ndarray) or not isinstance(layers, Sequence):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{name} must be a list or tuple of (N, D) feature matrices, "
             f"got {type(layers).__name__}"
         )
@@ -138,12 +87,8 @@ def as_layers(
         raise ValueError(f"{name} must hold at least {min_layers} layer(s), got {len(layers)}")
     out: list[torch.Tensor] = []
     for i, h in enumerate(layers):
-        t = as_tensor(h, f"{name}[{i}]", out[0].device if out else None)
-        if t.ndim != 2:
-            raise ValueError(f"{name}[{i}] must be 2-D (N, D), got shape {tuple(t.shape)}")
-        if t.is_complex():
-            raise TypeError(f"{name}[{i}] must be real-valued, got dtype {t.dtype}")
-        check_finite(t, f"{name}[{i}]")
+        device = out[0].device if out else None
+        t = _as_real(f"{name}[{i}]", h, 2, device, dtype=None, layout="(N, D)")
         if out:
             if t.shape[0] != out[0].shape[0]:
                 raise ValueError(

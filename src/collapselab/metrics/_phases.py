@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collapselab._checks import check_float, check_int
 from collapselab.metrics._family_inputs import ArrayLike, as_series
 
 
@@ -21,9 +22,10 @@ def smooth_curve(values: ArrayLike, window: int = 1) -> np.ndarray:
     Near the ends the window is truncated to the points that exist, so the output has the
     input's length and a constant curve stays constant. ``window=1`` returns a copy.
     """
-    v = as_series(values, "values")
-    if not isinstance(window, int | np.integer) or window < 1 or window % 2 == 0:
-        raise ValueError(f"window must be an odd positive integer, got {window!r}")
+    v = as_series("values", values)
+    window = check_int("window", window, minimum=1)
+    if window % 2 == 0:
+        raise ValueError(f"window must be an odd integer >= 1, got {window}")
     half = window // 2
     csum = np.concatenate([[0.0], np.cumsum(v)])
     idx = np.arange(v.shape[0])
@@ -77,8 +79,8 @@ def detect_phases(
         loss_drop: δ, required with ``loss``; must be > 0.
         relative: read ``loss_drop`` as a fraction of the initial loss.
     """
-    s = as_series(steps, "steps")
-    m = as_series(similarity, "similarity")
+    s = as_series("steps", steps)
+    m = as_series("similarity", similarity)
     if s.shape[0] == 0:
         raise ValueError("steps must not be empty")
     if m.shape != s.shape:
@@ -89,13 +91,12 @@ def detect_phases(
     end = float(s[int(np.argmax(smoothed))])
     plateau_end = None
     if loss is not None:
-        lo = as_series(loss, "loss")
+        lo = as_series("loss", loss)
         if lo.shape != s.shape:
             raise ValueError(f"loss has {lo.shape[0]} points but steps has {s.shape[0]}")
-        if loss_drop is None or not np.isfinite(loss_drop) or loss_drop <= 0:
-            raise ValueError(
-                f"loss_drop must be a positive number when loss is given, got {loss_drop!r}"
-            )
+        if loss_drop is None:
+            raise ValueError("loss_drop must be a positive number when loss is given, got None")
+        loss_drop = check_float("loss_drop", loss_drop, minimum=0.0, strict=True)
         delta = loss_drop * lo[0] if relative else loss_drop
         hits = np.nonzero(lo[0] - lo > delta)[0]
         plateau_end = float(s[hits[0]]) if hits.size else None

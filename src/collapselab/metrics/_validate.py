@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
-import numpy as np
 import torch
 
+from collapselab._checks import ArgumentTypeError, as_tensor, check_choice, check_int
 from collapselab.stats import ClassStats
-from collapselab.stats._validate import (
-    WEIGHTINGS,
-    check_choice,
-    check_features,
-    check_labels,
-    check_n_classes,
-    imbalance_message,
-    resolve_weighting,
-)
+from collapselab.stats._validate import WEIGHTINGS, imbalance_message, resolve_weighting
 
 PAIRS = ("unordered", "ordered")
 
@@ -25,40 +16,18 @@ PAIRS = ("unordered", "ordered")
 def infer_n_classes(labels: object, n_classes: int | None, name: str = "labels") -> int:
     """``n_classes`` if given, else ``max(labels) + 1`` (labels checked to be integers)."""
     if n_classes is not None:
-        return check_n_classes(n_classes)
-    t = labels if isinstance(labels, torch.Tensor) else None
-    if isinstance(labels, np.ndarray):
-        t = torch.from_numpy(labels)
-    if t is None:
-        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(labels)}")
+        return check_int("n_classes", n_classes, minimum=2)
+    t = as_tensor(name, labels)
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-        raise ValueError(f"{name} must be integers (an integer dtype), got dtype {t.dtype}")
+        raise ArgumentTypeError(f"{name} must be integers (an integer dtype), got dtype {t.dtype}")
     if t.numel() == 0:
         raise ValueError(f"{name} is empty; expected at least two classes")
-    return check_n_classes(int(t.max()) + 1, f"the number of classes (max({name}) + 1)")
-
-
-def check_pair(features: object, labels: object, n_classes: int, prefix: str = "") -> None:
-    """Shapes, dtypes, ranges and finiteness of a ``(features, labels)`` pair."""
-    h = check_features(features, f"{prefix}features")
-    check_labels(labels, h.shape[0], n_classes, f"{prefix}labels")
-
-
-def check_ddof(ddof: object) -> int:
-    """A non-negative integer ``ddof``."""
-    if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or ddof < 0:
-        raise ValueError(f"ddof must be a non-negative integer, got {ddof!r}")
-    return int(ddof)
-
-
-def check_lambda(lam: object) -> float:
-    """A finite ``lam >= 0``."""
-    if isinstance(lam, bool) or not isinstance(lam, int | float | np.floating | np.integer):
-        raise ValueError(f"lam must be a non-negative number, got {lam!r}")
-    value = float(lam)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"lam must be finite and >= 0, got {lam!r}")
-    return value
+    c = int(t.max()) + 1
+    if c < 2:
+        raise ValueError(
+            f"{name} hold fewer than two classes (max({name}) + 1 = {c}); expected >= 2"
+        )
+    return c
 
 
 def require_between(stats: ClassStats) -> None:
@@ -107,7 +76,7 @@ def resolve_for_labels(
     points of a line). Classes absent from ``labels`` are ignored. ``stacklevel`` counts
     from this function.
     """
-    weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+    weighting = check_choice("weighting", weighting, WEIGHTINGS)
     counts = torch.bincount(labels.flatten().to(torch.int64))
     warn_imbalanced_counts({name: counts}, weighting, stacklevel + 1)
     return resolve_weighting(weighting, counts)

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import torch
 
+from collapselab._checks import check_choice, check_float, check_int
 from collapselab.metrics._common_direction import (
     CommonDirectionAccumulator,
     CommonDirections,
@@ -85,17 +85,6 @@ ZeroRule = Literal["exclude", "zero_cosine"]
 _ZERO_RULES = ("exclude", "zero_cosine")
 
 
-def _check_zero_rule(zero_vectors: str) -> None:
-    if zero_vectors not in _ZERO_RULES:
-        raise ValueError(f"zero_vectors must be one of {_ZERO_RULES}, got {zero_vectors!r}")
-
-
-def _check_atol(zero_atol: float) -> float:
-    if not np.isfinite(zero_atol) or zero_atol < 0:
-        raise ValueError(f"zero_atol must be a finite number >= 0, got {zero_atol!r}")
-    return float(zero_atol)
-
-
 def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows scaled to unit norm (zero rows stay zero) and the mask of zero rows."""
     norms = torch.linalg.vector_norm(x, dim=1)
@@ -127,10 +116,8 @@ class CosineSimilarityAccumulator:
     """
 
     def __init__(self, n_classes: int, zero_atol: float = 0.0) -> None:
-        if not isinstance(n_classes, int | np.integer) or n_classes < 1:
-            raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
-        self.n_classes = int(n_classes)
-        self.zero_atol = _check_atol(zero_atol)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+        self.zero_atol = check_float("zero_atol", zero_atol, minimum=0.0)
         self.unit_sums: torch.Tensor | None = None  # (C, D)
         self.sq_norms: torch.Tensor | None = None  # (C,)
         self.n_nonzero: torch.Tensor | None = None  # (C,) int64
@@ -144,8 +131,8 @@ class CosineSimilarityAccumulator:
     def update(self, vectors: ArrayLike, labels: ArrayLike) -> CosineSimilarityAccumulator:
         """Add a batch of vectors ``(B, D)`` with labels ``(B,)``; returns ``self``."""
         device = None if self.unit_sums is None else self.unit_sums.device
-        x = as_matrix(vectors, "vectors", device)
-        y, _ = as_labels(labels, x.shape[0], self.n_classes, x.device)
+        x = as_matrix("vectors", vectors, device)
+        y, _ = as_labels("labels", labels, x.shape[0], self.n_classes, x.device)
         if self.unit_sums is None:
             c, d = self.n_classes, x.shape[1]
             self.unit_sums = torch.zeros(c, d, dtype=torch.float64, device=x.device)
@@ -198,7 +185,7 @@ class CosineSimilarityAccumulator:
         Args:
             zero_vectors: ``"exclude"`` or ``"zero_cosine"`` (see the module docstring).
         """
-        _check_zero_rule(zero_vectors)
+        check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
         if self.unit_sums is None:
             raise ValueError("the accumulator is empty; call update() with data first")
         n_zero = int(self.n_zero.sum())
@@ -236,8 +223,8 @@ def feature_cosine_similarity(
         zero_vectors: zero-vector rule, ``"exclude"`` or ``"zero_cosine"``.
         zero_atol: norm at or below which a vector counts as zero.
     """
-    f = as_matrix(features, "features")
-    _, c = as_labels(labels, f.shape[0], n_classes, f.device)
+    f = as_matrix("features", features)
+    _, c = as_labels("labels", labels, f.shape[0], n_classes, f.device)
     return CosineSimilarityAccumulator(c, zero_atol).update(f, labels).result(zero_vectors)
 
 
@@ -268,7 +255,7 @@ def gradient_cosine_similarity(
 
 
 def _as_gates(gates: ArrayLike, device: torch.device | None) -> torch.Tensor:
-    g = as_matrix(gates, "gates", device)
+    g = as_matrix("gates", gates, device)
     if not bool(((g == 0) | (g == 1)).all()):
         raise ValueError("gates must hold only 0 and 1 (the ReLU gating pattern, e.g. preact > 0)")
     return g
@@ -296,7 +283,7 @@ class GatingSimilarityAccumulator:
         """Add a batch of gating patterns ``(B, h)`` (0/1 or bool) with labels ``(B,)``."""
         device = None if self.on_sums is None else self.on_sums.device
         g = _as_gates(gates, device)
-        y, _ = as_labels(labels, g.shape[0], self.n_classes, g.device)
+        y, _ = as_labels("labels", labels, g.shape[0], self.n_classes, g.device)
         self._cos.update(g, y)
         if self.on_sums is None:
             self.on_sums = torch.zeros(
@@ -335,11 +322,9 @@ class GatingSimilarityAccumulator:
         zero_vectors: ZeroRule = "exclude",
     ) -> PairwiseSimilarity:
         """Mean pairwise gating similarity; see :func:`gating_similarity` for ``measure``."""
-        if measure == "cosine":
+        if check_choice("measure", measure, ("cosine", "agreement")) == "cosine":
             return self._cos.result(zero_vectors)
-        if measure != "agreement":
-            raise ValueError(f"measure must be 'cosine' or 'agreement', got {measure!r}")
-        _check_zero_rule(zero_vectors)
+        check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
         if self.on_sums is None:
             raise ValueError("the accumulator is empty; call update() with data first")
         h = self.on_sums.shape[1]
@@ -382,7 +367,7 @@ def gating_similarity(
         zero_vectors: zero-vector rule for ``"cosine"``.
     """
     g = _as_gates(gates, None)
-    _, c = as_labels(labels, g.shape[0], n_classes, g.device)
+    _, c = as_labels("labels", labels, g.shape[0], n_classes, g.device)
     return GatingSimilarityAccumulator(c).update(g, labels).result(measure, zero_vectors)
 
 
@@ -414,7 +399,7 @@ def pseudo_neuron_similarity(
     Returns:
         The mean cosine; NaN when fewer than two columns are counted.
     """
-    w = as_matrix(delta_w, "delta_w")
+    w = as_matrix("delta_w", delta_w)
     y = torch.zeros(w.shape[1], dtype=torch.int64, device=w.device)
     return CosineSimilarityAccumulator(1, zero_atol).update(w.T, y).result(zero_vectors).all_pairs
 
@@ -444,10 +429,10 @@ def pseudo_neuron_similarity_per_sample(
     Returns:
         The mean over samples whose value is defined (NaN when none is). η cancels.
     """
-    _check_zero_rule(zero_vectors)
-    atol = _check_atol(zero_atol)
-    g = as_matrix(pre_grads, "pre_grads")
-    f = as_matrix(inputs, "inputs", g.device)
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    atol = check_float("zero_atol", zero_atol, minimum=0.0)
+    g = as_matrix("pre_grads", pre_grads)
+    f = as_matrix("inputs", inputs, g.device)
     if f.shape[0] != g.shape[0]:
         raise ValueError(
             f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; expected one per sample"
@@ -488,17 +473,14 @@ def weight_change_from_factors(
     Returns:
         ``(h, d)`` float64 tensor in the layout of ``nn.Linear.weight``.
     """
-    g = as_matrix(pre_grads, "pre_grads")
-    f = as_matrix(inputs, "inputs", g.device)
+    g = as_matrix("pre_grads", pre_grads)
+    f = as_matrix("inputs", inputs, g.device)
     if f.shape[0] != g.shape[0]:
         raise ValueError(
             f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; expected one per sample"
         )
-    if reduction not in ("mean", "sum"):
-        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
-    if not np.isfinite(lr):
-        raise ValueError(f"lr must be finite, got {lr!r}")
-    out = -float(lr) * (g.T @ f)
+    check_choice("reduction", reduction, ("mean", "sum"))
+    out = -check_float("lr", lr) * (g.T @ f)
     if reduction == "mean":
         if g.shape[0] == 0:
             raise ValueError("pre_grads has no rows; the mean over samples is undefined")

@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from collapselab._checks import check_choice, check_float
 from collapselab.metrics._family_inputs import (
     ArrayLike,
     as_labels,
@@ -98,7 +99,7 @@ def _pfc_of(
 
 
 def _labels_for(labels: ArrayLike, h: torch.Tensor) -> torch.Tensor:
-    y, _ = as_labels(labels, h.shape[0], None, h.device)
+    y, _ = as_labels("labels", labels, h.shape[0], None, h.device)
     return y
 
 
@@ -123,7 +124,7 @@ def per_layer_pfc(
     Returns:
         ``{key: (L+1,) array}``, one value per layer.
     """
-    hs = as_layers(layers, same_dim=False)
+    hs = as_layers("layers", layers, same_dim=False)
     y = _labels_for(labels, hs[0])
     names = _metric_names(metrics)
     return _pfc_of(hs, y, names, resolve_for_labels(y, weighting))
@@ -147,7 +148,7 @@ class LayerPathAccumulator:
 
     def update(self, layers: Sequence[ArrayLike]) -> LayerPathAccumulator:
         """Add one batch: ``[H_0, ..., H_L]`` for the same B samples, each ``(B, D)``."""
-        hs = as_layers(layers, min_layers=2)
+        hs = as_layers("layers", layers, min_layers=2)
         if self.lengths is not None and len(hs) - 1 != self.lengths.shape[0]:
             raise ValueError(
                 f"layers has {len(hs)} entries but earlier batches had {self.lengths.shape[0] + 1}"
@@ -288,7 +289,7 @@ def straightness(layers: Sequence[ArrayLike]) -> np.ndarray:
         ``(N,)`` values; ``inf`` where the path returns to its start (chord 0, path > 0),
         NaN where the sample never moves.
     """
-    hs = as_layers(layers, min_layers=2)
+    hs = as_layers("layers", layers, min_layers=2)
     return _straightness_from(_step_norms(hs), hs[0], hs[-1])
 
 
@@ -299,11 +300,9 @@ def effective_depth_from_accuracy(
     include_input: bool = False,
 ) -> int | None:
     """ε-empirical effective depth from per-layer NCC accuracies (see :func:`effective_depth`)."""
-    acc = as_series(ncc_accuracy, "ncc_accuracy")
-    if not np.isfinite(eps) or eps < 0:
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
-    if rule not in ("first", "stable"):
-        raise ValueError(f"rule must be 'first' or 'stable', got {rule!r}")
+    acc = as_series("ncc_accuracy", ncc_accuracy)
+    eps = check_float("eps", eps, minimum=0.0)
+    check_choice("rule", rule, ("first", "stable"))
     start = 0 if include_input else 1
     if acc.shape[0] <= start:
         raise ValueError(
@@ -355,14 +354,14 @@ def effective_depth(
     Returns:
         The layer index into ``layers``, or None when no layer qualifies.
     """
-    hs = as_layers(layers, same_dim=False)
+    hs = as_layers("layers", layers, same_dim=False)
     acc = _pfc_of(hs, _labels_for(labels, hs[0]), ("ncc_accuracy",), "sample")["ncc_accuracy"]
     return effective_depth_from_accuracy(acc, eps, rule, include_input)
 
 
 def _pair(h0: ArrayLike, h1: ArrayLike, labels: ArrayLike):
-    a = as_matrix(h0, "h0")
-    b = as_matrix(h1, "h1", a.device)
+    a = as_matrix("h0", h0)
+    b = as_matrix("h1", h1, a.device)
     if b.shape != a.shape:
         raise ValueError(
             f"h1 has shape {tuple(b.shape)} but h0 has {tuple(a.shape)}; the end points must "
@@ -411,11 +410,9 @@ def class_mean_transport_cost(h0: ArrayLike, h1: ArrayLike, labels: ArrayLike) -
 
 
 def _endpoint(b: torch.Tensor, inv: torch.Tensor, endpoint: str) -> torch.Tensor:
-    if endpoint == "empirical":
+    if check_choice("endpoint", endpoint, ("empirical", "class_means")) == "empirical":
         return b
-    if endpoint == "class_means":
-        return _class_means(b, inv)[inv]
-    raise ValueError(f"endpoint must be 'empirical' or 'class_means', got {endpoint!r}")
+    return _class_means(b, inv)[inv]
 
 
 def interpolate(
@@ -429,8 +426,8 @@ def interpolate(
         t: a number, giving ``(N, D)``, or a 1-D sequence of T times (list, array or
             tensor), giving the stacked ``(T, N, D)`` points of the line.
     """
-    a = as_matrix(h0, "h0")
-    b = as_matrix(h1, "h1", a.device)
+    a = as_matrix("h0", h0)
+    b = as_matrix("h1", h1, a.device)
     if b.shape != a.shape:
         raise ValueError(f"h1 has shape {tuple(b.shape)} but h0 has {tuple(a.shape)}")
     if isinstance(t, torch.Tensor | np.ndarray | list | tuple) and np.ndim(t) > 0:
@@ -438,15 +435,12 @@ def interpolate(
         return (1.0 - times) * a + times * b
     if isinstance(t, torch.Tensor | np.ndarray):
         t = float(t)
-    if isinstance(t, bool) or not isinstance(t, int | float | np.floating | np.integer):
-        raise TypeError(f"t must be a number or a 1-D sequence of numbers, got {type(t).__name__}")
-    if not np.isfinite(t):
-        raise ValueError(f"t must be finite, got {t!r}")
-    return (1.0 - float(t)) * a + float(t) * b
+    t = check_float("t", t)
+    return (1.0 - t) * a + t * b
 
 
 def _ts(ts: ArrayLike | Sequence[float]) -> np.ndarray:
-    arr = as_series(ts, "ts")
+    arr = as_series("ts", ts)
     if arr.size == 0:
         raise ValueError("ts must hold at least one time")
     return arr
@@ -687,7 +681,7 @@ def geodesic_prediction(
         metrics, endpoint, weighting: as in :func:`geodesic_curve` (one imbalance
             warning per call at most).
     """
-    hs = as_layers(layers, min_layers=2)
+    hs = as_layers("layers", layers, min_layers=2)
     names = _metric_names(metrics)
     pos = relative_positions(hs)
     a, b, y = _line_ends(hs[0], hs[-1], labels, endpoint)

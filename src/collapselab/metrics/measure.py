@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import torch
 
-from collapselab.metrics._validate import (
-    PAIRS,
-    check_ddof,
-    check_lambda,
-    infer_n_classes,
-    warn_if_imbalanced,
-)
+from collapselab._checks import check_choice, check_float, check_int, check_labels
+from collapselab.metrics._validate import PAIRS, infer_n_classes, warn_if_imbalanced
 from collapselab.metrics.mse import mse_decomposition, nc1_snr_if_defined
 from collapselab.metrics.nc import nc_metrics
 from collapselab.stats import DENSE_MAX_DIM, ClassStats, class_stats_from_features
 from collapselab.stats._validate import (
     MODES,
     WEIGHTINGS,
-    check_choice,
     check_class_counts,
     check_classifier,
     check_features,
-    check_labels,
 )
 
 _NOT_PER_SPLIT = (
@@ -107,19 +100,19 @@ def measure(
     """
     h = check_features(features, "features")
     c = infer_n_classes(labels, n_classes)
-    y = check_labels(labels, h.shape[0], c, "labels")
+    y = check_labels("labels", labels, h.shape[0], c)
     d = h.shape[1]
     if W is not None:
         check_classifier(W, b, c, d, h.device)
     elif b is not None:
         raise ValueError("b was given without W")
-    ddof = check_ddof(ddof)
-    pairs = check_choice(pairs, PAIRS, "pairs")
-    weighting = check_choice(weighting, WEIGHTINGS, "weighting")
-    mode = check_choice(mode, MODES, "mode")
+    ddof = check_int("ddof", ddof, minimum=0)
+    pairs = check_choice("pairs", pairs, PAIRS)
+    weighting = check_choice("weighting", weighting, WEIGHTINGS)
+    mode = check_choice("mode", mode, MODES)
     resolved = mode if mode != "auto" else ("dense" if d <= dense_max_dim else "projected")
     if lam is not None:
-        lam = check_lambda(lam)
+        lam = check_float("lam", lam, minimum=0.0)
         if resolved != "dense":
             raise ValueError(
                 f"the MSE family (lam={lam}) needs the dense D x D within-class covariance, "
@@ -131,7 +124,7 @@ def measure(
         raise ValueError("test_features and test_labels must be given together")
     if test_features is not None:
         ht = check_features(test_features, "test_features", d)
-        yt = check_labels(test_labels, ht.shape[0], c, "test_labels")
+        yt = check_labels("test_labels", test_labels, ht.shape[0], c, source="test_features")
         check_class_counts(torch.bincount(yt, minlength=c), 2, "test_features/test_labels")
 
     options = {

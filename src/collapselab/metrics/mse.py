@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
-from collapselab.metrics._validate import check_lambda, require_between
+from collapselab._checks import check_choice, check_float, check_int
+from collapselab.metrics._validate import require_between
 from collapselab.stats import ClassStats
 from collapselab.stats._validate import check_classifier
 
@@ -61,22 +62,18 @@ def paper_lambda(
     The classifier's ``lam`` governs the decomposition; other decayed parameters do not
     enter it.
     """
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    wd = check_lambda(weight_decay)
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
-        raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    reduction = check_choice("reduction", reduction, REDUCTIONS)
+    wd = check_float("weight_decay", weight_decay, minimum=0.0)
+    n_classes = check_int("n_classes", n_classes, minimum=2)
     if reduction == "mean":
         return n_classes * wd / 2.0
     if reduction == "sum_classes":
         return wd / 2.0
     if reduction == "paper":
         return wd
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(
-            f'reduction="sum" needs batch_size, a positive integer; got {batch_size!r}'
-        )
-    return wd / (2.0 * batch_size)
+    if batch_size is None:
+        raise ValueError('reduction="sum" needs batch_size, a positive integer; got None')
+    return wd / (2.0 * check_int("batch_size", batch_size, minimum=1))
 
 
 @dataclass(frozen=True)
@@ -149,7 +146,7 @@ def least_squares_classifier(stats: ClassStats, lam: float) -> tuple[torch.Tenso
     Returns:
         ``(W_LS (C, D), b_LS (C,))`` float64.
     """
-    lam = check_lambda(lam)
+    lam = check_float("lam", lam, minimum=0.0)
     sigma_w = _dense_within(stats)
     pi, means, mu_g = stats.class_weights, stats.means, stats.global_mean
     centred = stats.centred_means
@@ -179,7 +176,7 @@ def mse_loss(stats: ClassStats, lam: float, W: object, b: object | None = None) 
     ``(1/2)[sum_c pi_c ||W mu_c + b - e_c||^2 + tr(W Sigma_W W^T)] + (lam/2)(...)``: within-
     class deviations average to zero in each class. ``b=None`` means no bias (zero).
     """
-    lam = check_lambda(lam)
+    lam = check_float("lam", lam, minimum=0.0)
     w, bias = check_classifier(W, b, stats.n_classes, stats.dim, stats.device)
     return _loss(stats, lam, w, bias)
 
@@ -198,7 +195,7 @@ def mse_decomposition(
         lam: the paper's ``lam >= 0`` (see :func:`paper_lambda` for PyTorch training).
         W: optional ``(C, D)`` classifier; ``b``: its ``(C,)`` bias (default zero).
     """
-    lam = check_lambda(lam)
+    lam = check_float("lam", lam, minimum=0.0)
     w_ls, b_ls = least_squares_classifier(stats, lam)
     sigma_w = _dense_within(stats)
     nc1 = 0.5 * (_quad(w_ls, sigma_w) + lam * (_sq(w_ls) + _sq(b_ls)))

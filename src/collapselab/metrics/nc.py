@@ -27,22 +27,16 @@ import math
 
 import torch
 
+from collapselab._checks import check_choice, check_int, check_labels
 from collapselab.metrics._validate import (
     PAIRS,
-    check_ddof,
     infer_n_classes,
     require_between,
     warn_if_imbalanced,
     warn_imbalanced_counts,
 )
 from collapselab.stats import ClassStats, class_stats_from_features, nearest_class_mean
-from collapselab.stats._validate import (
-    WEIGHTINGS,
-    check_choice,
-    check_features,
-    check_labels,
-    resolve_weighting,
-)
+from collapselab.stats._validate import WEIGHTINGS, check_features, resolve_weighting
 
 # ---------------------------------------------------------------------------------------
 # metrics of class statistics
@@ -135,8 +129,8 @@ def nc_metrics(
         pairs: ``"unordered"`` (each pair once) or ``"ordered"`` (both orders, as the
             notebook's coherence) for the pairwise-cosine statistics.
     """
-    ddof = check_ddof(ddof)
-    pairs = check_choice(pairs, PAIRS, "pairs")
+    ddof = check_int("ddof", ddof, minimum=0)
+    pairs = check_choice("pairs", pairs, PAIRS)
     require_between(stats)
     centred = stats.centred_means
     pi = stats.class_weights
@@ -207,7 +201,7 @@ def equinorm(vectors: object, ddof: int = 1, name: str = "vectors") -> float:
         vectors: ``(C, D)``, e.g. centred means ``mu_c - mu_G`` or classifier rows ``w_c``.
         ddof: the standard deviation divides by ``C - ddof`` (1: unbiased, as the notebook).
     """
-    ddof = check_ddof(ddof)
+    ddof = check_int("ddof", ddof, minimum=0)
     norms = _rows(vectors, name).norm(dim=1)
     if norms.numel() <= ddof:
         raise ValueError(f"ddof={ddof} needs more than {ddof} rows in {name}")
@@ -226,8 +220,8 @@ def equiangularity(
     ``C(C-1)`` pairs ``c != c'`` (every cosine twice), which changes the ``ddof``
     correction only. A single pair (``C = 2`` unordered) has no spread: 0.
     """
-    ddof = check_ddof(ddof)
-    pairs = check_choice(pairs, PAIRS, "pairs")
+    ddof = check_int("ddof", ddof, minimum=0)
+    pairs = check_choice("pairs", pairs, PAIRS)
     cos, _ = _pair_cosines(vectors, pairs, name)
     if cos.numel() == 1:
         return 0.0
@@ -394,7 +388,7 @@ def ncc_accuracy(
             coincide, else ``"sample"``), ``"balanced"`` (``pi_c = 1/C``) or ``"sample"``
             (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
-    weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+    weighting = check_choice("weighting", weighting, WEIGHTINGS)
     if means is None:
         stats = _stats(features, labels, n_classes, weighting, min_count=1)
         warn_if_imbalanced({"": stats})
@@ -417,7 +411,7 @@ def _ncc_confusion(
     if ref.shape[0] != c:
         raise ValueError(f"means has {ref.shape[0]} rows, expected n_classes={c}")
     h = check_features(features, "features", ref.shape[1])
-    y = check_labels(labels, h.shape[0], c, "labels").to(h.device)
+    y = check_labels("labels", labels, h.shape[0], c, device=h.device)
     if y.numel() == 0:
         raise ValueError("features is empty; expected at least one sample")
     pred = nearest_class_mean(h.to(torch.float64), ref.to(h.device, torch.float64))

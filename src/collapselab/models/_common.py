@@ -3,56 +3,28 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 from torch import nn
 
+from collapselab._checks import check_bool, check_choice, check_float, check_int
+
+# Aliases in the models' former signatures, kept only for modules that still import them
+# (densenet.py); new code calls collapselab._checks directly.
+
 
 def _check_int(name: str, value: object, minimum: int = 1) -> int:
-    """``value`` as an int ``>= minimum``; bools and non-integers are rejected."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+    return check_int(name, value, minimum=minimum)
 
 
 def _check_float(
     name: str, value: object, minimum: float | None = None, inclusive: bool = True
 ) -> float:
-    """``value`` as a finite float, optionally bounded below."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} ({value!r})")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if minimum is not None:
-        bad = out < minimum if inclusive else out <= minimum
-        if bad:
-            relation = ">=" if inclusive else ">"
-            raise ValueError(f"{name} must be {relation} {minimum}, got {value}")
-    return out
+    return check_float(name, value, minimum=minimum, strict=not inclusive)
 
 
-def _check_probability(name: str, value: object) -> float:
-    """A dropout probability in ``[0, 1)``."""
-    p = _check_float(name, value, minimum=0.0)
-    if p >= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1), got {value}")
-    return p
-
-
-def _check_choice(name: str, value: object, choices: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-    return value
-
-
-def _check_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} ({value!r})")
-    return value
+_check_choice = check_choice
+_check_bool = check_bool
 
 
 def _scaled_channels(channels: int, width_multiplier: float) -> int:
@@ -61,7 +33,7 @@ def _scaled_channels(channels: int, width_multiplier: float) -> int:
 
 
 def _check_width_multiplier(value: object) -> float:
-    return _check_float("width_multiplier", value, minimum=0.0, inclusive=False)
+    return check_float("width_multiplier", value, minimum=0.0, strict=True)
 
 
 def _check_features_input(x: torch.Tensor, in_dim: int) -> None:

@@ -7,14 +7,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from collapselab.models._common import (
-    _check_choice,
-    _check_features_input,
-    _check_int,
-    _check_probability,
-    _normal_,
-    _uniform_,
-)
+from collapselab._checks import check_choice, check_int, check_probability
+from collapselab.models._common import _check_features_input, _normal_, _uniform_
 
 _INITS = ("def3", "def3_uniform", "glorot_uniform", "glorot_normal", "he")
 
@@ -83,9 +77,9 @@ class DeepLinear(nn.Module):
             raise TypeError(f"widths must be a sequence of ints, got {type(widths).__name__}")
         if len(widths) < 2:
             raise ValueError(f"widths must have at least 2 entries [m_0, m_1], got {list(widths)}")
-        self.widths = [_check_int(f"widths[{i}]", w) for i, w in enumerate(widths)]
-        self.init = _check_choice("init", init, _INITS)
-        p = _check_probability("dropout", dropout)
+        self.widths = [check_int(f"widths[{i}]", w, minimum=1) for i, w in enumerate(widths)]
+        self.init = check_choice("init", init, _INITS)
+        p = check_probability("dropout", dropout, allow_one=False)
         self.flatten = nn.Flatten()
         self.layers = nn.ModuleList(
             nn.Linear(self.widths[i], self.widths[i + 1], bias=False)

@@ -5,14 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab.models._common import (
-    _check_bool,
-    _check_choice,
-    _check_features_input,
-    _check_float,
-    _check_int,
-    _normal_,
-)
+from collapselab._checks import check_bool, check_choice, check_float, check_int
+from collapselab.models._common import _check_features_input, _normal_
 
 _ACTIVATIONS = ("relu", "leaky_relu")
 _NORMS = ("none", "batchnorm", "norm1")
@@ -103,15 +97,15 @@ class MLP(nn.Module):
         gamma: float = 1.0,
     ) -> None:
         super().__init__()
-        self.in_dim = _check_int("in_dim", in_dim)
-        self.n_classes = _check_int("n_classes", n_classes)
-        self.width = _check_int("width", width)
-        self.depth = _check_int("depth", depth)
-        activation = _check_choice("activation", activation, _ACTIVATIONS)
-        negative_slope = _check_float("negative_slope", negative_slope)
-        bias = _check_bool("bias", bias)
-        norm = _check_choice("norm", norm, _NORMS)
-        self.gamma = _check_float("gamma", gamma, minimum=0.0, inclusive=False)
+        self.in_dim = check_int("in_dim", in_dim, minimum=1)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+        self.width = check_int("width", width, minimum=1)
+        self.depth = check_int("depth", depth, minimum=1)
+        activation = check_choice("activation", activation, _ACTIVATIONS)
+        negative_slope = check_float("negative_slope", negative_slope)
+        bias = check_bool("bias", bias)
+        norm = check_choice("norm", norm, _NORMS)
+        self.gamma = check_float("gamma", gamma, minimum=0.0, strict=True)
 
         self.flatten = nn.Flatten()
         dims = [self.in_dim] + [self.width] * (self.depth - 1)

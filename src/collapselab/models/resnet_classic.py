@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from collapselab._checks import check_int
 from collapselab.models._common import (
     _check_image_input,
-    _check_int,
     _check_width_multiplier,
     _kaiming_conv_bn_init,
     _scaled_channels,
@@ -121,9 +121,9 @@ class ResNet(nn.Module):
             raise TypeError(f"block must be BasicBlock or Bottleneck, got {block!r}")
         if len(layers) != 4:
             raise ValueError(f"layers must list 4 block counts, got {layers}")
-        self.layer_counts = [_check_int(f"layers[{i}]", n) for i, n in enumerate(layers)]
-        self.in_channels = _check_int("in_channels", in_channels)
-        self.n_classes = _check_int("n_classes", n_classes)
+        self.layer_counts = [check_int(f"layers[{i}]", n, minimum=1) for i, n in enumerate(layers)]
+        self.in_channels = check_int("in_channels", in_channels, minimum=1)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
         mult = _check_width_multiplier(width_multiplier)
 
         planes = [_scaled_channels(p, mult) for p in (64, 128, 256, 512)]

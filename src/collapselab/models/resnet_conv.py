@@ -8,10 +8,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from collapselab._checks import check_bool, check_int
 from collapselab.models._common import (
-    _check_bool,
     _check_image_input,
-    _check_int,
     _check_width_multiplier,
     _kaiming_conv_bn_init,
     _scaled_channels,
@@ -86,9 +85,9 @@ def _check_stages(stages: object) -> list[tuple[int, int, int]]:
         c, n, s = spec
         out.append(
             (
-                _check_int(f"stages[{i}] channels", c),
-                _check_int(f"stages[{i}] n_blocks", n),
-                _check_int(f"stages[{i}] stride", s),
+                check_int(f"stages[{i}] channels", c, minimum=1),
+                check_int(f"stages[{i}] n_blocks", n, minimum=1),
+                check_int(f"stages[{i}] stride", s, minimum=1),
             )
         )
     return out
@@ -141,14 +140,14 @@ class ConvResNet(nn.Module):
         final_norm: bool = False,
     ) -> None:
         super().__init__()
-        self.in_channels = _check_int("in_channels", in_channels)
-        self.n_classes = _check_int("n_classes", n_classes)
+        self.in_channels = check_int("in_channels", in_channels, minimum=1)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
         specs = _check_stages(stages)
-        stem_kernel = _check_int("stem_kernel", stem_kernel)
+        stem_kernel = check_int("stem_kernel", stem_kernel, minimum=1)
         if stem_kernel % 2 == 0:
             raise ValueError(f"stem_kernel must be odd, got {stem_kernel}")
         mult = _check_width_multiplier(width_multiplier)
-        self.final_norm = _check_bool("final_norm", final_norm)
+        self.final_norm = check_bool("final_norm", final_norm)
         self.stage_specs = [(_scaled_channels(c, mult), n, s) for c, n, s in specs]
 
         c0, _, s0 = self.stage_specs[0]
@@ -178,13 +177,8 @@ class ConvResNet(nn.Module):
         Negative indices count from the end (``-1``: the last stage, as measured in 001).
         All listed outputs share one shape ``(N, C_i, H_i, W_i)``.
         """
-        if isinstance(stage_index, bool) or not isinstance(stage_index, int):
-            raise TypeError(f"stage_index must be an int, got {type(stage_index).__name__}")
-        if not -self.n_stages <= stage_index < self.n_stages:
-            raise ValueError(
-                f"stage_index must lie in [{-self.n_stages}, {self.n_stages}), got {stage_index}"
-            )
-        i = stage_index % self.n_stages
+        n = self.n_stages
+        i = check_int("stage_index", stage_index, minimum=-n, maximum=n - 1) % n
         layer0 = "stem" if i == 0 else f"stages.{i}.transition"
         n_blocks = self.stage_specs[i][1]
         return [layer0, *(f"stages.{i}.blocks.{j}" for j in range(n_blocks))]

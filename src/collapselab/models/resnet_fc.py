@@ -5,11 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from collapselab._checks import check_bool, check_choice, check_int
 from collapselab.models._common import (
-    _check_bool,
-    _check_choice,
     _check_features_input,
-    _check_int,
     _check_width_multiplier,
     _scaled_channels,
 )
@@ -100,14 +98,14 @@ class FCResNet(nn.Module):
         final_norm: bool = False,
     ) -> None:
         super().__init__()
-        self.in_dim = _check_int("in_dim", in_dim)
-        self.width = _check_int("width", width)
-        self.n_blocks = _check_int("n_blocks", n_blocks)
-        self.n_classes = _check_int("n_classes", n_classes)
-        block = _check_choice("block", block, _BLOCKS)
-        norm = _check_bool("norm", norm)
-        bias = _check_bool("bias", bias)
-        self.final_norm = _check_bool("final_norm", final_norm)
+        self.in_dim = check_int("in_dim", in_dim, minimum=1)
+        self.width = check_int("width", width, minimum=1)
+        self.n_blocks = check_int("n_blocks", n_blocks, minimum=1)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+        block = check_choice("block", block, _BLOCKS)
+        norm = check_bool("norm", norm)
+        bias = check_bool("bias", bias)
+        self.final_norm = check_bool("final_norm", final_norm)
 
         self.flatten = nn.Flatten()
         self.stem = nn.Linear(self.in_dim, self.width, bias=bias)

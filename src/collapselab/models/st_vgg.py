@@ -8,14 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from collapselab.models._common import (
-    _check_bool,
-    _check_image_input,
-    _check_int,
-    _check_probability,
-    _check_width_multiplier,
-    _scaled_channels,
-)
+from collapselab._checks import check_bool, check_int, check_probability
+from collapselab.models._common import _check_image_input, _check_width_multiplier, _scaled_channels
 
 #: (channels, kernel) of the two convolutions of each of st-VGG's four stages.
 _STAGES: tuple[tuple[tuple[int, int], tuple[int, int]], ...] = (
@@ -76,7 +70,10 @@ def _input_hw(input_size: int | Sequence[int]) -> tuple[int, int]:
         size = (input_size[0], input_size[1])
     else:
         raise ValueError(f"input_size must be an int or (H, W), got {input_size!r}")
-    return (_check_int("input_size H", size[0], 16), _check_int("input_size W", size[1], 16))
+    return (
+        check_int("input_size H", size[0], minimum=16),
+        check_int("input_size W", size[1], minimum=16),
+    )
 
 
 class StVGG(nn.Module):
@@ -127,14 +124,14 @@ class StVGG(nn.Module):
         dropout_fc: float = 0.5,
     ) -> None:
         super().__init__()
-        self.n_classes = _check_int("n_classes", n_classes)
-        self.in_channels = _check_int("in_channels", in_channels)
-        self.linear = _check_bool("linear", linear)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+        self.in_channels = check_int("in_channels", in_channels, minimum=1)
+        self.linear = check_bool("linear", linear)
         self.input_size = _input_hw(input_size)
         mult = _check_width_multiplier(width_multiplier)
-        bias = _check_bool("bias", bias)
-        p_conv = _check_probability("dropout_conv", dropout_conv)
-        p_fc = _check_probability("dropout_fc", dropout_fc)
+        bias = check_bool("bias", bias)
+        p_conv = check_probability("dropout_conv", dropout_conv, allow_one=False)
+        p_fc = check_probability("dropout_fc", dropout_fc, allow_one=False)
 
         stages = []
         prev = self.in_channels

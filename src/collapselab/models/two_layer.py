@@ -7,12 +7,8 @@ import math
 import torch
 from torch import nn
 
-from collapselab.models._common import (
-    _check_bool,
-    _check_features_input,
-    _check_float,
-    _check_int,
-)
+from collapselab._checks import check_bool, check_float, check_int
+from collapselab.models._common import _check_features_input
 
 
 class _FixedReadout(nn.Linear):
@@ -76,16 +72,16 @@ class TwoLayerReLU(nn.Module):
         train_output: bool = False,
     ) -> None:
         super().__init__()
-        self.in_dim = _check_int("in_dim", in_dim)
-        self.width = _check_int("width", width)
-        self.paired = _check_bool("paired", paired)
-        train_output = _check_bool("train_output", train_output)
+        self.in_dim = check_int("in_dim", in_dim, minimum=1)
+        self.width = check_int("width", width, minimum=1)
+        self.paired = check_bool("paired", paired)
+        train_output = check_bool("train_output", train_output)
         if self.paired and self.width % 2:
             raise ValueError(f"width must be even for the paired init, got {width}")
         a_scale = 1.0 / math.sqrt(self.width) if a_scale is None else a_scale
         w_std = 1.0 / math.sqrt(self.in_dim) if w_std is None else w_std
-        self.a_scale = _check_float("a_scale", a_scale, minimum=0.0, inclusive=False)
-        self.w_std = _check_float("w_std", w_std, minimum=0.0, inclusive=False)
+        self.a_scale = check_float("a_scale", a_scale, minimum=0.0, strict=True)
+        self.w_std = check_float("w_std", w_std, minimum=0.0, strict=True)
 
         self.flatten = nn.Flatten()
         self.hidden = nn.Linear(self.in_dim, self.width, bias=False)

@@ -5,12 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab.models._common import (
-    _check_image_input,
-    _check_int,
-    _check_width_multiplier,
-    _scaled_channels,
-)
+from collapselab._checks import check_int
+from collapselab.models._common import _check_image_input, _check_width_multiplier, _scaled_channels
 
 #: Simonyan & Zisserman's configurations A (VGG-11) and B (VGG-13); "M" is a 2x2 max-pool.
 _CONFIGS: dict[str, list[int | str]] = {
@@ -49,8 +45,8 @@ class VGG(nn.Module):
         width_multiplier: float = 1.0,
     ) -> None:
         super().__init__()
-        self.in_channels = _check_int("in_channels", in_channels)
-        self.n_classes = _check_int("n_classes", n_classes)
+        self.in_channels = check_int("in_channels", in_channels, minimum=1)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
         mult = _check_width_multiplier(width_multiplier)
         layers: list[nn.Module] = []
         relu_names: list[str] = []

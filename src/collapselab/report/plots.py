@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from collapselab._checks import check_choice, check_int
 from collapselab.report._html import write_atomic
 
 Curves = Mapping[str, tuple[Any, Any]]
@@ -258,8 +259,7 @@ def plot_panels(
     epoch differs per dataset). ``panels`` fixes the panel order (default: order of first
     appearance). A plain-array input is ``{panel: {label: (x, y)}}``.
     """
-    if not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be a positive int, got {ncols!r}")
+    ncols = check_int("ncols", ncols, minimum=1)
     if isinstance(data, pd.DataFrame):
         _require_columns(data, [panel])
         rows = data if metric is None else data[data["metric"] == metric]
@@ -306,8 +306,7 @@ def plot_panels(
 def relative_positions(n_layers: int) -> np.ndarray:
     """Evenly spaced positions l/(L-1) in [0, 1] for ``n_layers`` layers (a fallback for
     the path-length position pos(l) of paper 001 §IV-A when it was not measured)."""
-    if not isinstance(n_layers, int) or n_layers < 1:
-        raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
+    n_layers = check_int("n_layers", n_layers, minimum=1)
     return np.linspace(0.0, 1.0, n_layers) if n_layers > 1 else np.zeros(1)
 
 
@@ -441,8 +440,7 @@ def plot_comparison(
     per key, e.g. per metric, with ``reference`` and ``logy`` given per panel as mappings).
     ``errors`` adds error bars of the same shape.
     """
-    if kind not in ("bar", "point"):
-        raise ValueError(f"kind must be 'bar' or 'point', got {kind!r}")
+    check_choice("kind", kind, ("bar", "point"))
     if not isinstance(values, Mapping) or not values:
         raise TypeError("values must be a non-empty mapping {item: value} or {panel: {...}}")
     nested = all(isinstance(v, Mapping) for v in values.values())

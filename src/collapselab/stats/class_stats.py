@@ -60,15 +60,13 @@ from typing import Any
 
 import torch
 
+from collapselab._checks import check_choice, check_int, check_labels
 from collapselab.stats._validate import (
     MODES,
     WEIGHTINGS,
-    check_choice,
     check_class_counts,
     check_classifier,
     check_features,
-    check_labels,
-    check_n_classes,
     counts_balanced,
     imbalance_message,
     resolve_weighting,
@@ -152,15 +150,13 @@ class ClassStats:
         device: torch.device | str | None = None,
         warn_imbalanced: bool = True,
     ) -> None:
-        self.n_classes = check_n_classes(n_classes)
-        self.requested_weighting = check_choice(weighting, WEIGHTINGS, "weighting")
+        self.n_classes = check_int("n_classes", n_classes, minimum=2)
+        self.requested_weighting = check_choice("weighting", weighting, WEIGHTINGS)
         # None until finalize_means() resolves "auto" from the class counts.
         self.weighting: str | None = None if weighting == "auto" else self.requested_weighting
         self.warn_imbalanced = bool(warn_imbalanced)
-        self.requested_mode = check_choice(mode, MODES, "mode")
-        if isinstance(dense_max_dim, bool) or not isinstance(dense_max_dim, int):
-            raise ValueError(f"dense_max_dim must be an integer, got {dense_max_dim!r}")
-        self.dense_max_dim = dense_max_dim
+        self.requested_mode = check_choice("mode", mode, MODES)
+        self.dense_max_dim = check_int("dense_max_dim", dense_max_dim)
         self.mode: str | None = None
         self.dim: int | None = None
         self.device: torch.device | None = torch.device(device) if device is not None else None
@@ -169,8 +165,7 @@ class ClassStats:
         self._p2: dict[str, torch.Tensor] = {}
         self._fixed: dict[str, Any] = {}
         if dim is not None:
-            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-                raise ValueError(f"dim must be a positive integer, got {dim!r}")
+            dim = check_int("dim", dim, minimum=1)
             self._init_pass1(dim, self.device or torch.device("cpu"))
 
     # ------------------------------------------------------------------ pass 1
@@ -186,7 +181,7 @@ class ClassStats:
 
     def _batch(self, features: object, labels: object) -> tuple[torch.Tensor, torch.Tensor]:
         h = check_features(features, "features", self.dim)
-        y = check_labels(labels, h.shape[0], self.n_classes, "labels")
+        y = check_labels("labels", labels, h.shape[0], self.n_classes)
         if self.dim is None:
             self._init_pass1(h.shape[1], self.device or h.device)
         return h.to(self.device, torch.float64), y.to(self.device)
@@ -561,10 +556,9 @@ def class_stats_from_features(
     ``min_count`` is passed to :meth:`ClassStats.finalize_means`; the other keyword
     arguments are those of :func:`class_stats_from_batches`.
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     h = check_features(features, "features")
-    y = check_labels(labels, h.shape[0], check_n_classes(n_classes), "labels")
+    y = check_labels("labels", labels, h.shape[0], check_int("n_classes", n_classes, minimum=2))
     chunks = [(h[i : i + chunk_size], y[i : i + chunk_size]) for i in range(0, len(y), chunk_size)]
     return class_stats_from_batches(chunks, n_classes, min_count=min_count, **kwargs)
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from collapselab._checks import check_choice
+
 TMP_SUFFIX = ".tmp"
 
 
@@ -48,8 +50,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[A
         path: the final file name; its directory must exist.
         mode: ``"wb"`` or ``"w"`` (text, UTF-8).
     """
-    if mode not in ("wb", "w"):
-        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
+    check_choice("mode", mode, ("wb", "w"))
     path = Path(path)
     tmp = _tmp_path(path)
     encoding = "utf-8" if mode == "w" else None

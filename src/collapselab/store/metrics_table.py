@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from collapselab._checks import check_int
 from collapselab.store._atomic import atomic_open
 
 NO_EPOCH = -1
@@ -47,12 +48,6 @@ METRIC_SCHEMA = pa.schema(
 MetricRow = tuple[int, int, str, str, str, float]
 
 
-def _as_int(value: Any, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    return int(value)
-
-
 def make_row(
     step: Any,
     metric: Any,
@@ -62,10 +57,8 @@ def make_row(
     layer: Any = "",
 ) -> MetricRow:
     """Validate one row and return it as a tuple in :data:`METRIC_COLUMNS` order."""
-    step_i = _as_int(step, "step")
-    if step_i < 0:
-        raise ValueError(f"step must be >= 0, got {step_i}")
-    epoch_i = NO_EPOCH if epoch is None else _as_int(epoch, "epoch")
+    step_i = check_int("step", step, minimum=0)
+    epoch_i = NO_EPOCH if epoch is None else check_int("epoch", epoch)
     if epoch_i < NO_EPOCH:
         raise ValueError(f"epoch must be >= 0 or None, got {epoch_i}")
     for name, text in (("split", split), ("layer", layer), ("metric", metric)):

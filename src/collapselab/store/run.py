@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from collapselab._checks import check_choice, check_int
 from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
 from collapselab.store._json import json_equal, to_jsonable
 from collapselab.store.metrics_table import (
@@ -170,8 +171,7 @@ class Run:
         _check_name(experiment, "experiment")
         if preset:
             _check_name(preset, "preset")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed must be an int, got {seed!r}")
+        seed = check_int("seed", seed)
         config_json = to_jsonable({} if config is None else config, "config")
         if not isinstance(config_json, dict):
             raise TypeError(f"config must be a mapping or dataclass, got {type(config).__name__}")
@@ -340,8 +340,7 @@ class Run:
         ``"completed"``, ``"failed"`` and ``"interrupted"`` record ``timings.finished``.
         ``error`` is stored for failed or interrupted runs and cleared otherwise.
         """
-        if status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {RUN_STATUSES}, got {status!r}")
+        check_choice("status", status, RUN_STATUSES)
         if error is not None and not isinstance(error, str):
             raise TypeError(f"error must be a str or None, got {type(error).__name__}")
         timings = self._manifest.setdefault("timings", {})
@@ -438,8 +437,7 @@ class Run:
         Used when resuming from the checkpoint at ``step``: what was recorded after it will
         be recorded again. Returns the number of metric rows dropped.
         """
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-            raise ValueError(f"step must be a non-negative int, got {step!r}")
+        step = check_int("step", step, minimum=0)
         table = self._committed()
         keep = table["step"].to_numpy() <= step
         dropped = int((~keep).sum())
@@ -548,10 +546,8 @@ class Run:
         """
         import torch
 
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-            raise ValueError(f"step must be a non-negative int, got {step!r}")
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
-            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+        step = check_int("step", step, minimum=0)
+        keep_last = check_int("keep_last", keep_last, minimum=1)
         if not isinstance(state, Mapping):
             raise TypeError(f"state must be a dict, got {type(state).__name__}")
         path = self._subdir(CHECKPOINTS_DIR) / f"step-{int(step):010d}.pt"

@@ -43,12 +43,12 @@ rescale time by ``CN``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from collapselab._checks import check_choice, check_float, check_int, check_labels
 from collapselab.metrics import (
     central_path_losses,
     least_squares_classifier,
@@ -57,9 +57,9 @@ from collapselab.metrics import (
     nc1_pinv,
     snr_matrix,
 )
-from collapselab.metrics._validate import check_lambda, infer_n_classes
+from collapselab.metrics._validate import infer_n_classes
 from collapselab.stats import ClassStats, class_stats_from_features
-from collapselab.stats._validate import check_features, check_labels, check_n_classes
+from collapselab.stats._validate import check_features
 
 __all__ = [
     "METHODS",
@@ -94,15 +94,9 @@ def paper_labels(n_classes: int, n_per_class: int) -> torch.Tensor:
 
     Row ``c N + i`` of a rows-are-samples matrix is the paper's column ``(i+1, c+1)``.
     """
-    c = check_n_classes(n_classes)
-    n = _check_count(n_per_class, "n_per_class", 1)
+    c = check_int("n_classes", n_classes, minimum=2)
+    n = check_int("n_per_class", n_per_class, minimum=1)
     return torch.arange(c).repeat_interleave(n)
-
-
-def _check_count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -134,7 +128,7 @@ def _features(x: object, name: str, dim: int | None = None) -> torch.Tensor:
 
 def _layout(labels: object, n_rows: int, n_classes: int | None, name: str = "labels") -> _Layout:
     c = infer_n_classes(labels, n_classes, name)
-    y = check_labels(labels, n_rows, c, name).cpu()
+    y = check_labels(name, labels, n_rows, c, device="cpu")
     counts = torch.bincount(y, minlength=c)
     if bool((counts != counts[0]).any()):
         raise ValueError(
@@ -231,8 +225,8 @@ def class_centering_matrix(n_classes: int, n_per_class: int) -> torch.Tensor:
     ``X`` ordered as :func:`paper_labels`. Dense: meant for the small instances of the
     theory (the simulators never form it).
     """
-    c = check_n_classes(n_classes)
-    n = _check_count(n_per_class, "n_per_class", 1)
+    c = check_int("n_classes", n_classes, minimum=2)
+    n = check_int("n_per_class", n_per_class, minimum=1)
     blocks = torch.kron(torch.eye(c, dtype=torch.float64), torch.ones(n, n, dtype=torch.float64))
     return (torch.eye(c * n, dtype=torch.float64) - blocks / n) / (c * n)
 
@@ -280,8 +274,9 @@ def central_path_predictions(
     At ``lam = 0`` these equal ``W_LS (h - mu_G) + 1/C`` and are invariant under any
     invertible linear map of the features (Eq. 7; see :func:`invariance_gap`).
     """
+    lam = check_float("lam", lam, minimum=0.0)
     h = _features(features, "features")
-    w, b = least_squares_classifier(_stats(h, labels, n_classes), check_lambda(lam))
+    w, b = least_squares_classifier(_stats(h, labels, n_classes), lam)
     return h @ w.T + b
 
 
@@ -311,8 +306,9 @@ def ls_loss(
     features: object, labels: object, lam: float = 0.0, n_classes: int | None = None
 ) -> float:
     r"""``L_LS(H) = L(W~_LS(H), H)``, the loss on the central path (Theorem 1)."""
+    lam = check_float("lam", lam, minimum=0.0)
     h = _features(features, "features")
-    return mse_decomposition(_stats(h, labels, n_classes), check_lambda(lam)).ls_loss
+    return mse_decomposition(_stats(h, labels, n_classes), lam).ls_loss
 
 
 def ls_gradient(
@@ -330,8 +326,8 @@ def ls_gradient(
     """
     h = _features(features, "features")
     stats = _stats(h, labels, n_classes)
-    w, b = least_squares_classifier(stats, check_lambda(lam))
-    y = check_labels(labels, h.shape[0], stats.n_classes).to(h.device)
+    w, b = least_squares_classifier(stats, check_float("lam", lam, minimum=0.0))
+    y = check_labels("labels", labels, h.shape[0], stats.n_classes, device=h.device)
     weight = (stats.class_weights / stats.counts.to(torch.float64))[y]
     eye = torch.eye(stats.n_classes, dtype=torch.float64, device=h.device)
     resid = (h @ w.T + b - eye[y]) * weight.unsqueeze(1)
@@ -384,9 +380,9 @@ def snr_instance(
     Returns:
         ``(features (CN, P), labels (CN,))`` in the order of :func:`paper_labels`.
     """
-    c = check_n_classes(n_classes)
-    n = _check_count(n_per_class, "n_per_class", 2)
-    p = _check_count(dim, "dim", 1)
+    c = check_int("n_classes", n_classes, minimum=2)
+    n = check_int("n_per_class", n_per_class, minimum=2)
+    p = check_int("dim", dim, minimum=1)
     om = torch.as_tensor(np.asarray(omega, dtype=np.float64))
     if om.shape != (c - 1,):
         raise ValueError(
@@ -566,18 +562,11 @@ class RenormalisedGD:
     ) -> None:
         h = _features(features, "features")
         self._layout = _layout(labels, h.shape[0], n_classes)
-        self._labels = check_labels(labels, h.shape[0], self._layout.n_classes).cpu()
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        if (
-            isinstance(lr, bool)
-            or not isinstance(lr, int | float)
-            or not lr > 0
-            or not math.isfinite(lr)
-        ):
-            raise ValueError(f"lr must be a finite positive number, got {lr!r}")
-        self.method = method
-        self.lr = float(lr)
+        self._labels = check_labels(
+            "labels", labels, h.shape[0], self._layout.n_classes, device="cpu"
+        )
+        self.method = check_choice("method", method, METHODS)
+        self.lr = check_float("lr", lr, minimum=0.0, strict=True)
         self.step_count = 0
         self._x3 = _whiten_blocks(self._layout.blocks(h))
 
@@ -593,7 +582,7 @@ class RenormalisedGD:
 
     def step(self, n_steps: int = 1) -> None:
         """Take ``n_steps`` renormalised gradient steps (App. D.1 steps 2-4)."""
-        n_steps = _check_count(n_steps, "n_steps", 0)
+        n_steps = check_int("n_steps", n_steps, minimum=0)
         x3 = self._x3
         for _ in range(n_steps):
             grad = _ls_grad_blocks(x3)
@@ -615,8 +604,8 @@ class RenormalisedGD:
             n_steps: number of steps. record_every: ``k``.
             metrics: also record the catalogue NC and MSE metrics (slower).
         """
-        n_steps = _check_count(n_steps, "n_steps", 0)
-        every = _check_count(record_every, "record_every", 1)
+        n_steps = check_int("n_steps", n_steps, minimum=0)
+        every = check_int("record_every", record_every, minimum=1)
         rec = _Recorder(self._layout, self._labels, metrics)
         rec(self._x3, self.time, self.step_count)
         done = 0
@@ -656,7 +645,7 @@ def renormalised_flow(
 
     h = _features(features, "features")
     layout = _layout(labels, h.shape[0], n_classes)
-    y = check_labels(labels, h.shape[0], layout.n_classes)
+    y = check_labels("labels", labels, h.shape[0], layout.n_classes)
     t_eval = np.asarray(times, dtype=np.float64).reshape(-1)
     if t_eval.size == 0 or not np.isfinite(t_eval).all() or (t_eval < 0).any():
         raise ValueError("times must be a non-empty sequence of finite values >= 0")
@@ -730,9 +719,9 @@ def verify_central_path(
     n_classes: int = 4, n_per_class: int = 6, dim: int = 5, seed: int = 0
 ) -> CentralPathCheck:
     """Check the §3 identities on random Gaussian features (see :class:`CentralPathCheck`)."""
-    c = check_n_classes(n_classes)
-    n = _check_count(n_per_class, "n_per_class", 2)
-    p = _check_count(dim, "dim", 1)
+    c = check_int("n_classes", n_classes, minimum=2)
+    n = check_int("n_per_class", n_per_class, minimum=2)
+    p = check_int("dim", dim, minimum=1)
     g = torch.Generator().manual_seed(seed)
     y = paper_labels(c, n)
     h = (

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import torch
 
+from collapselab._checks import as_real_array, check_choice, check_float, check_int, check_labels
 from collapselab._threads import serial_threads
 from collapselab.metrics.layerwise import (
     PFC_METRICS,
@@ -70,32 +70,20 @@ SeedLike = int | np.random.Generator | None
 
 
 def _features(x: object, name: str) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (N, D), got shape {x.shape}")
-    if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-        raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
-    x = x.astype(np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or Inf; expected finite values")
-    return x
+    return as_real_array(name, x, ndim=2, layout="(N, D)")
 
 
-def _labels(y: object, n: int, name: str = "labels") -> np.ndarray:
-    if isinstance(y, torch.Tensor):
-        y = y.detach().cpu().numpy()
-    if not isinstance(y, np.ndarray):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(y).__name__}")
-    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"{name} must be a 1-D integer array, got shape {y.shape} {y.dtype}")
-    if y.shape[0] != n:
-        raise ValueError(f"{name} has {y.shape[0]} entries but the features have {n} rows")
-    if y.size and y.min() < 0:
-        raise ValueError(f"{name} must be >= 0, got minimum {y.min()}")
-    return y.astype(np.int64)
+def _labels(y: object, n: int, source: str = "h0") -> np.ndarray:
+    return check_labels("labels", y, n, None, device="cpu", source=source).numpy()
+
+
+def _pair(h0: object, h1: object, labels: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start and end features of one shape and their labels."""
+    a = _features(h0, "h0")
+    b = _features(h1, "h1")
+    if a.shape != b.shape:
+        raise ValueError(f"h1 has shape {b.shape} but h0 has {a.shape}; expected the same")
+    return a, b, _labels(labels, a.shape[0])
 
 
 def _rng(seed: SeedLike) -> np.random.Generator:
@@ -104,12 +92,6 @@ def _rng(seed: SeedLike) -> np.random.Generator:
     if seed is None or (isinstance(seed, int | np.integer) and not isinstance(seed, bool)):
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be an int, a numpy Generator or None, got {type(seed).__name__}")
-
-
-def _positive_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _class_means(h: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,12 +133,11 @@ def simplex_etf(n_classes: int, dim: int, seed: SeedLike = 0, scale: float = 1.0
     Returns:
         ``(K, d)``: row k is the k-th ETF vector (``M^T``, the library's class-per-row layout).
     """
-    k = _positive_int(n_classes, "n_classes", 2)
-    d = _positive_int(dim, "dim", 1)
+    k = check_int("n_classes", n_classes, minimum=2)
+    d = check_int("dim", dim, minimum=1)
     if d < k - 1:
         raise ValueError(f"dim must be >= n_classes - 1 = {k - 1} to hold a simplex, got {d}")
-    if not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+    scale = check_float("scale", scale, minimum=0.0, strict=True)
     rng = _rng(seed)
     centring = np.eye(k) - 1.0 / k
     if d >= k:
@@ -198,11 +179,9 @@ def ideal_endpoint(
         ``(N, D)`` float64 end features.
     """
     h = _features(h1, "h1")
-    y = _labels(labels, h.shape[0])
-    if mode not in ("class_means", "simplex_etf"):
-        raise ValueError(f"mode must be 'class_means' or 'simplex_etf', got {mode!r}")
-    if orientation not in ("random", "nearest"):
-        raise ValueError(f"orientation must be 'random' or 'nearest', got {orientation!r}")
+    y = _labels(labels, h.shape[0], "h1")
+    check_choice("mode", mode, ("class_means", "simplex_etf"))
+    check_choice("orientation", orientation, ("random", "nearest"))
     inverse, means = _class_means(h, y)
     if mode == "class_means":
         return means[inverse]
@@ -278,19 +257,9 @@ def straight_line_model(
         metrics: catalogue keys among ``PFC_METRICS`` evaluated directly.
         seed, orientation: for ``endpoint="simplex_etf"``.
     """
-    a = _features(h0, "h0")
-    b = _features(h1, "h1")
-    if a.shape != b.shape:
-        raise ValueError(f"h1 has shape {b.shape} but h0 has {a.shape}; expected the same")
-    y = _labels(labels, a.shape[0])
-    if endpoint == "empirical":
-        end = b
-    elif endpoint in ("class_means", "simplex_etf"):
-        end = ideal_endpoint(b, y, endpoint, seed, orientation)
-    else:
-        raise ValueError(
-            f"endpoint must be 'empirical', 'class_means' or 'simplex_etf', got {endpoint!r}"
-        )
+    a, b, y = _pair(h0, h1, labels)
+    check_choice("endpoint", endpoint, ("empirical", "class_means", "simplex_etf"))
+    end = b if endpoint == "empirical" else ideal_endpoint(b, y, endpoint, seed, orientation)
     times = np.asarray(ts, dtype=np.float64)
     return StraightLine(
         ts=times,
@@ -320,11 +289,7 @@ def dpfc1_appendix_a(
     a collapsed end point (Eq. 10), so ``h1`` enters only through its class means.
     Negative on ``[0, 1)`` whenever ``S >= 0`` (Theorem 1).
     """
-    a = _features(h0, "h0")
-    b = _features(h1, "h1")
-    if a.shape != b.shape:
-        raise ValueError(f"h1 has shape {b.shape} but h0 has {a.shape}; expected the same")
-    y = _labels(labels, a.shape[0])
+    a, b, y = _pair(h0, h1, labels)
     inverse, m0 = _class_means(a, y)
     _, m1 = _class_means(b, y)
     c0, c1 = m0 - m0.mean(axis=0), m1 - m1.mean(axis=0)
@@ -338,11 +303,7 @@ def dpfc1_appendix_a(
 
 
 def _centred_means_pair(h0: object, h1: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
-    a = _features(h0, "h0")
-    b = _features(h1, "h1")
-    if a.shape != b.shape:
-        raise ValueError(f"h1 has shape {b.shape} but h0 has {a.shape}; expected the same")
-    y = _labels(labels, a.shape[0])
+    a, b, y = _pair(h0, h1, labels)
     _, m0 = _class_means(a, y)
     _, m1 = _class_means(b, y)
     return (m0 - m0.mean(axis=0)).T, (m1 - m1.mean(axis=0)).T  # H̃(0), H̃(1): (D, K)
@@ -455,12 +416,11 @@ def theorem1_monte_carlo(
     ``S < 0`` always rises at first: expect the fraction of non-monotone curves among
     ``S < 0`` to be 1 up to the grid resolution.
     """
-    n_trials = _positive_int(n_trials, "n_trials")
-    k = _positive_int(n_classes, "n_classes", 2)
-    d = _positive_int(dim, "dim", k - 1)
-    n_grid = _positive_int(n_grid, "n_grid", 2)
-    if method not in ("analytic", "direct"):
-        raise ValueError(f"method must be 'analytic' or 'direct', got {method!r}")
+    n_trials = check_int("n_trials", n_trials, minimum=1)
+    k = check_int("n_classes", n_classes, minimum=2)
+    d = check_int("dim", dim, minimum=k - 1)
+    n_grid = check_int("n_grid", n_grid, minimum=2)
+    check_choice("method", method, ("analytic", "direct"))
     rng = _rng(seed)
     ts = np.linspace(0.0, 1.0, n_grid)
     s = np.empty(n_trials)
@@ -551,10 +511,10 @@ def theorem2_study(
     eps = np.asarray(scales, dtype=np.float64)
     if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps < 0):
         raise ValueError(f"scales must be a non-empty 1-D sequence of numbers >= 0, got {scales}")
-    n_trials = _positive_int(n_trials, "n_trials")
-    k = _positive_int(n_classes, "n_classes", 2)
-    d = _positive_int(dim, "dim", k - 1)
-    n_grid = _positive_int(n_grid, "n_grid", 2)
+    n_trials = check_int("n_trials", n_trials, minimum=1)
+    k = check_int("n_classes", n_classes, minimum=2)
+    d = check_int("dim", dim, minimum=k - 1)
+    n_grid = check_int("n_grid", n_grid, minimum=2)
     rng = _rng(seed)
     ts = np.linspace(0.0, 1.0, n_grid)
     y = np.arange(k)
@@ -665,11 +625,11 @@ def _verify_line(
         h0,
         h1,
         labels,
-        np.linspace(0, 1, _positive_int(n_grid, "n_grid", 3)),
+        np.linspace(0, 1, check_int("n_grid", n_grid, minimum=3)),
         endpoint,
         seed=seed,
     )
-    a, end, y, ts = _features(h0, "h0"), line.h1, _labels(labels, line.h1.shape[0]), line.ts
+    a, end, y, ts = _features(h0, "h0"), line.h1, _labels(labels, line.h1.shape[0], "h1"), line.ts
     inner = ts[1:-1]
     fd = pfc1_along_line(a, end, y, inner + step) - pfc1_along_line(a, end, y, inner - step)
     collapsed = ideal_endpoint(end, y, "class_means")

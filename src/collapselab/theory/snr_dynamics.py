@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from collapselab._checks import as_real_array, check_choice, check_float, check_int
 from collapselab.metrics import central_path_losses, snr_matrix
 from collapselab.stats import class_stats_from_features
 from collapselab.theory.central_path import (
@@ -72,29 +73,13 @@ __all__ = [
 VARIANTS = ("published", "corrected")
 
 
-def _variant(variant: object) -> str:
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    return str(variant)
-
-
-def _positive_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _sizes(n_classes: object, n_per_class: object) -> tuple[int, int]:
-    return _positive_int(n_classes, "n_classes", 2), _positive_int(n_per_class, "n_per_class", 1)
+    c = check_int("n_classes", n_classes, minimum=2)
+    return c, check_int("n_per_class", n_per_class, minimum=1)
 
 
 def _array(x: object, name: str, *, positive: bool = False, nonneg: bool = False) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be a number or an array of numbers, got {x!r}") from err
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} must be finite, got {x!r}")
+    a = as_real_array(name, x, numbers=True)
     if positive and (a <= 0).any():
         raise ValueError(f"{name} must be positive (singular values of the SNR matrix), got {x!r}")
     if nonneg and (a < 0).any():
@@ -119,7 +104,7 @@ def closed_form_constants(
 ) -> ClosedFormConstants:
     """The constants of the closed form for ``variant`` (see :class:`ClosedFormConstants`)."""
     c, n = _sizes(n_classes, n_per_class)
-    if _variant(variant) == "published":
+    if check_choice("variant", variant, VARIANTS) == "published":
         return ClosedFormConstants(float(c * c * n), float(c * n), n / 4.0)
     return ClosedFormConstants(float(c * c * n), c * n / 2.0, 0.0)
 
@@ -131,7 +116,7 @@ def snr_rate(
     ``omega/(C N (C+omega^2))`` (corrected)."""
     c, n = _sizes(n_classes, n_per_class)
     w = _array(omega, "omega", positive=True)
-    if _variant(variant) == "published":
+    if check_choice("variant", variant, VARIANTS) == "published":
         return w / (n * (c + w * w) ** 2)
     return w / (c * n * (c + w * w))
 
@@ -223,7 +208,7 @@ def omega_ode(
     from scipy.integrate import solve_ivp
 
     c, n = _sizes(n_classes, n_per_class)
-    variant = _variant(variant)
+    variant = check_choice("variant", variant, VARIANTS)
     w0 = _array(omega0, "omega0", positive=True)
     tt = _array(t, "t", nonneg=True)
     grid = np.unique(tt)
@@ -264,10 +249,10 @@ def predicted_nc1_trace(omega: object, n_classes: int, variant: str = "corrected
     ``"published"``: ``sum_j omega_j^{-2}`` as printed (the factor ``C`` dropped). Sums over
     the last axis of ``omega``.
     """
-    c = _positive_int(n_classes, "n_classes", 2)
+    c = check_int("n_classes", n_classes, minimum=2)
     w = _array(omega, "omega", positive=True)
     total = (w**-2.0).sum(axis=-1)
-    return total if _variant(variant) == "published" else c * total
+    return total if check_choice("variant", variant, VARIANTS) == "published" else c * total
 
 
 # ---------------------------------------------------------------------------------------
@@ -362,10 +347,10 @@ def verify_snr_dynamics(
         n_records: number of equally spaced records including ``t = 0``.
     """
     c, n = _sizes(n_classes, n_per_class)
-    p = _positive_int(dim, "dim", 1)
-    records = _positive_int(n_records, "n_records", 2)
-    if not (isinstance(t_end, int | float) and math.isfinite(t_end) and t_end > 0):
-        raise ValueError(f"t_end must be a finite positive number, got {t_end!r}")
+    p = check_int("dim", dim, minimum=1)
+    records = check_int("n_records", n_records, minimum=2)
+    t_end = check_float("t_end", t_end, minimum=0.0, strict=True)
+    method = check_choice("method", method, ("literal", "projected", "flow"))
     if omega0 is None:
         g = torch.Generator().manual_seed(seed)
         y = paper_labels(c, n)
@@ -378,14 +363,11 @@ def verify_snr_dynamics(
     if method == "flow":
         times = np.linspace(0.0, float(t_end), records)
         traj = renormalised_flow(h, y, times)
-    elif method in ("literal", "projected"):
-        if not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr must be a finite positive number, got {lr!r}")
+    else:
+        lr = check_float("lr", lr, minimum=0.0, strict=True)
         n_steps = max(round(t_end / lr), records - 1)
         every = max(n_steps // (records - 1), 1)
         traj = RenormalisedGD(h, y, lr, method=method).run(n_steps, every)
-    else:
-        raise ValueError(f"method must be 'literal', 'projected' or 'flow', got {method!r}")
 
     times = traj.times
     sim = traj.omega

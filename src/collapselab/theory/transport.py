@@ -35,6 +35,7 @@ import ot
 import torch
 from scipy.spatial.distance import cdist
 
+from collapselab._checks import as_real_array, check_int
 from collapselab.metrics.layerwise import ot_regulariser, straightness
 
 __all__ = [
@@ -47,18 +48,10 @@ __all__ = [
 
 
 def _cloud(x: object, name: str) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
-    if x.ndim != 2 or x.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D (N, D) array, got shape {x.shape}")
-    if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-        raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
-    x = x.astype(np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or Inf; expected finite values")
-    return x
+    a = as_real_array(name, x, ndim=2, layout="(N, D)")
+    if a.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D (N, D) array, got shape {a.shape}")
+    return a
 
 
 def _pair(a: object, b: object) -> tuple[np.ndarray, np.ndarray]:
@@ -194,8 +187,7 @@ def layer_transport(
     n = hs[0].shape[0]
     idx = np.arange(n)
     if subsample is not None:
-        if isinstance(subsample, bool) or not isinstance(subsample, int) or not 1 <= subsample <= n:
-            raise ValueError(f"subsample must be an integer in [1, {n}], got {subsample!r}")
+        subsample = check_int("subsample", subsample, minimum=1, maximum=n)
         idx = np.sort(np.random.default_rng(seed).choice(n, size=subsample, replace=False))
         hs = [h[idx] for h in hs]
     w2, own, mass = [], [], []

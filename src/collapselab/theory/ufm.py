@@ -56,7 +56,15 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
+from collapselab._checks import (
+    as_real_array,
+    check_choice,
+    check_float,
+    check_int,
+    check_labels,
+)
 from collapselab._threads import serial_threads
+from collapselab.metrics._validate import infer_n_classes
 from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
 from collapselab.stats import class_stats_from_features
 
@@ -93,64 +101,13 @@ _FORMS = ("eq13", "eq2")
 # input checks
 
 
-def _matrix(x: object, name: str, shape: tuple[int | None, ...] | None = None) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray or torch.Tensor, got {type(x).__name__}")
-    if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-        raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
-    if shape is not None:
-        ok = x.ndim == len(shape) and all(
-            s is None or s == e for s, e in zip(shape, x.shape, strict=True)
-        )
-        if not ok:
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            raise ValueError(f"{name} must have shape {want}, got {x.shape}")
-    x = np.array(x, dtype=np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or Inf; expected finite values")
-    return x
-
-
 def _labels(y: object, n: int, n_classes: int | None) -> tuple[np.ndarray, int]:
-    if isinstance(y, torch.Tensor):
-        y = y.detach().cpu().numpy()
-    if not isinstance(y, np.ndarray):
-        raise TypeError(f"labels must be a numpy.ndarray or torch.Tensor, got {type(y).__name__}")
-    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"labels must be a 1-D integer array, got shape {y.shape}, {y.dtype}")
-    if y.shape[0] != n:
-        raise ValueError(f"labels has {y.shape[0]} entries but X has {n} columns (samples)")
+    """Labels of the ``n`` columns of ``X`` as int64 numpy, and ``K`` (>= 2)."""
+    k = infer_n_classes(y, n_classes)
+    t = check_labels("labels", y, n, k, device="cpu", source="X", unit="column")
     if n == 0:
         raise ValueError("labels is empty; expected at least one sample")
-    k = int(y.max()) + 1 if n_classes is None else n_classes
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
-        raise ValueError(f"n_classes must be an integer >= 2, got {k!r}")
-    if y.min() < 0 or y.max() >= k:
-        raise ValueError(f"labels must lie in [0, {k}), got range [{y.min()}, {y.max()}]")
-    return y.astype(np.int64), int(k)
-
-
-def _coef(value: object, name: str, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0 or (positive and v == 0):
-        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {v}")
-    return v
-
-
-def _count(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return str(value)
+    return t.numpy(), k
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,8 +188,8 @@ class MUFM:
         """``(L, d, N)`` float64 from an ``(L, d, N)`` array, a list of L ``(d, N)``
         matrices or, for ``L = 1``, one ``(d, N)`` matrix."""
         if isinstance(layers, list | tuple):
-            layers = np.stack([_matrix(h, f"layers[{i}]") for i, h in enumerate(layers)])
-        arr = _matrix(layers, "layers")
+            layers = np.stack([as_real_array(f"layers[{i}]", h) for i, h in enumerate(layers)])
+        arr = as_real_array("layers", layers)
         if arr.ndim == 2 and self.n_layers == 1:
             arr = arr[None]
         if arr.shape != (self.n_layers, self.dim, self.n_samples):
@@ -243,7 +200,7 @@ class MUFM:
         return arr
 
     def _w(self, W: object) -> np.ndarray:
-        return _matrix(W, "W", (self.n_classes, self.dim))
+        return as_real_array("W", W, shape=(self.n_classes, self.dim))
 
     def _b(self, b: object | None) -> np.ndarray | None:
         if not self.bias:
@@ -252,7 +209,7 @@ class MUFM:
             return None
         if b is None:
             raise ValueError("the model has a bias (bias=True); pass b of shape (K,)")
-        return _matrix(b, "b", (self.n_classes,))
+        return as_real_array("b", b, shape=(self.n_classes,))
 
     # -- objective and gradient --------------------------------------------------------
 
@@ -321,7 +278,7 @@ class MUFM:
             ``(W*, b*)``, ``b*`` None without bias.
         """
         self._need_mse("the closed-form classifier")
-        H = _matrix(H, "H", (self.dim, self.n_samples))
+        H = as_real_array("H", H, shape=(self.dim, self.n_samples))
         return _ridge_classifier(H, self.targets, self.coef_w, self.coef_b, self.bias)
 
     def reduced_loss(self, H: object) -> tuple[float, np.ndarray]:
@@ -332,7 +289,7 @@ class MUFM:
         computed here in the ``d x d`` form. MSE only.
         """
         self._need_mse("the reduced loss")
-        H = _matrix(H, "H", (self.dim, self.n_samples))
+        H = as_real_array("H", H, shape=(self.dim, self.n_samples))
         W, b = _ridge_classifier(H, self.targets, self.coef_w, self.coef_b, self.bias)
         loss, dz = self._loss_and_dz(self._logits(W, H, b))
         value = loss + 0.5 * self.coef_w * float(np.sum(W * W))
@@ -393,20 +350,18 @@ def mufm_model(
         lambda_b: its penalty ``λ_b >= 0``.
         n_classes: ``K``; default ``max(labels) + 1``.
     """
-    x = _matrix(X, "X")
-    if x.ndim != 2:
-        raise ValueError(f"X must be 2-D (d, N), got shape {x.shape}")
+    x = as_real_array("X", X, ndim=2, layout="(d, N)")
     y, k = _labels(labels, x.shape[1], n_classes)
     return MUFM(
         X=x,
         labels=y,
         n_classes=k,
-        lambda_w=_coef(lambda_w, "lambda_w"),
-        lam=_coef(lam, "lam"),
-        loss=_choice(loss, _LOSSES, "loss"),
-        n_layers=_count(n_layers, "n_layers"),
+        lambda_w=check_float("lambda_w", lambda_w, minimum=0.0, strict=True),
+        lam=check_float("lam", lam, minimum=0.0, strict=True),
+        loss=check_choice("loss", loss, _LOSSES),
+        n_layers=check_int("n_layers", n_layers, minimum=1),
         bias=bool(bias),
-        lambda_b=_coef(lambda_b, "lambda_b", positive=False),
+        lambda_b=check_float("lambda_b", lambda_b, minimum=0.0),
         form="eq13",
     )
 
@@ -429,20 +384,20 @@ def ufm_model(
     ``L(W H, Y) + (λ_W/2K)||W||^2 + (λ_H/2N)||H||^2``. ``form="eq2"``: Eq. 2's
     ``L(W H, Y) + (λ_W/2)||W||^2 + (λ_H/2)||H||^2`` (Eq. 2 uses CE; pass ``loss="ce"``).
     """
-    d = _count(dim, "dim")
+    d = check_int("dim", dim, minimum=1)
     n = int(np.shape(labels)[0]) if np.ndim(labels) == 1 else -1
     y, k = _labels(labels, n, n_classes)
     return MUFM(
         X=np.zeros((d, y.shape[0])),
         labels=y,
         n_classes=k,
-        lambda_w=_coef(lambda_w, "lambda_w"),
-        lam=_coef(lambda_h, "lambda_h"),
-        loss=_choice(loss, _LOSSES, "loss"),
+        lambda_w=check_float("lambda_w", lambda_w, minimum=0.0, strict=True),
+        lam=check_float("lambda_h", lambda_h, minimum=0.0, strict=True),
+        loss=check_choice("loss", loss, _LOSSES),
         n_layers=1,
         bias=bool(bias),
-        lambda_b=_coef(lambda_b, "lambda_b", positive=False),
-        form=_choice(form, _FORMS, "form"),
+        lambda_b=check_float("lambda_b", lambda_b, minimum=0.0),
+        form=check_choice("form", form, _FORMS),
     )
 
 
@@ -461,13 +416,13 @@ def w_star(H: object, labels: object, lambda_w: float, n_classes: int | None = N
     Returns:
         ``(K, d)``.
     """
-    h = _matrix(H, "H")
-    if h.ndim != 2:
-        raise ValueError(f"H must be 2-D (d, N), got shape {h.shape}")
+    h = as_real_array("H", H, ndim=2, layout="(d, N)")
     y, k = _labels(labels, h.shape[1], n_classes)
     targets = np.zeros((k, y.size))
     targets[y, np.arange(y.size)] = 1.0
-    return _ridge_classifier(h, targets, _coef(lambda_w, "lambda_w") / k, 0.0, False)[0]
+    return _ridge_classifier(
+        h, targets, check_float("lambda_w", lambda_w, minimum=0.0, strict=True) / k, 0.0, False
+    )[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -476,7 +431,7 @@ def w_star(H: object, labels: object, lambda_w: float, n_classes: int | None = N
 
 def pfc_metrics(H: object, labels: object) -> dict[str, float]:
     """PFC1, PFC2, PFC3 of ``(d, N)`` features (paper 001, Eqs. 7-9; catalogue keys)."""
-    h = torch.from_numpy(_matrix(H, "H").T.copy())
+    h = torch.from_numpy(as_real_array("H", H).T.copy())
     y = torch.as_tensor(np.asarray(labels))
     return {
         "nc1_trace_ratio": nc1_trace_ratio(h, y),
@@ -491,8 +446,8 @@ def alignment(H: object, X: object) -> float:
     ``H`` and ``X`` have the same shape and the same sample order; 0 when ``H`` is a
     positive multiple of ``X``, at most 2.
     """
-    h = _matrix(H, "H")
-    x = _matrix(X, "X")
+    h = as_real_array("H", H)
+    x = as_real_array("X", X)
     if h.shape != x.shape:
         raise ValueError(f"H has shape {h.shape} but X has {x.shape}; expected the same")
     nh, nx = np.linalg.norm(h), np.linalg.norm(x)
@@ -582,8 +537,8 @@ def solve_literal(
     Raises:
         FloatingPointError: if the iterates diverge (non-finite objective).
     """
-    lr = _coef(lr, "lr")
-    steps = _count(steps, "steps", 0)
+    lr = check_float("lr", lr, minimum=0.0, strict=True)
+    steps = check_int("steps", steps, minimum=0)
     W, layers, b = _random_init(problem, seed)
     with serial_threads():
         for _ in range(steps):
@@ -664,9 +619,9 @@ def solve_converged(
             minima); with ``n_starts > 1`` the solver also starts from ``n_starts - 1``
             random points (seeds ``seed + 1, ...``) and keeps the lowest objective.
     """
-    tol = _coef(tol, "tol")
-    max_iter = _count(max_iter, "max_iter")
-    n_starts = _count(n_starts, "n_starts")
+    tol = check_float("tol", tol, minimum=0.0, strict=True)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
+    n_starts = check_int("n_starts", n_starts, minimum=1)
     if init == "auto":
         init = "random" if problem.is_ufm else "data"
     with serial_threads():
@@ -773,7 +728,7 @@ def theorem3_reduce(problem: MUFM, variant: Variant = "corrected") -> MUFM:
         variant: ``"corrected"``: coefficient ``λ/L`` (note §3.5 erratum); ``"published"``:
             λ carried over unchanged, as Eq. 13 and the false bound Eq. 14 print it.
     """
-    variant = _choice(variant, ("published", "corrected"), "variant")
+    variant = check_choice("variant", variant, ("published", "corrected"))
     lam = problem.lam / problem.n_layers if variant == "corrected" else problem.lam
     return MUFM(
         X=problem.X,
@@ -795,11 +750,11 @@ def theorem3_lift(H: object, X: object, n_layers: int) -> np.ndarray:
     Returns:
         ``(L, d, N)``; the last entry is ``H``.
     """
-    h = _matrix(H, "H")
-    x = _matrix(X, "X")
+    h = as_real_array("H", H)
+    x = as_real_array("X", X)
     if h.shape != x.shape or h.ndim != 2:
         raise ValueError(f"H and X must be (d, N) matrices of one shape, got {h.shape}, {x.shape}")
-    big_l = _count(n_layers, "n_layers")
+    big_l = check_int("n_layers", n_layers, minimum=1)
     fractions = np.arange(1, big_l + 1)[:, None, None] / big_l
     return x[None] + fractions * (h - x)[None]
 

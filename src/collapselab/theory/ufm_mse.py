@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
+from collapselab._checks import as_real_array, check_float, check_int
 from collapselab._threads import serial_threads
 from collapselab.metrics import measure
 
@@ -48,42 +48,6 @@ __all__ = [
     "ufm_mse_minimise",
     "verify_ufm_mse",
 ]
-
-
-def _count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _nonneg(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    return v
-
-
-def _positive(value: object, name: str) -> float:
-    v = _nonneg(value, name)
-    if v == 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return v
-
-
-def _array(x: object, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        a = x.detach().cpu().to(torch.float64).numpy()
-    elif isinstance(x, np.ndarray):
-        a = x.astype(np.float64, copy=False)
-    else:
-        raise TypeError(f"{name} must be a numpy.ndarray or torch.Tensor, got {type(x).__name__}")
-    if a.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or Inf; expected finite values")
-    return a
 
 
 @dataclass(frozen=True)
@@ -103,11 +67,11 @@ class UFMMSE:
     lam_h: float = 0.0
 
     def __post_init__(self) -> None:
-        _count(self.n_classes, "n_classes", 2)
-        _count(self.n_per_class, "n_per_class", 1)
-        _count(self.dim, "dim", 1)
-        _nonneg(self.lam, "lam")
-        _nonneg(self.lam_h, "lam_h")
+        check_int("n_classes", self.n_classes, minimum=2)
+        check_int("n_per_class", self.n_per_class, minimum=1)
+        check_int("dim", self.dim, minimum=1)
+        check_float("lam", self.lam, minimum=0.0)
+        check_float("lam_h", self.lam_h, minimum=0.0)
 
     @property
     def n_samples(self) -> int:
@@ -127,9 +91,9 @@ class UFMMSE:
     def _check(self, W: object, b: object, H: object) -> tuple[np.ndarray, ...]:
         c, p = self.n_classes, self.dim
         return (
-            _array(W, "W", (c, p)),
-            _array(b, "b", (c,)),
-            _array(H, "H", (self.n_samples, p)),
+            as_real_array("W", W, shape=(c, p)),
+            as_real_array("b", b, shape=(c,)),
+            as_real_array("H", H, shape=(self.n_samples, p)),
         )
 
     def _residual(self, w: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -145,7 +109,7 @@ class UFMMSE:
 
     def objective(self, W: object, b: object, H: object) -> float:
         r"""``F = L + (lam_h/2) ||H||_F^2``."""
-        h = _array(H, "H", (self.n_samples, self.dim))
+        h = as_real_array("H", H, shape=(self.n_samples, self.dim))
         return self.loss(W, b, h) + 0.5 * self.lam_h * float((h * h).sum())
 
     def gradient(
@@ -166,7 +130,7 @@ class UFMMSE:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Random start: ``H`` entries ``N(0, scale^2)``, ``W`` entries ``N(0, scale^2/P)``,
         ``b = 0``."""
-        s = _positive(scale, "scale")
+        s = check_float("scale", scale, minimum=0.0, strict=True)
         rng = np.random.default_rng(seed)
         h = rng.normal(scale=s, size=(self.n_samples, self.dim))
         w = rng.normal(scale=s / math.sqrt(self.dim), size=(self.n_classes, self.dim))
@@ -247,9 +211,9 @@ def ufm_mse_descent(
     Raises:
         FloatingPointError: the iterates overflow (``lr`` too large).
     """
-    lr = _positive(lr, "lr")
-    n_steps = _count(n_steps, "n_steps", 0)
-    every = _count(record_every, "record_every", 1)
+    lr = check_float("lr", lr, minimum=0.0, strict=True)
+    n_steps = check_int("n_steps", n_steps, minimum=0)
+    every = check_int("record_every", record_every, minimum=1)
     if init is None:
         w, b, h = problem.initial_point(seed, init_scale)
     else:
@@ -257,7 +221,7 @@ def ufm_mse_descent(
     if record_steps is None:
         wanted = set(range(every, n_steps + 1, every)) | {n_steps}
     else:
-        wanted = {_count(k, "record_steps entries", 0) for k in record_steps}
+        wanted = {check_int("record_steps entries", k, minimum=0) for k in record_steps}
         if wanted and max(wanted) > n_steps:
             raise ValueError(f"record_steps go beyond n_steps={n_steps}: max {max(wanted)}")
     steps: list[int] = []
@@ -351,7 +315,7 @@ def ufm_mse_minimise(
         return value, np.concatenate([g.reshape(-1) for g in problem._grad(ww, bb, hh)])
 
     theta0 = np.concatenate([w.reshape(-1), b, h.reshape(-1)])
-    gtol = _positive(gtol, "gtol")
+    gtol = check_float("gtol", gtol, minimum=0.0, strict=True)
     options = {"gtol": gtol, "ftol": 0.0, "maxiter": max_iter, "maxcor": 30}
     theta, n_iter = theta0, 0
     # L-BFGS's line search can stop just short of a tight gtol near machine precision;

@@ -31,9 +31,10 @@ Conventions (all explicit, matching the papers' protocols where they state one):
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from collapselab._checks import check_choice, check_float, check_int, check_seed
 
 LossName = Literal["ce", "mse"]
 MSEReduction = Literal["mean", "sum_classes"]
@@ -47,26 +48,6 @@ SCHEDULES: tuple[str, ...] = ("step", "constant")
 _RESUME_SAFE_FIELDS = frozenset(
     {"device", "checkpoint_every", "keep_checkpoints", "eval_batch_size", "epochs"}
 )
-
-
-def _check_int(value: Any, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
-def _check_float(value: Any, name: str, minimum: float, strict: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        bound = f"> {minimum}" if strict else f">= {minimum}"
-        raise ValueError(f"{name} must be finite and {bound}, got {value}")
-
-
-def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 @dataclass
@@ -139,39 +120,39 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError``/``TypeError`` naming the first invalid field."""
-        _check_int(self.epochs, "epochs", 0)
-        _check_float(self.lr, "lr", 0.0, strict=True)
-        _check_int(self.batch_size, "batch_size", 1)
-        _check_float(self.momentum, "momentum", 0.0)
-        _check_float(self.weight_decay, "weight_decay", 0.0)
+        check_int("epochs", self.epochs, minimum=0)
+        check_float("lr", self.lr, minimum=0.0, strict=True)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_float("momentum", self.momentum, minimum=0.0)
+        check_float("weight_decay", self.weight_decay, minimum=0.0)
         if self.nesterov and self.momentum == 0:
             raise ValueError("nesterov=True needs momentum > 0")
-        _check_choice(self.loss, "loss", LOSSES)
-        _check_choice(self.mse_reduction, "mse_reduction", MSE_REDUCTIONS)
-        _check_float(self.label_scale, "label_scale", 0.0, strict=True)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("mse_reduction", self.mse_reduction, MSE_REDUCTIONS)
+        check_float("label_scale", self.label_scale, minimum=0.0, strict=True)
         if self.loss == "ce" and self.label_scale != 1.0:
             raise ValueError(
                 f"label_scale applies to the MSE loss only; got {self.label_scale} with loss='ce'"
             )
-        _check_choice(self.schedule, "schedule", SCHEDULES)
+        check_choice("schedule", self.schedule, SCHEDULES)
         if self.milestones is not None:
             for m in self.milestones:
-                _check_int(m, "milestones entries", 1)
+                check_int("milestones entries", m, minimum=1)
             if list(self.milestones) != sorted(self.milestones):
                 raise ValueError(f"milestones must be increasing, got {self.milestones}")
-        _check_float(self.gamma, "gamma", 0.0, strict=True)
+        check_float("gamma", self.gamma, minimum=0.0, strict=True)
         if self.full_batch_chunk is not None:
-            _check_int(self.full_batch_chunk, "full_batch_chunk", 1)
-        _check_int(self.seed, "seed", 0)
+            check_int("full_batch_chunk", self.full_batch_chunk, minimum=1)
+        check_seed("seed", self.seed)
         if not isinstance(self.device, str) or not self.device:
             raise TypeError(f"device must be a non-empty str such as 'cpu', got {self.device!r}")
-        _check_int(self.checkpoint_every, "checkpoint_every", 0)
-        _check_int(self.keep_checkpoints, "keep_checkpoints", 1)
+        check_int("checkpoint_every", self.checkpoint_every, minimum=0)
+        check_int("keep_checkpoints", self.keep_checkpoints, minimum=1)
         if self.grad_clip_norm is not None:
-            _check_float(self.grad_clip_norm, "grad_clip_norm", 0.0, strict=True)
-        _check_int(self.eval_every, "eval_every", 1)
-        _check_int(self.eval_batch_size, "eval_batch_size", 1)
-        _check_int(self.log_batch_loss_every, "log_batch_loss_every", 0)
+            check_float("grad_clip_norm", self.grad_clip_norm, minimum=0.0, strict=True)
+        check_int("eval_every", self.eval_every, minimum=1)
+        check_int("eval_batch_size", self.eval_batch_size, minimum=1)
+        check_int("log_batch_loss_every", self.log_batch_loss_every, minimum=0)
 
     def step_milestones(self) -> tuple[int, ...]:
         """Milestones of the step schedule: ``milestones`` or ``(E // 3, 2 * E // 3)``."""

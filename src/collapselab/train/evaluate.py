@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from collapselab._checks import check_int
 from collapselab.data.dataset import LabeledData
 from collapselab.train.losses import per_sample_loss
 
@@ -47,8 +48,7 @@ def _evaluate_tensors(
     Batches are moved to the model's device and floating dtype. Per-sample losses are summed
     in float64, so the result is the full-set mean whatever ``batch_size`` is.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = check_int("batch_size", batch_size, minimum=1)
     n = int(y.shape[0])
     if n == 0:
         raise ValueError("cannot evaluate on an empty dataset")

@@ -5,16 +5,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from collapselab._checks import check_choice
 from collapselab.train.config import LOSSES, MSE_REDUCTIONS
 
 
 def _check_inputs(
     logits: torch.Tensor, labels: torch.Tensor, loss: str, mse_reduction: str
 ) -> None:
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if mse_reduction not in MSE_REDUCTIONS:
-        raise ValueError(f"mse_reduction must be one of {MSE_REDUCTIONS}, got {mse_reduction!r}")
+    check_choice("loss", loss, LOSSES)
+    check_choice("mse_reduction", mse_reduction, MSE_REDUCTIONS)
     if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
         shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise ValueError(f"model output must be a (batch, n_classes) tensor, got {shape}")

@@ -25,25 +25,14 @@ multiplied by ``2 kappa`` (:func:`mse_gradient_scale`).
 
 from __future__ import annotations
 
-import math
-
+from collapselab._checks import check_choice, check_float, check_int
 from collapselab.train.config import MSE_REDUCTIONS
 
 
 def _kappa(n_classes: int, reduction: str) -> float:
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
-        raise ValueError(f"n_classes must be a positive int, got {n_classes!r}")
-    if reduction not in MSE_REDUCTIONS:
-        raise ValueError(f"reduction must be one of {MSE_REDUCTIONS}, got {reduction!r}")
+    n_classes = check_int("n_classes", n_classes, minimum=1)
+    reduction = check_choice("reduction", reduction, MSE_REDUCTIONS)
     return 1.0 / n_classes if reduction == "mean" else 1.0
-
-
-def _check_nonneg(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return float(value)
 
 
 def mse_lambda(weight_decay: float, n_classes: int, reduction: str = "mean") -> float:
@@ -52,13 +41,13 @@ def mse_lambda(weight_decay: float, n_classes: int, reduction: str = "mean") -> 
     ``lambda = weight_decay / (2 kappa)``: ``C * weight_decay / 2`` for ``reduction="mean"``
     (``nn.MSELoss()``), ``weight_decay / 2`` for ``"sum_classes"``.
     """
-    wd = _check_nonneg(weight_decay, "weight_decay")
+    wd = check_float("weight_decay", weight_decay, minimum=0.0)
     return wd / (2.0 * _kappa(n_classes, reduction))
 
 
 def mse_weight_decay(lam: float, n_classes: int, reduction: str = "mean") -> float:
     """The PyTorch weight decay giving paper 003's ``lam`` (inverse of :func:`mse_lambda`)."""
-    return 2.0 * _kappa(n_classes, reduction) * _check_nonneg(lam, "lam")
+    return 2.0 * _kappa(n_classes, reduction) * check_float("lam", lam, minimum=0.0)
 
 
 def mse_gradient_scale(n_classes: int, reduction: str = "mean") -> float:
@@ -72,9 +61,9 @@ def mse_gradient_scale(n_classes: int, reduction: str = "mean") -> float:
 
 def l2_lambda(weight_decay: float) -> float:
     """Paper 000's lambda in ``L = L_CE + lambda ||W||^2``: ``weight_decay / 2``."""
-    return _check_nonneg(weight_decay, "weight_decay") / 2.0
+    return check_float("weight_decay", weight_decay, minimum=0.0) / 2.0
 
 
 def l2_weight_decay(lam: float) -> float:
     """The PyTorch weight decay for paper 000's ``lambda``: ``2 lambda``."""
-    return 2.0 * _check_nonneg(lam, "lam")
+    return 2.0 * check_float("lam", lam, minimum=0.0)

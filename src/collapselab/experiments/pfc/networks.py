@@ -49,6 +49,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from collapselab._checks import check_choice
 from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset
 from collapselab.models import (
     ConvResNet,
@@ -114,8 +115,7 @@ def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     missing = [k for k in _REQUIRED if k not in config]
     if missing:
         raise ValueError(f"config lacks the keys {missing}; required: {list(_REQUIRED)}")
-    if config["model"] not in _MODELS:
-        raise ValueError(f"config['model'] must be one of {list(_MODELS)}, got {config['model']!r}")
+    check_choice("config['model']", config["model"], tuple(_MODELS))
     return dict(config)
 
 
