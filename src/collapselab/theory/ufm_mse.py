@@ -169,7 +169,8 @@ class UFMMSETrajectory:
             :func:`collapselab.measure` with ``W, b, lam`` (``mse_ls_loss`` = ``L_LS``,
             ``mse_nc1_term``, ``mse_nc23_term``, ``mse_ls_perp``, ``mse_ls_perp_ratio``,
             ``nc1``, ``nc1_snr`` when ``Sigma_W`` is nonsingular, ``nc2_*``, ``nc3_*``,
-            ``nc4_ncc_mismatch``, ...).
+            ``nc4_ncc_mismatch``, ...). Every series has length ``T``; a key missing at
+            a record (``nc1_snr`` at a singular ``Sigma_W``) is NaN there.
         W, b, H: the final point. problem: the :class:`UFMMSE`. lr: the step size.
     """
 
@@ -233,9 +234,13 @@ def ufm_mse_descent(
         else:
             loss = problem.loss(w, b, h)
             row = {"loss": loss, "objective": loss + 0.5 * problem.lam_h * float((h * h).sum())}
+        # A key can be absent at some records (nc1_snr needs a nonsingular Sigma_W): pad with
+        # NaN so that every series stays aligned with ``steps``.
+        for key in row.keys() - rows.keys():
+            rows[key] = [math.nan] * len(steps)
         steps.append(step)
-        for key, value in row.items():
-            rows.setdefault(key, []).append(value)
+        for key, series in rows.items():
+            series.append(row.get(key, math.nan))
 
     record(0)
     step = 0
