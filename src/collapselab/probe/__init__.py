@@ -1,1 +1,36 @@
-"""collapselab.probe layer (see DESIGN.md)."""
+"""collapselab.probe: capture activations and per-sample feature gradients (DESIGN.md).
+
+Public API:
+
+- :func:`resolve_layers`: select layers by name, glob pattern, regex or module type.
+- :class:`FeatureCapture`: forward hooks keeping the flattened ``(batch, D)`` inputs or
+  outputs of layers for each forward pass (and, optionally, their gradients).
+- :func:`per_sample_gradients`: features and per-sample feature gradients ``dl_i/dF_i``
+  of a whole batch from one backward pass, plus ReLU pre-activations, gates and
+  pre-activation gradients (:class:`GradientCapture`).
+- :func:`eval_mode`: eval mode that restores every submodule's own train/eval flag.
+- :func:`batch_coupling_modules`: modules whose output mixes the samples of a batch.
+"""
+
+from collapselab.probe.capture import FeatureCapture, flatten_batch
+from collapselab.probe.gradients import (
+    GATED_TYPES,
+    GradientCapture,
+    cross_entropy_per_sample,
+    per_sample_gradients,
+)
+from collapselab.probe.modes import batch_coupling_modules, eval_mode
+from collapselab.probe.select import LayerSpec, resolve_layers
+
+__all__ = [
+    "GATED_TYPES",
+    "FeatureCapture",
+    "GradientCapture",
+    "LayerSpec",
+    "batch_coupling_modules",
+    "cross_entropy_per_sample",
+    "eval_mode",
+    "flatten_batch",
+    "per_sample_gradients",
+    "resolve_layers",
+]

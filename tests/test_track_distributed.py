@@ -1,0 +1,72 @@
+"""Two gloo processes, each measuring its shard, give the single-process Monitor values."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from collapselab.data.dataset import LabeledData
+from collapselab.models import MLP
+from collapselab.store import Run
+from collapselab.track import Monitor
+
+KW = {"metrics": ["nc", "pfc", "diversity", "mse"], "lam": 1e-2, "gradients": True}
+
+
+def make():
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(3).repeat_interleave(14)
+    x = 2.0 * torch.randn(3, 4, generator=g)[y] + torch.randn(len(y), 4, generator=g)
+    yt = torch.arange(3).repeat_interleave(5)
+    xt = 2.0 * torch.randn(3, 4, generator=g)[yt] + torch.randn(len(yt), 4, generator=g)
+    torch.manual_seed(0)
+    model = MLP(4, 3, width=5, depth=3, bias=True).double()
+    return model, LabeledData(x, y, 3), LabeledData(xt, yt, 3)
+
+
+def worker(rank, world, init_file, out_dir):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        model, train, test = make()
+        # Uneven shards, in batches of different sizes on the two ranks.
+        tr = torch.arange(17) if rank == 0 else torch.arange(17, len(train))
+        te = torch.arange(4) if rank == 0 else torch.arange(4, len(test))
+        run = Run.create(out_dir, f"rank{rank}")
+        monitor = Monitor(
+            model, train.subset(tr), test.subset(te), run=run, batch_size=5 + 3 * rank, **KW
+        )
+        res = monitor.measure_now(epoch=1)
+        run.flush()
+        with open(os.path.join(out_dir, f"out{rank}.json"), "w") as f:
+            json.dump({"results": res, "rows": len(run.metrics())}, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_match_single_process(tmp_path):
+    mp.spawn(worker, args=(2, str(tmp_path / "init"), str(tmp_path)), nprocs=2, join=True)
+    outs = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in (0, 1)]
+    model, train, test = make()
+    single = Monitor(model, train, test, batch_size=11, **KW).measure_now(epoch=1)
+    assert outs[0]["rows"] > 0 and outs[1]["rows"] == 0  # only rank 0 writes
+    n = 0
+    for out in outs:
+        got = out["results"]
+        assert got.keys() == single.keys()
+        for split in single:
+            assert got[split].keys() == single[split].keys()
+            for layer, values in single[split].items():
+                assert got[split][layer].keys() == values.keys()
+                for key, value in values.items():
+                    other = got[split][layer][key]
+                    assert math.isclose(other, value, rel_tol=1e-10, abs_tol=1e-12) or (
+                        math.isnan(other) and math.isnan(value)
+                    ), (split, layer, key, other, value)
+                    n += 1
+    assert n > 300

@@ -1,0 +1,166 @@
+"""CollapseCallback: the Monitor driven by a Lightning Trainer (optional dependency)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from collapselab.data.dataset import LabeledData
+from collapselab.models import MLP
+from collapselab.store import Run
+from collapselab.track import Monitor
+
+HAS_LIGHTNING = importlib.util.find_spec("lightning") is not None
+
+
+@pytest.mark.skipif(HAS_LIGHTNING, reason="checks the message shown when lightning is absent")
+def test_missing_lightning_gives_a_clear_import_error():
+    import collapselab.track as track
+
+    with pytest.raises(ImportError, match=r"pip install 'collapselab\[lightning\]'"):
+        track.CollapseCallback  # noqa: B018
+    with pytest.raises(AttributeError):
+        track.NoSuchThing  # noqa: B018
+
+
+def _data() -> LabeledData:
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(48) % 3
+    x = 2.0 * torch.randn(3, 5, generator=g)[y] + torch.randn(48, 5, generator=g)
+    return LabeledData(x, y, 3)
+
+
+def test_collapse_callback_records_the_monitor_rows(tmp_path):
+    pl = pytest.importorskip("lightning.pytorch")
+    from collapselab.track.lightning import CollapseCallback
+
+    class Wrapper(pl.LightningModule):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return F.cross_entropy(self(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = _data()
+    train_loader = data.loader(batch_size=16, shuffle=True, seed=1)
+    measure_loader = data.loader(batch_size=20)
+    torch.manual_seed(0)
+    net = MLP(5, 3, width=8, depth=3, bias=True)
+    run = Run.create(tmp_path, "lightning")
+    callback = CollapseCallback(
+        measure_loader, model_attr="net", schedule="all", run=run, metrics=["nc", "pfc"]
+    )
+    trainer = pl.Trainer(
+        max_epochs=3,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+    )
+    trainer.fit(Wrapper(net), train_dataloaders=train_loader)
+    run.flush()
+    rows = run.metrics()
+    nc1 = rows[(rows.metric == "nc1") & (rows.layer == net.penultimate)]
+    # Epoch 0 before training, then epochs 1-3 at their global steps (3 batches each).
+    assert list(nc1.epoch) == [0, 1, 2, 3]
+    assert list(nc1.step) == [0, 3, 6, 9]
+    # The last rows equal a plain Monitor on the trained network.
+    final = Monitor(net, measure_loader, metrics=["nc", "pfc"], schedule=None).measure_now()
+    last = rows[rows.epoch == 3]
+    for layer, values in final["train"].items():
+        for key, value in values.items():
+            got = last[(last.layer == layer) & (last.metric == key)].value.item()
+            assert math.isclose(got, value, rel_tol=1e-10, abs_tol=1e-12) or (
+                math.isnan(got) and math.isnan(value)
+            )
+    assert callback.state_dict()["zero_error_epoch"] == (
+        -1 if callback.monitor.zero_error_epoch is None else callback.monitor.zero_error_epoch
+    )
+
+
+class _StubTrainer:
+    """The attributes of ``lightning.pytorch.Trainer`` that the callback reads."""
+
+    def __init__(self, max_epochs):
+        self.max_epochs = max_epochs
+        self.global_step = 0
+        self.current_epoch = 0
+        self.is_global_zero = True
+        self.train_dataloader = None
+        self.logged = []
+        self.logger = self
+
+    def log_metrics(self, metrics, step):
+        self.logged.append((step, metrics))
+
+
+def test_hook_logic_against_a_stub_of_the_lightning_api(tmp_path, monkeypatch):
+    """Runs without lightning: a stub ``Callback`` base and trainer with Lightning 2.x's
+    names, driving the hooks in the order ``Trainer.fit`` calls them (0-based
+    ``current_epoch`` during ``on_train_epoch_end``, two batches per optimiser step)."""
+    import sys
+    import types
+
+    import collapselab.track.lightning as lightning_module
+
+    stub = types.ModuleType("lightning.pytorch.callbacks")
+    stub.Callback = type("Callback", (), {})
+    monkeypatch.setitem(sys.modules, "lightning", types.ModuleType("lightning"))
+    monkeypatch.setitem(sys.modules, "lightning.pytorch", types.ModuleType("lightning.pytorch"))
+    monkeypatch.setitem(sys.modules, "lightning.pytorch.callbacks", stub)
+    monkeypatch.setattr(lightning_module, "_CLASS", None)
+    callback_cls = lightning_module.CollapseCallback
+    assert issubclass(callback_cls, stub.Callback)
+
+    data = _data()
+    torch.manual_seed(0)
+    net = MLP(5, 3, width=8, depth=3, bias=True)
+    run = Run.create(tmp_path, "stub")
+    cb = callback_cls(
+        every_iterations=2, run=run, metrics=["nc"], log_to_logger=True, batch_size=24
+    )  # schedule "log", budget from max_epochs; trainer's loader
+    trainer = _StubTrainer(max_epochs=4)
+    trainer.train_dataloader = data.loader(batch_size=24)
+    cb.on_train_start(trainer, net)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(4):
+        trainer.current_epoch = epoch
+        for i, (x, y) in enumerate(data.loader(batch_size=12)):
+            F.cross_entropy(net(x), y).backward()
+            if i % 2 == 1:  # gradient accumulation over two batches
+                opt.step()
+                opt.zero_grad()
+                trainer.global_step += 1
+            cb.on_train_batch_end(trainer, net, None, (x, y), i)
+        cb.on_train_epoch_end(trainer, net)
+    run.flush()
+    rows = run.metrics()
+    nc1 = rows[(rows.metric == "nc1") & (rows.layer == net.penultimate)]
+    # log_spaced_epochs(4) = 1..4 at steps 2, 4, 6, 8; iteration rows every 2 steps, once
+    # per step although two batches share it; epoch 0 at step 0.
+    assert list(zip(nc1.step, nc1.epoch, strict=True)) == [
+        (0, 0), (2, 1), (2, 1), (4, 2), (4, 2), (6, 3), (6, 3), (8, 4), (8, 4),
+    ]  # fmt: skip
+    assert [s for s, _ in trainer.logged] == [0, 2, 2, 4, 4, 6, 6, 8, 8]
+    key = f"collapse/train/{net.penultimate}/nc1"
+    assert trainer.logged[-1][1][key] == nc1.value.iloc[-1]
+    assert cb.monitor.schedule.at_epoch(4) and not cb.monitor.schedule.at_epoch(5)
+    saved = cb.state_dict()
+    fresh = callback_cls(run=run, metrics=["nc"])
+    fresh.load_state_dict(saved)
+    assert fresh.state_dict() == saved
