@@ -97,3 +97,29 @@ def test_resumed_run_has_the_same_monitor_rows(tmp_path):
     train(model, data, cfg, [resumed_monitor.callback(), _Interrupt(-1)], Run.open(part_run.path))
     pd.testing.assert_frame_equal(_frame(full_run), _frame(Run.open(part_run.path)))
     assert resumed_monitor.zero_error_epoch == full_monitor.zero_error_epoch
+
+
+def test_training_loop_does_not_erase_an_earlier_zero_error_epoch(tmp_path) -> None:
+    """The Monitor and the loop both write the manifest's zero_error_epoch: the earliest wins."""
+    from collapselab.train.loop import _earliest
+
+    assert _earliest(3, None) == 3
+    assert _earliest(None, 5) == 5
+    assert _earliest(7, 5) == 5
+    assert _earliest(None, None) is None
+
+    # Integration: a detection already in the manifest survives a loop that finds none.
+    from torch import nn
+
+    from collapselab.data.dataset import DataSplits, LabeledData
+    from collapselab.store import Run
+    from collapselab.train import TrainConfig, train
+
+    torch.manual_seed(0)
+    y = torch.arange(40) % 4
+    x = torch.randn(40, 3)  # labels independent of inputs: no zero training error in 2 epochs
+    run = Run.create(tmp_path, "zero")
+    run.update_manifest(zero_error_epoch=1)
+    result = train(nn.Linear(3, 4), DataSplits(LabeledData(x, y, 4)), TrainConfig(2, 0.01), run=run)
+    assert result.zero_error_epoch is None
+    assert Run.open(run.path).manifest["zero_error_epoch"] == 1

@@ -180,6 +180,13 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.SGD:
     )
 
 
+def _earliest(*epochs: int | None) -> int | None:
+    """The earliest known epoch: the loop and a Monitor may both detect zero training error,
+    at different granularities (evaluated vs measured epochs); neither may erase the other."""
+    known = [e for e in epochs if e is not None]
+    return min(known) if known else None
+
+
 def _check_logits(logits: Any, n_classes: int) -> None:
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"model must return a logits tensor, got {type(logits).__name__}")
@@ -530,7 +537,9 @@ class _Trainer:
         run.update_manifest(
             epochs_completed=result.epochs_completed,
             iterations=result.iterations,
-            zero_error_epoch=result.zero_error_epoch,
+            zero_error_epoch=_earliest(
+                run.manifest.get("zero_error_epoch"), result.zero_error_epoch
+            ),
             stopped_reason=result.stopped_reason,
             final_metrics=result.final,
         )
