@@ -202,11 +202,6 @@ def main() -> None:
     parser.add_argument(
         "--notebook", action="store_true", help="also time the notebook-style reference (slow)"
     )
-    parser.add_argument(
-        "--proposed",
-        action="store_true",
-        help="also time measure() with the ClassStats updates of _proposed_stats.py",
-    )
     args = parser.parse_args()
     H, y, W, b = make_data(args.n, args.d, args.c)
     Ht, yt = torch.from_numpy(H), torch.from_numpy(y)
@@ -219,8 +214,6 @@ def main() -> None:
         "measure": run_measure,
         "naive (per-class GEMM)": lambda: naive_reference(H, y, W, b, args.lam, "gemm"),
     }
-    if args.proposed:
-        runs["measure + proposed stats"] = lambda: _with_proposed_stats(run_measure)
     run_measure()  # warm-up
     times: dict[str, list[float]] = {k: [] for k in runs}
     values = {}
@@ -264,14 +257,6 @@ def main() -> None:
 
 def _rel(a: float, r: float) -> float:
     return abs(a - r) / abs(r) if r != 0 else abs(a - r)
-
-
-def _with_proposed_stats(fn):
-    """Run ``fn`` with the prototype ClassStats of ``_proposed_stats.py`` swapped in."""
-    from _proposed_stats import proposed
-
-    with proposed():
-        return fn()
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ kernel's out-of-memory killer.
 
 Usage::
 
-    python benchmarks/bench_measure_large.py                  # chunk sizes 8192 (default) and 1024
-    python benchmarks/bench_measure_large.py --chunk-sizes 1024 --proposed
+    python benchmarks/bench_measure_large.py       # measure's default chunk size, then 8192
+    python benchmarks/bench_measure_large.py --chunk-sizes default,8192,1024
 """
 
 from __future__ import annotations
@@ -46,19 +46,13 @@ def _status() -> dict[str, int]:
     return out
 
 
-def child(n: int, d: int, c: int, chunk_size: int, proposed: bool, threads: int) -> dict:
+def child(n: int, d: int, c: int, chunk_size: int | None, threads: int) -> dict:
     import numpy as np
     import torch
 
     torch.set_num_threads(threads)
     from collapselab import measure
 
-    if proposed:
-        sys.path.insert(0, str(HERE))
-        from _proposed_stats import proposed as use_proposed
-
-        patch = use_proposed()  # kept referenced: it stays active for this subprocess
-        patch.__enter__()
     g = torch.Generator().manual_seed(0)
     y = torch.arange(n) % c
     y = y[torch.randperm(n, generator=g)]
@@ -81,7 +75,6 @@ def child(n: int, d: int, c: int, chunk_size: int, proposed: bool, threads: int)
     after = _status()
     return {
         "chunk_size": chunk_size,
-        "proposed": proposed,
         "seconds": seconds,
         "input_gb": input_bytes / 1e9,
         "rss_before_gb": before["VmRSS"] / 1e9,
@@ -96,7 +89,11 @@ def child(n: int, d: int, c: int, chunk_size: int, proposed: bool, threads: int)
     }
 
 
-def run_child(args: argparse.Namespace, chunk_size: int, proposed: bool) -> dict:
+def _name(chunk_size: int | None) -> str:
+    return "default" if chunk_size is None else str(chunk_size)
+
+
+def run_child(args: argparse.Namespace, chunk_size: int | None) -> dict:
     cmd = [
         sys.executable,
         __file__,
@@ -105,8 +102,8 @@ def run_child(args: argparse.Namespace, chunk_size: int, proposed: bool) -> dict
         f"--d={args.d}",
         f"--c={args.c}",
         f"--threads={args.threads}",
-        f"--chunk-sizes={chunk_size}",
-    ] + (["--proposed"] if proposed else [])
+        f"--chunk-sizes={_name(chunk_size)}",
+    ]
     limit = int(args.limit_gb * 1e9)
 
     def cap() -> None:
@@ -115,7 +112,7 @@ def run_child(args: argparse.Namespace, chunk_size: int, proposed: bool) -> dict
     proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {"chunk_size": chunk_size, "proposed": proposed, "error": " | ".join(tail)}
+        return {"chunk_size": chunk_size, "error": " | ".join(tail)}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -125,39 +122,44 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=32_768)
     parser.add_argument("--c", type=int, default=100)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--chunk-sizes", default="8192,1024", help="measure(chunk_size=...)")
-    parser.add_argument("--proposed", action="store_true", help="use _proposed_stats.py too")
+    parser.add_argument(
+        "--chunk-sizes",
+        default="default,8192",
+        help="measure(chunk_size=...); 'default' leaves it to measure (max(1, 2**23 // D) rows)",
+    )
     parser.add_argument("--limit-gb", type=float, default=16.0, help="address-space cap")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = [int(s) for s in args.chunk_sizes.split(",")]
+    sizes = [None if s == "default" else int(s) for s in args.chunk_sizes.split(",")]
     if args.child:
-        print(json.dumps(child(args.n, args.d, args.c, sizes[0], args.proposed, args.threads)))
+        print(json.dumps(child(args.n, args.d, args.c, sizes[0], args.threads)))
         return
     print(f"N={args.n}, D={args.d}, C={args.c}, float32 input, threads {args.threads}")
     print(f"address-space limit per run: {args.limit_gb} GB")
     results = []
-    for proposed in [False, True] if args.proposed else [False]:
-        for size in sizes:
-            res = run_child(args, size, proposed)
-            results.append(res)
-            label = f"chunk_size={size:5d}{' + proposed stats' if proposed else ''}"
-            if "error" in res:
-                print(f"{label}: FAILED ({res['error']})")
-                continue
-            print(
-                f"{label}: {res['seconds']:.1f}s, input {res['input_gb']:.2f} GB, "
-                f"RSS before {res['rss_before_gb']:.2f} GB, peak {res['peak_gb']:.2f} GB, "
-                f"peak beyond input+interpreter {res['extra_peak_gb']:.2f} GB "
-                f"(target < 1.5), ru_maxrss {res['ru_maxrss_gb']:.2f} GB, "
-                f"nc1_dense={res['nc1_dense']:.0f}, {res['keys']} keys"
-            )
+    for size in sizes:
+        res = run_child(args, size)
+        results.append(res)
+        label = f"chunk_size={_name(size):>7s}"
+        if "error" in res:
+            print(f"{label}: FAILED ({res['error']})")
+            continue
+        print(
+            f"{label}: {res['seconds']:.1f}s, input {res['input_gb']:.2f} GB, "
+            f"RSS before {res['rss_before_gb']:.2f} GB, peak {res['peak_gb']:.2f} GB, "
+            f"peak beyond input+interpreter {res['extra_peak_gb']:.2f} GB "
+            f"(target < 1.5), ru_maxrss {res['ru_maxrss_gb']:.2f} GB, "
+            f"nc1_dense={res['nc1_dense']:.0f}, {res['keys']} keys"
+        )
     ok = [r for r in results if "error" not in r]
     if len(ok) > 1:
         ref = ok[0]["values"]
         for r in ok[1:]:
             worst = max(abs(r["values"][k] - v) / max(abs(v), 1e-300) for k, v in ref.items())
-            print(f"max relative difference vs the first run ({r['chunk_size']}): {worst:.2e}")
+            print(
+                f"max relative difference, chunk_size={_name(r['chunk_size'])} vs the first "
+                f"run: {worst:.2e}"
+            )
     if ok:
         print("values:", json.dumps({k: round(v, 10) for k, v in ok[0]["values"].items()}))
 

@@ -8,13 +8,12 @@ is the floor and the statistics get the remaining 0.5x.
 
 Timings are interleaved (plain, monitor, plain, monitor, ...) and the minimum over the
 repeats is reported, the usual estimator on a machine shared with other work; medians
-are printed too. ``--proposed`` also times the Monitor with the ClassStats batch updates
-proposed in ``benchmarks/_proposed_stats.py`` and checks that every value agrees.
+are printed too.
 
 Usage::
 
     python benchmarks/bench_monitor.py                 # defaults below
-    python benchmarks/bench_monitor.py --proposed --repeats 7
+    python benchmarks/bench_monitor.py --repeats 5 --threads 1 --width 64
 """
 
 from __future__ import annotations
@@ -22,19 +21,13 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-import collapselab.track.monitor as monitor_module
 from collapselab.data.dataset import LabeledData
 from collapselab.models import ConvResNet
 from collapselab.track import Monitor
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _proposed_stats import ProposedClassStats
 
 
 def build(width: int, seed: int = 0) -> ConvResNet:
@@ -57,18 +50,6 @@ def timed(fn) -> tuple[float, float]:
     return time.perf_counter() - w0, time.process_time() - c0
 
 
-def compare(a, b) -> float:
-    worst = 0.0
-    for split in a:
-        for layer in a[split]:
-            for key, v in a[split][layer].items():
-                w = b[split][layer][key]
-                if math.isnan(v) and math.isnan(w):
-                    continue
-                worst = max(worst, abs(v - w) / max(abs(v), 1e-300))
-    return worst
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000, help="samples (rounded down to 10s)")
@@ -76,7 +57,6 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=32, help="channels of the first stage")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--metrics", default="nc", help="comma-separated families")
-    parser.add_argument("--proposed", action="store_true", help="also time ProposedClassStats")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     args = parser.parse_args()
     if args.threads:
@@ -90,26 +70,14 @@ def main() -> None:
     loader = LabeledData(x, y, 10).loader(batch_size=args.batch_size)
     families = args.metrics.split(",")
     monitor = Monitor(model, loader, metrics=families, schedule=None)
-    dims = None
-
-    variants = {"monitor": monitor_module.ClassStats}
-    if args.proposed:
-        variants["monitor+proposed-stats"] = ProposedClassStats
-    times: dict[str, list[tuple[float, float]]] = {"plain forward": []}
-    times |= {k: [] for k in variants}
-    results = {}
+    times: dict[str, list[tuple[float, float]]] = {"plain forward": [], "monitor": []}
     # Warm-up (allocator, thread pool, first-batch set-up).
     plain_forward(model, loader)
-    for name, cls in variants.items():
-        monitor_module.ClassStats = cls
-        results[name] = monitor.measure_now(log=False)
-        dims = monitor.dims
+    values = monitor.measure_now(log=False)
+    dims = monitor.dims
     for _ in range(args.repeats):
         times["plain forward"].append(timed(lambda: plain_forward(model, loader)))
-        for name, cls in variants.items():
-            monitor_module.ClassStats = cls
-            times[name].append(timed(lambda: monitor.measure_now(log=False)))
-    monitor_module.ClassStats = variants["monitor"]
+        times["monitor"].append(timed(lambda: monitor.measure_now(log=False)))
 
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
     print(
@@ -128,9 +96,13 @@ def main() -> None:
             f"median {statistics.median(w):7.3f}s (x{statistics.median(w) / med_wall:4.2f})  "
             f"cpu min {min(c):7.3f}s (x{min(c) / base_cpu:4.2f})"
         )
-    if args.proposed:
-        diff = compare(results["monitor"], results["monitor+proposed-stats"])
-        print(f"max relative difference, proposed vs current stats: {diff:.2e}")
+    finite = sum(
+        math.isfinite(v)
+        for split in values.values()
+        for layer in split.values()
+        for v in layer.values()
+    )
+    print(f"values: {finite} finite metric values")
 
 
 if __name__ == "__main__":

@@ -238,3 +238,20 @@ def test_check_labels():
         check_labels("labels", torch.tensor([0]), 1, 0)
     with pytest.raises(ArgumentTypeError, match=r"^labels must be a torch\.Tensor"):
         check_labels("labels", [0, 1], 2, 2)
+
+
+def test_check_finite_counts_in_blocks_and_passes_an_overflowing_sum(monkeypatch):
+    import collapselab._checks as checks
+
+    monkeypatch.setattr(checks, "_COUNT_BLOCK", 8)  # several blocks for the count below
+    x = torch.zeros(9, 5, dtype=torch.float64)
+    x[0, 0], x[4, 3], x[8, 4] = math.nan, math.inf, -math.inf  # inf - inf: the sum is NaN
+    with pytest.raises(ValueError, match=r"^x contains NaN or Inf \(3 of 45 entries\)"):
+        check_finite("x", x)
+    with pytest.raises(ValueError, match=r"\(1 of 1 entries\)"):
+        check_finite("s", torch.tensor(math.nan))
+    # Finite entries whose float32 sum overflows to inf: no bad entry, so it passes.
+    big = torch.full((4, 3), 3e38, dtype=torch.float32)
+    assert not torch.isfinite(big.sum())
+    check_finite("big", big)
+    check_finite("t", torch.ones(7, 3)[:, ::2])  # non-contiguous

@@ -301,3 +301,67 @@ def test_zero_between_scatter_gives_empty_basis():
     assert st.basis.shape == (3, 0)
     with pytest.raises(ValueError, match="zero between-class scatter"):
         nc1_pinv(st)
+
+
+def test_pass2_decisions_equal_the_documented_formulas_exactly():
+    # Random data: confusions equal nearest_class_mean and argmax(W h + b) applied row by row.
+    H, y = data(21)
+    y = y.numpy()
+    rng = np.random.default_rng(21)
+    W, b = rng.normal(size=(4, H.shape[1])), rng.normal(size=4)
+    ref = torch.from_numpy(rng.normal(size=(4, H.shape[1])))
+    for mode in ("dense", "projected"):
+        st = class_stats_from_features(H, y, 4, mode=mode, W=W, b=b, ncc_means=ref, chunk_size=5)
+        ncc = nearest_class_mean(H, ref).numpy()
+        pred = np.argmax(H.numpy() @ W.T + b, axis=1)
+        want_ncc, want_clf = np.zeros((4, 4), int), np.zeros((4, 4), int)
+        np.add.at(want_ncc, (y, ncc), 1)
+        np.add.at(want_clf, (y, pred), 1)
+        np.testing.assert_array_equal(st.ncc_confusion.numpy(), want_ncc)
+        np.testing.assert_array_equal(st.classifier_confusion.numpy(), want_clf)
+        np.testing.assert_array_equal(
+            st.mismatch_counts.numpy(), np.bincount(y[ncc != pred], minlength=4)
+        )
+
+
+def test_pass2_exact_ties_go_to_the_lowest_class():
+    # Class means (+-0.75, 0) mirror each other about the origin, (0, 4.5) and (0, 3.5)
+    # about (0, 4): the samples at (0, 0) and (0, 4) are equidistant from a pair of means.
+    # The classifier rows 0/1 and 2/3 are equal, so W h + b ties for every sample.
+    h = torch.tensor(
+        [[1.0, 0.0], [1.2, 0.0], [0.0, 0.0], [0.8, 0.0],
+         [-1.0, 0.0], [-1.2, 0.0], [0.0, 0.0], [-0.8, 0.0],
+         [0.0, 5.0], [0.0, 4.0], [0.0, 4.5], [0.0, 3.0], [0.0, 4.0], [0.0, 3.5]],
+        dtype=torch.float64,
+    )  # fmt: skip
+    y = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 3])
+    W = torch.tensor([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]], dtype=torch.float64)
+    b = torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64)
+    for mode in ("dense", "projected"):
+        st = class_stats_from_features(h, y, 4, mode=mode, W=W, b=b)
+        want_ncc = torch.zeros(4, 4, dtype=torch.int64)
+        for label, pick in zip(y, nearest_class_mean(h, st.means), strict=True):
+            want_ncc[label, pick] += 1
+        np.testing.assert_array_equal(st.ncc_confusion.numpy(), want_ncc.numpy())
+        # the tie samples go to the lower class: (0, 0) of class 1 to class 0, (0, 4) of
+        # class 3 to class 2 (and those of classes 0 and 2 stay)
+        assert st.ncc_confusion[1, 0] == 1 and st.ncc_confusion[3, 2] == 1
+        assert st.ncc_confusion.trace() == 12
+        # every classifier score ties within {0, 1} and {2, 3}: decisions are 0 or 2 only
+        clf = st.classifier_confusion
+        assert clf[:, [1, 3]].sum() == 0 and clf.sum() == 14
+
+
+def test_default_chunk_size_is_in_bytes():
+    from collapselab.stats.class_stats import default_chunk_size
+
+    assert default_chunk_size(512) == 16384
+    assert default_chunk_size(32768) == 256
+    assert default_chunk_size(2**24) == 1
+    assert default_chunk_size(512, 7) == 7
+    with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
+        default_chunk_size(4, 0)
+    H, y = data(3)
+    a = class_stats_from_features(H, y, 4, mode="dense")
+    c = class_stats_from_features(H, y, 4, mode="dense", chunk_size=3)
+    np.testing.assert_allclose(a.within_cov.numpy(), c.within_cov.numpy(), rtol=1e-12)

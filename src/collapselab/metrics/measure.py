@@ -41,7 +41,7 @@ def measure(
     weighting: str = "auto",
     mode: str = "auto",
     dense_max_dim: int = DENSE_MAX_DIM,
-    chunk_size: int = 8192,
+    chunk_size: int | None = None,
 ) -> dict[str, float]:
     r"""Every metric-catalogue key (DESIGN.md) that the inputs allow, as Python floats.
 
@@ -91,7 +91,8 @@ def measure(
         mode: ``"auto"``, ``"dense"`` or ``"projected"`` within-class scatter
             (see :mod:`collapselab.stats.class_stats`); ``auto`` is dense for
             ``D <= dense_max_dim``.
-        chunk_size: rows per chunk when accumulating (bounds the float64 copies).
+        chunk_size: rows per chunk when accumulating (bounds the float64 copies);
+            default ``max(1, 2**23 // D)``, chunks of about 64 MiB in float64.
 
     Raises:
         ValueError: malformed input (shapes, label range or dtype, NaN/Inf, a class with

@@ -77,6 +77,13 @@ DENSE_MAX_DIM = 2048
 
 _EPS = torch.finfo(torch.float64).eps
 
+DEFAULT_CHUNK_ENTRIES = 2**23
+"""Default chunk of :func:`class_stats_from_features`: this many entries (64 MiB in float64)."""
+
+# Safety factor on the rounding-error bound that decides when a pass-2 decision is
+# recomputed the documented way (see ClassStats._decide).
+_TIE_SLACK = 64.0
+
 
 def nearest_class_mean(features: torch.Tensor, means: torch.Tensor) -> torch.Tensor:
     r"""Index of the nearest class mean for each row: ``argmin_c ||h - mu_c||_2``.
@@ -194,7 +201,7 @@ class ClassStats:
         p = self._p1
         p["counts"] += torch.bincount(y, minlength=self.n_classes)
         p["sums"].index_add_(0, y, h)
-        p["sq_norms"].index_add_(0, y, (h * h).sum(dim=1))
+        p["sq_norms"].index_add_(0, y, _row_sq_norms(h))
 
     def finalize_means(
         self,
@@ -262,6 +269,7 @@ class ClassStats:
             fixed["W"], fixed["b"] = check_classifier(W, b, c, d, self.device)
         elif b is not None:
             raise ValueError("b was given without W")
+        fixed |= _fused_constants(fixed, mode)
         self._fixed = fixed
         self.weighting = weighting
         if self.warn_imbalanced and self.requested_weighting == "auto":
@@ -284,22 +292,46 @@ class ClassStats:
 
     # ------------------------------------------------------------------ pass 2
     def update_scatter(self, features: object, labels: object) -> None:
-        """Pass 2: add a batch (the same data as pass 1) with the means held fixed."""
+        """Pass 2: add a batch (the same data as pass 1) with the means held fixed.
+
+        The deviations ``dev = h - mu_y`` are formed once, and one product
+        ``dev @ [P, (nu - r)^T, W^T]`` gives the projection on the between-class basis
+        (projected mode), the nearest-class-mean scores and the classifier scores, by
+        ``(h - r) . c_k = dev . c_k + (mu_y - r) . c_k`` and ``W h + b = W dev + (W mu_y + b)``
+        (``nu``: the NCC means, ``r`` their average, ``c_k = nu_k - r``). Those scores round
+        differently from the documented formulas (:func:`nearest_class_mean`,
+        ``argmax(W h + b)``), so every row whose two best scores lie within a bound on the
+        rounding error of both is decided again by the documented formula: the decisions,
+        ties to the lowest class index included, are exactly the documented ones.
+        """
         if self.phase != "scatter":
             raise RuntimeError("update_scatter() before finalize_means()")
         h, y = self._batch(features, labels)
         f, p, c = self._fixed, self._p2, self.n_classes
         dev = h - f["means"][y]
+        dev_sq = _row_sq_norms(dev)
         p["counts"] += torch.bincount(y, minlength=c)
-        p["dev_sq"].index_add_(0, y, (dev * dev).sum(dim=1))
-        if self.mode == "projected":
-            dev = dev @ f["basis"]
-        weighted = dev * f["sample_weight"][y].unsqueeze(1)
-        p["within"] += weighted.T @ dev
-        ncc = nearest_class_mean(h, f["ncc_means"])
+        p["dev_sq"].index_add_(0, y, dev_sq)
+        prod = dev @ f["fused"]
+        r = f["basis"].shape[1] if self.mode == "projected" else 0
+        proj = prod[:, :r] if self.mode == "projected" else dev
+        p["within"] += (proj * f["sample_weight"][y].unsqueeze(1)).T @ proj
+        dev_norm = dev_sq.sqrt()
+        ncc_scores = f["ncc_sq"] - 2.0 * (prod[:, r : r + c] + f["ncc_const"][y])
+        ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
+        ncc = _decide(
+            ncc_scores, ncc_tol, lambda i: nearest_class_mean(h[i], f["ncc_means"]), largest=False
+        )
         p["ncc_confusion"] += _confusion(y, ncc, c)
         if "W" in f:
-            pred = torch.argmax(h @ f["W"].T + f["b"], dim=1)
+            clf_scores = prod[:, r + c :] + f["clf_const"][y]
+            clf_tol = f["clf_tol"] * (dev_norm + f["mean_norm"][y]) + f["clf_tol0"]
+            pred = _decide(
+                clf_scores,
+                clf_tol,
+                lambda i: torch.argmax(h[i] @ f["W"].T + f["b"], dim=1),
+                largest=True,
+            )
             p["clf_confusion"] += _confusion(y, pred, c)
             p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
 
@@ -514,6 +546,67 @@ class ClassStats:
         return p2
 
 
+def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
+    """``||x_i||^2`` per row, without materialising ``x * x``."""
+    return torch.einsum("ij,ij->i", x, x)
+
+
+def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``).
+
+    The ``*_tol`` entries bound, per unit of row norm, twice the sum of the rounding errors
+    of the fused and the documented score of a row (dot products of length ``D`` in float64
+    err by at most ``D u |a|.|b|`` in any summation order, ``u = 2^-53``), times a safety
+    factor: rows whose two best scores differ by more cannot change their decision.
+    """
+    ncc_means, means = fixed["ncc_means"], fixed["means"]
+    d = means.shape[1]
+    ref = ncc_means.mean(dim=0)
+    centred = ncc_means - ref
+    ncc_sq = (centred * centred).sum(dim=1)
+    blocks = [centred.T]
+    if mode == "projected":
+        blocks.insert(0, fixed["basis"])
+    unit = _TIE_SLACK * (d + 8) * _EPS / 2
+    c_max = float(centred.norm(dim=1).max())
+    out: dict[str, Any] = {
+        "ncc_sq": ncc_sq,
+        "ncc_const": (means - ref) @ centred.T,
+        "ncc_offset": (means - ref).norm(dim=1),
+        "ncc_tol": unit * 2.0 * c_max,
+        "ncc_tol0": unit * c_max * c_max,
+    }
+    if "W" in fixed:
+        w, b = fixed["W"], fixed["b"]
+        blocks.append(w.T)
+        w_max = float(w.norm(dim=1).max())
+        out |= {
+            "clf_const": means @ w.T + b,
+            "mean_norm": means.norm(dim=1),
+            "clf_tol": unit * w_max,
+            "clf_tol0": unit * float(b.abs().max()),
+        }
+    out["fused"] = torch.cat(blocks, dim=1).contiguous()
+    return out
+
+
+def _decide(
+    scores: torch.Tensor,
+    tol: torch.Tensor,
+    exact: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    largest: bool,
+) -> torch.Tensor:
+    """Per row the index of the best score; rows whose two best scores lie within ``tol``
+    (a possible tie under rounding) are decided again by ``exact(row_indices)``."""
+    pick = torch.argmax(scores, dim=1) if largest else torch.argmin(scores, dim=1)
+    top = torch.topk(scores, 2, dim=1, largest=largest).values
+    close = torch.nonzero((top[:, 0] - top[:, 1]).abs() <= tol).flatten()
+    if close.numel():
+        pick[close] = exact(close)
+    return pick
+
+
 def _confusion(labels: torch.Tensor, decisions: torch.Tensor, c: int) -> torch.Tensor:
     return torch.bincount(labels * c + decisions, minlength=c * c).view(c, c)
 
@@ -546,21 +639,31 @@ def class_stats_from_features(
     labels: object,
     n_classes: int,
     *,
-    chunk_size: int = 8192,
+    chunk_size: int | None = None,
     min_count: int = 2,
     **kwargs: Any,
 ) -> ClassStats:
     """Both passes of :class:`ClassStats` over an in-memory ``(N, D)`` feature matrix.
 
-    The rows are fed in chunks of ``chunk_size`` so that the float64 copies stay small.
+    The rows are fed in chunks of ``chunk_size`` so that the float64 copies stay small;
+    the default, ``max(1, 2**23 // D)`` rows, makes a float64 chunk about 64 MiB whatever
+    ``D`` (a fixed row count would be 2 GiB per copy at ``D = 32768``).
     ``min_count`` is passed to :meth:`ClassStats.finalize_means`; the other keyword
     arguments are those of :func:`class_stats_from_batches`.
     """
-    chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     h = check_features(features, "features")
+    chunk_size = default_chunk_size(h.shape[1], chunk_size)
     y = check_labels("labels", labels, h.shape[0], check_int("n_classes", n_classes, minimum=2))
     chunks = [(h[i : i + chunk_size], y[i : i + chunk_size]) for i in range(0, len(y), chunk_size)]
     return class_stats_from_batches(chunks, n_classes, min_count=min_count, **kwargs)
+
+
+def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
+    """``chunk_size`` checked (an integer >= 1), or for ``None`` the rows of a chunk of
+    about :data:`DEFAULT_CHUNK_ENTRIES` entries: ``max(1, 2**23 // dim)``."""
+    if chunk_size is None:
+        return max(1, DEFAULT_CHUNK_ENTRIES // max(1, dim))
+    return check_int("chunk_size", chunk_size, minimum=1)
 
 
 def class_stats_from_batches(
