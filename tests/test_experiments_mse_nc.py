@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from collapselab.experiments import get_experiment, reproduce, run_experiment
 from collapselab.experiments.mse_nc import FIGURES, THEORY_FIGURES, StoredArms, table1_rows
@@ -99,14 +98,6 @@ TINY_THEORY = {
         "seed": 0,
     },
 }
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture

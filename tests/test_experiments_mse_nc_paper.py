@@ -33,14 +33,6 @@ RNG = np.random.default_rng(0)
 N_TRAIN, N_TEST = 40, 20  # 4 and 2 images per class
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _labels(n: int) -> np.ndarray:
     return np.arange(n) % 10
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 from scipy import stats
 
+from collapselab._threads import serial_threads
 from collapselab.experiments import (
     RunResults,
     evaluate_claims,
@@ -47,13 +48,9 @@ IDS = [
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every experiment's tiny preset, run once for the module."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("pfc-runs")
-    try:
+    with serial_threads():  # module-scoped: runs before the per-test autouse fixture
         return {e: run_experiment(e, preset="tiny", root=root) for e in IDS}
-    finally:
-        torch.set_num_threads(before)
 
 
 def _claims(run: Run) -> dict[str, dict]:

@@ -15,7 +15,6 @@ import struct
 
 import numpy as np
 import pytest
-import torch
 
 from collapselab.data import DatasetFileError
 from collapselab.experiments import get_experiment
@@ -24,14 +23,6 @@ from collapselab.models import ConvResNet, FCResNet
 from collapselab.track import PAPER_003_EPOCHS
 
 RNG = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _idx(path, array: np.ndarray) -> None:

@@ -15,14 +15,6 @@ from torch import nn
 from collapselab.metrics.robustness import deepfool, deepfool_robustness
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _linear(d: int, c: int, seed: int) -> nn.Linear:
     torch.manual_seed(seed)
     model = nn.Linear(d, c).double()

@@ -19,14 +19,6 @@ from collapselab.models import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _randomise_norms(model: nn.Module) -> None:
     with torch.no_grad():
         for m in model.modules():

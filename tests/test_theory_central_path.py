@@ -32,16 +32,6 @@ from collapselab.theory.central_path import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # The matrices are tiny: torch's intra-op thread pool only adds contention on a shared
-    # CPU (10x slowdowns observed), so these tests run single-threaded and restore after.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def gaussian(seed, C=3, N=6, P=4, shift=0.4):
     rng = np.random.default_rng(seed)
     y = np.repeat(np.arange(C), N)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from collapselab.metrics import nc1_pinv
 from collapselab.stats import class_stats_from_features
@@ -27,16 +26,6 @@ from collapselab.theory.snr_dynamics import (
     snr_rate,
     verify_snr_dynamics,
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny matrices: torch's thread pool only adds contention on a shared CPU.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 NOTE_TIMES = [100.0, 1e3, 1e4, 1e5]
 NOTE_TABLE = {  # note 003 §3.9, C = 4, N = 10, omega(0) = 1

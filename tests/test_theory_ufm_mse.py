@@ -14,15 +14,6 @@ import torch
 from collapselab.theory.ufm_mse import UFMMSE, ufm_mse_descent, ufm_mse_minimise, verify_ufm_mse
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny matrices: torch's thread pool only adds contention on a shared CPU.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def random_point(problem, seed):
     rng = np.random.default_rng(seed)
     return (

@@ -29,13 +29,18 @@ RootOption = Annotated[
     Path,
     typer.Option("--root", "--out", help="Directory holding the runs (env COLLAPSELAB_ROOT)."),
 ]
+PresetOption = Annotated[str, typer.Option(help="Preset: quick (CPU minutes) or paper.")]
+DataDirOption = Annotated[Path | None, typer.Option(help="Directory with local dataset files.")]
+DeviceOption = Annotated[str, typer.Option(help="cpu or cuda.")]
+SeedOption = Annotated[int, typer.Option(help="Random seed.")]
+ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar.")]
 
 
 @app.command()
 def demo(
     out: RootOption = DEFAULT_ROOT,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    seed: SeedOption = 0,
+    progress: ProgressOption = True,
 ) -> None:
     """Train a small MLP on scikit-learn's digits for a few epochs and write a run."""
     _run_and_report("demo", "quick", out, seed=seed, device="cpu", data_dir=None, progress=progress)
@@ -74,14 +79,12 @@ def list_experiments() -> None:
 @app.command()
 def run(
     experiment_id: Annotated[str, typer.Argument(help="Experiment id (see `collapselab list`).")],
-    preset: Annotated[str, typer.Option(help="Preset: quick (CPU minutes) or paper.")] = "quick",
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Directory with local dataset files.")
-    ] = None,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    preset: PresetOption = "quick",
+    data_dir: DataDirOption = None,
+    device: DeviceOption = "cpu",
+    seed: SeedOption = 0,
     out: RootOption = DEFAULT_ROOT,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
 ) -> None:
     """Run one experiment with a preset and write it to the run store."""
     _run_and_report(experiment_id, preset, out, seed, device, data_dir, progress)
@@ -211,14 +214,12 @@ def _print_claims(run_path: Path) -> None:
 @app.command()
 def reproduce(
     paper: Annotated[str, typer.Argument(help="Paper number (003), short name (mse-nc) or 'all'.")],
-    preset: Annotated[str, typer.Option(help="Preset: quick (CPU minutes) or paper.")] = "quick",
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Directory with local dataset files.")
-    ] = None,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    preset: PresetOption = "quick",
+    data_dir: DataDirOption = None,
+    device: DeviceOption = "cpu",
+    seed: SeedOption = 0,
     out: RootOption = DEFAULT_ROOT,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
 ) -> None:
     """Run every experiment of a paper (or all papers), skipping finished runs; write the index.
 
