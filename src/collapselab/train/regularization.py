@@ -26,6 +26,7 @@ multiplied by ``2 kappa`` (:func:`mse_gradient_scale`).
 from __future__ import annotations
 
 from collapselab._checks import check_choice, check_float, check_int
+from collapselab.metrics.mse import paper_lambda
 from collapselab.train.config import MSE_REDUCTIONS
 
 
@@ -39,10 +40,11 @@ def mse_lambda(weight_decay: float, n_classes: int, reduction: str = "mean") -> 
     """Paper 003's lambda (Eq. 2) equivalent to PyTorch SGD ``weight_decay`` with the MSE loss.
 
     ``lambda = weight_decay / (2 kappa)``: ``C * weight_decay / 2`` for ``reduction="mean"``
-    (``nn.MSELoss()``), ``weight_decay / 2`` for ``"sum_classes"``.
+    (``nn.MSELoss()``), ``weight_decay / 2`` for ``"sum_classes"``: the training loop's two
+    reductions of :func:`collapselab.metrics.mse.paper_lambda`, which holds the formula.
     """
-    wd = check_float("weight_decay", weight_decay, minimum=0.0)
-    return wd / (2.0 * _kappa(n_classes, reduction))
+    reduction = check_choice("reduction", reduction, MSE_REDUCTIONS)
+    return paper_lambda(weight_decay, check_int("n_classes", n_classes, minimum=1), reduction)
 
 
 def mse_weight_decay(lam: float, n_classes: int, reduction: str = "mean") -> float:
