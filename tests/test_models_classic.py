@@ -15,22 +15,7 @@ from collapselab.models import (
     vgg11,
     vgg13,
 )
-
-
-def _capture(model: nn.Module, names: list[str], x: torch.Tensor) -> dict[str, torch.Tensor]:
-    out: dict[str, list[torch.Tensor]] = {n: [] for n in names}
-    handles = [
-        model.get_submodule(n).register_forward_hook(lambda _m, _i, o, n=n: out[n].append(o))
-        for n in names
-    ]
-    try:
-        with torch.no_grad():
-            logits = model(x)
-    finally:
-        for h in handles:
-            h.remove()
-    assert all(len(v) == 1 for v in out.values()), "each feature layer must fire once"
-    return {"logits": logits, **{n: v[0] for n, v in out.items()}}
+from tests._hooks import capture_outputs
 
 
 def _conv_params(c_in: int, c_out: int, k: int, bias: bool = False) -> int:
@@ -78,7 +63,7 @@ def test_resnet_structure_and_shapes_full_width(factory, block, counts, known) -
     assert not any(isinstance(m, nn.MaxPool2d) for m in model.modules())
     layers = model.feature_layers
     assert len(layers) == 1 + sum(counts) and layers[0] == "relu"
-    got = _capture(model, [*layers, "flatten"], torch.randn(2, 3, 32, 32))
+    got = capture_outputs(model, [*layers, "flatten"], torch.randn(2, 3, 32, 32))
     expansion = 4 if block == "bottleneck" else 1
     assert tuple(got["relu"].shape) == (2, 64, 32, 32)
     for i, (planes, hw) in enumerate(zip((64, 128, 256, 512), (32, 16, 8, 4), strict=True)):
@@ -122,7 +107,7 @@ def test_resnet_init_is_he_normal_fan_out() -> None:
 def test_resnet_cheap_instances(factory) -> None:
     model = factory(in_channels=1, n_classes=4, width_multiplier=0.0625)
     assert model.conv1.out_channels == 4
-    got = _capture(model, model.feature_layers, torch.randn(2, 1, 28, 28))
+    got = capture_outputs(model, model.feature_layers, torch.randn(2, 1, 28, 28))
     assert got["logits"].shape == (2, 4)
     assert tuple(got[model.feature_layers[-1]].shape)[2:] == (4, 4)  # 28 -> 14 -> 7 -> 4
 
@@ -155,7 +140,7 @@ def test_vgg_structure_and_shapes(factory, name: str) -> None:
             assert isinstance(mods[i + 1], nn.BatchNorm2d) and isinstance(mods[i + 2], nn.ReLU)
     assert sum(isinstance(m, nn.MaxPool2d) for m in mods) == 5
     assert len(model.feature_layers) == len(convs)
-    got = _capture(model, [*model.feature_layers, "flatten"], torch.randn(2, 3, 32, 32))
+    got = capture_outputs(model, [*model.feature_layers, "flatten"], torch.randn(2, 3, 32, 32))
     n_pools_before = 0
     relu_idx = {int(n.split(".")[1]) for n in model.feature_layers}
     k = 0

@@ -8,21 +8,7 @@ import torch
 from torch import nn
 
 from collapselab.models import MLP, check_convention, xavier_normal_variance
-
-
-def _capture(model: nn.Module, names: list[str], x: torch.Tensor) -> dict[str, torch.Tensor]:
-    out: dict[str, list[torch.Tensor]] = {n: [] for n in names}
-    handles = [
-        model.get_submodule(n).register_forward_hook(lambda _m, _i, o, n=n: out[n].append(o))
-        for n in names
-    ]
-    try:
-        logits = model(x)
-    finally:
-        for h in handles:
-            h.remove()
-    assert all(len(v) == 1 for v in out.values()), "each feature layer must fire once"
-    return {"logits": logits, **{n: v[0] for n, v in out.items()}}
+from tests._hooks import capture_outputs
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -74,7 +60,7 @@ def test_forward_matches_numpy_reference(activation: str, norm: str, bias: bool)
                 p.normal_()
     x = torch.randn(5, 3, 4, dtype=torch.float64)  # flattened to 12 features
     names = model.feature_layers
-    got = _capture(model, names, x)
+    got = capture_outputs(model, names, x)
     feats, logits = _reference_forward(model, x.numpy(), activation, 0.1, norm)
     np.testing.assert_allclose(got["logits"].detach().numpy(), logits, rtol=1e-12, atol=1e-12)
     for name, ref in zip(names, feats, strict=True):

@@ -19,22 +19,7 @@ from collapselab.models import (
     pfc_mnist,
     pfc_stl10,
 )
-
-
-def _capture(model: nn.Module, names: list[str], x: torch.Tensor) -> dict[str, torch.Tensor]:
-    out: dict[str, list[torch.Tensor]] = {n: [] for n in names}
-    handles = [
-        model.get_submodule(n).register_forward_hook(lambda _m, _i, o, n=n: out[n].append(o))
-        for n in names
-    ]
-    try:
-        with torch.no_grad():
-            logits = model(x)
-    finally:
-        for h in handles:
-            h.remove()
-    assert all(len(v) == 1 for v in out.values()), "each feature layer must fire once"
-    return {"logits": logits, **{n: v[0] for n, v in out.items()}}
+from tests._hooks import capture_outputs
 
 
 def _randomise_norms(model: nn.Module) -> None:
@@ -76,7 +61,7 @@ def test_fc_resnet_matches_numpy_reference(block: str) -> None:
     _randomise_norms(model)
     model.eval()
     x = torch.randn(5, 2, 6, dtype=torch.float64)
-    got = _capture(model, model.feature_layers, x)
+    got = capture_outputs(model, model.feature_layers, x)
     h = _lin(x.numpy().reshape(5, 12), model.stem)
     refs = [h]
     for blk in model.blocks:
@@ -118,7 +103,7 @@ def test_pfc_mnist_is_table_one_fc_row() -> None:
     model = pfc_mnist()
     assert model.stem.in_features == 784 and model.width == 1000 and model.n_blocks == 10
     x = torch.randn(2, 1, 28, 28)
-    got = _capture(model, model.feature_layers, x)
+    got = capture_outputs(model, model.feature_layers, x)
     assert len(model.feature_layers) == 11  # layer0 + 10 blocks
     assert all(got[n].shape == (2, 1000) for n in model.feature_layers)
     assert got["logits"].shape == (2, 10)
@@ -170,7 +155,7 @@ def test_table_one_shapes_at_full_size(name: str) -> None:
     assert model.n_stages == len(stages)
     assert PFC_TABLE_I[name]["input_shape"] == in_shape
     layers = model.feature_layers
-    got = _capture(model, layers, torch.randn(2, *in_shape))
+    got = capture_outputs(model, layers, torch.randn(2, *in_shape))
     for s, (c, h, w, n_blocks) in enumerate(stages):
         names = model.stage_layers(s)
         assert len(names) == n_blocks + 1  # "layer0" + every block of the stage
@@ -205,7 +190,7 @@ def test_table_one_feature_dimensions() -> None:
 
 def test_width_multiplier_scales_channels_only() -> None:
     model = pfc_cifar100(width_multiplier=0.125)
-    got = _capture(model, model.feature_layers, torch.randn(2, 3, 32, 32))
+    got = capture_outputs(model, model.feature_layers, torch.randn(2, 3, 32, 32))
     expected = [(8, 32), (16, 16), (32, 8), (64, 4)]
     for s, (c, hw) in enumerate(expected):
         for n in model.stage_layers(s):
@@ -222,7 +207,7 @@ def test_conv_blocks_are_preactivation_residuals() -> None:
     _randomise_norms(model)
     model.eval()
     x = torch.randn(2, 2, 9, 9, dtype=torch.float64)
-    got = _capture(model, model.feature_layers, x)
+    got = capture_outputs(model, model.feature_layers, x)
 
     def bn(z: torch.Tensor, m: nn.BatchNorm2d) -> torch.Tensor:
         shape = (1, -1, 1, 1)

@@ -7,22 +7,7 @@ import torch
 from torch import nn
 
 from collapselab.models import StVGG, check_convention
-
-
-def _capture(model: nn.Module, names: list[str], x: torch.Tensor) -> dict[str, torch.Tensor]:
-    out: dict[str, list[torch.Tensor]] = {n: [] for n in names}
-    handles = [
-        model.get_submodule(n).register_forward_hook(lambda _m, _i, o, n=n: out[n].append(o))
-        for n in names
-    ]
-    try:
-        with torch.no_grad():
-            logits = model(x)
-    finally:
-        for h in handles:
-            h.remove()
-    assert all(len(v) == 1 for v in out.values()), "each feature layer must fire once"
-    return {"logits": logits, **{n: v[0] for n, v in out.items()}}
+from tests._hooks import capture_outputs
 
 
 def test_architecture_as_specified() -> None:
@@ -45,7 +30,7 @@ def test_feature_shapes_and_same_padding() -> None:
     torch.manual_seed(0)
     model = StVGG(3, in_channels=1, width_multiplier=0.25).eval()
     conv_names = [f"stages.{k}.conv{j}" for k in range(4) for j in (1, 2)]
-    got = _capture(model, [*model.feature_layers, *conv_names], torch.randn(2, 1, 32, 32))
+    got = capture_outputs(model, [*model.feature_layers, *conv_names], torch.randn(2, 1, 32, 32))
     chans = [8, 8, 16, 16, 32, 32, 64, 64]
     for i, name in enumerate(model.feature_layers[:-1]):
         hw = 32 // 2 ** (i // 2)  # 'same' padding: only the pools shrink the maps
