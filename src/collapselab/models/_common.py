@@ -7,24 +7,7 @@ import math
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_choice, check_float, check_int
-
-# Aliases in the models' former signatures, kept only for modules that still import them
-# (densenet.py); new code calls collapselab._checks directly.
-
-
-def _check_int(name: str, value: object, minimum: int = 1) -> int:
-    return check_int(name, value, minimum=minimum)
-
-
-def _check_float(
-    name: str, value: object, minimum: float | None = None, inclusive: bool = True
-) -> float:
-    return check_float(name, value, minimum=minimum, strict=not inclusive)
-
-
-_check_choice = check_choice
-_check_bool = check_bool
+from collapselab._checks import check_float
 
 
 def _scaled_channels(channels: int, width_multiplier: float) -> int:

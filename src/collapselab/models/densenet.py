@@ -23,14 +23,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab.models._common import (
-    _check_bool,
-    _check_choice,
-    _check_float,
-    _check_image_input,
-    _check_int,
-    _kaiming_conv_bn_init,
-)
+from collapselab._checks import check_bool, check_choice, check_float, check_int
+from collapselab.models._common import _check_image_input, _kaiming_conv_bn_init
 
 _STEMS = ("small", "imagenet")
 
@@ -152,17 +146,17 @@ class DenseNet(nn.Module):
         if not block_config:
             raise ValueError("block_config must list at least one dense block")
         self.block_config = tuple(
-            _check_int(f"block_config[{i}]", n) for i, n in enumerate(block_config)
+            check_int(f"block_config[{i}]", n, minimum=1) for i, n in enumerate(block_config)
         )
-        self.growth_rate = _check_int("growth_rate", growth_rate)
-        self.in_channels = _check_int("in_channels", in_channels)
-        self.n_classes = _check_int("n_classes", n_classes)
-        self.bottleneck = _check_bool("bottleneck", bottleneck)
-        self.compression = _check_float("compression", compression, minimum=0.0, inclusive=False)
+        self.growth_rate = check_int("growth_rate", growth_rate, minimum=1)
+        self.in_channels = check_int("in_channels", in_channels, minimum=1)
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+        self.bottleneck = check_bool("bottleneck", bottleneck)
+        self.compression = check_float("compression", compression, minimum=0.0, strict=True)
         if self.compression > 1.0:
             raise ValueError(f"compression must lie in (0, 1], got {compression}")
-        bn_size = _check_int("bn_size", bn_size)
-        self.stem_kind = _check_choice("stem", stem, _STEMS)
+        bn_size = check_int("bn_size", bn_size, minimum=1)
+        self.stem_kind = check_choice("stem", stem, _STEMS)
         if init_features is None:
             if self.stem_kind == "imagenet":
                 init_features = 64
@@ -170,7 +164,7 @@ class DenseNet(nn.Module):
                 init_features = 2 * self.growth_rate
             else:
                 init_features = 16
-        channels = _check_int("init_features", init_features)
+        channels = check_int("init_features", init_features, minimum=1)
 
         self.stem = self._make_stem(channels)
         n_blocks = len(self.block_config)
@@ -243,7 +237,7 @@ def densenet_bc(
     n_classes: int = 10,
 ) -> DenseNet:
     """Three-block DenseNet-BC for small images of depth ``6n + 4`` (``n`` layers per block)."""
-    depth = _check_int("depth", depth, minimum=10)
+    depth = check_int("depth", depth, minimum=10)
     if (depth - 4) % 6:
         raise ValueError(
             f"a three-block DenseNet-BC has depth 6n + 4 (10, 16, ..., 40, 100, 250); got {depth}"

@@ -30,22 +30,6 @@ def check_features(x: object, name: str = "features", dim: int | None = None) ->
     return t
 
 
-# Aliases in this module's former (value-first) signatures, kept for the modules that still
-# import them (track.monitor, benchmarks); new code calls collapselab._checks directly.
-
-
-def as_tensor(x: object, name: str) -> torch.Tensor:
-    return _checks.as_tensor(name, x)
-
-
-def check_n_classes(n_classes: object, name: str = "n_classes") -> int:
-    return _checks.check_int(name, n_classes, minimum=2)
-
-
-def check_choice(value: object, allowed: tuple[str, ...], name: str) -> str:
-    return _checks.check_choice(name, value, allowed)
-
-
 def check_class_counts(counts: torch.Tensor, minimum: int, what: str = "features") -> None:
     """Every class has at least ``minimum`` samples."""
     low = torch.nonzero(counts < minimum).flatten().tolist()
