@@ -177,3 +177,30 @@ def test_sink_streams_each_layer_as_it_is_computed():
         assert kind == "output" and torch.equal(t, kept.outputs[name])
     with pytest.raises(ValueError, match="sink receives detached"):
         FeatureCapture(m, "stem", detach=False, sink=sink)
+
+
+def test_outputs_overwritten_in_place_raise_unless_copied():
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(inplace=True), nn.Linear(5, 2)).double()
+    x = torch.randn(6, 4, dtype=torch.float64)
+    with torch.no_grad():
+        pre = model[0](x)
+    assert pre.min() < 0  # so that the in-place ReLU really changes the kept output
+    with FeatureCapture(model, "0") as cap, torch.no_grad():
+        with pytest.raises(RuntimeError, match=r"output of '0' was modified in place.*copy=True"):
+            model(x)
+    with FeatureCapture(model, "0", copy=True) as cap, torch.no_grad():
+        model(x)
+        assert torch.equal(cap.outputs["0"], pre)
+    # The input of an in-place ReLU is overwritten by the ReLU itself.
+    with FeatureCapture(model, "1", "input") as cap, torch.no_grad():
+        with pytest.raises(RuntimeError, match=r"input of '1' was modified in place"):
+            model(x)
+    with FeatureCapture(model, "1", "input", copy=True) as cap, torch.no_grad():
+        model(x)
+        assert torch.equal(cap.inputs["1"], pre)
+    # Out-of-place models are unaffected and keep no copies.
+    plain = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2)).double()
+    with FeatureCapture(plain, "1", "input") as cap, torch.no_grad():
+        plain(x)
+        assert cap.inputs["1"].min() < 0

@@ -392,3 +392,85 @@ def test_imbalanced_classes_use_sample_weights_and_warn_once():
     with pytest.warns(UserWarning, match="'balanced'-weighted variants as requested"):
         other = balanced.measure_now()
     assert other["train"]["layers.1.act"]["nc1"] != res["train"]["layers.1.act"]["nc1"]
+
+
+class _CountForwards:
+    """Counts the model's forward passes (a forward pre-hook on the root module)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.n = 0
+        self.handle = model.register_forward_pre_hook(self._count)
+
+    def _count(self, module, args):
+        self.n += 1
+
+
+def _flat(results):
+    return {
+        (s, layer, k): v for s, r in results.items() for layer, m in r.items() for k, v in m.items()
+    }
+
+
+def test_feature_cache_saves_the_second_forward_pass_and_changes_nothing():
+    torch.manual_seed(4)
+    train, test = blobs(4, 16, 6, (2, 6, 6))
+    model = ConvResNet(2, 3, [(3, 2, 1), (4, 2, 2)]).double()
+    warm_batchnorm(model, train.x.double())
+    counter = _CountForwards(model)
+    batches = {"train": math.ceil(48 / 10), "test": math.ceil(18 / 10)}
+    per_sweep = batches["train"] + batches["test"]
+    kwargs = {"metrics": ["nc", "pfc", "diversity"], "batch_size": 10, "dense_max_dim": 50}
+    # Feature bytes per sample: every layer's D in float64.
+    mon = Monitor(model, train, test, **kwargs)
+    cached = mon.measure_now()
+    assert counter.n == per_sweep  # one forward per batch
+    counter.n = 0
+    twice = Monitor(model, train, test, cache_bytes=0, **kwargs).measure_now()
+    assert counter.n == 2 * per_sweep
+    counter.n = 0
+    # A budget below the first split's features: dropped mid-pass, second forward pass.
+    over = Monitor(model, train, test, cache_bytes=20_000, **kwargs).measure_now()
+    assert counter.n == 2 * per_sweep
+    a, b, c = _flat(cached), _flat(twice), _flat(over)
+    assert a.keys() == b.keys() == c.keys() and len(a) > 150
+    for key, v in b.items():
+        for w in (a[key], c[key]):
+            assert w == v or (math.isnan(v) and math.isnan(w)), key
+    counter.handle.remove()
+
+
+class _InPlaceAfter(nn.Module):
+    """A measured linear layer whose output the next module overwrites in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = nn.Linear(5, 6)
+        self.act = nn.ReLU(inplace=True)
+        self.classifier = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.classifier(self.act(self.hidden(x)))
+
+
+def test_feature_cache_detects_outputs_modified_in_place():
+    torch.manual_seed(5)
+    train, _ = blobs(5, 12, 3, (5,))
+    model = _InPlaceAfter().double()
+    kwargs = {"layers": ["hidden"], "metrics": ["nc"], "batch_size": 9, "n_classes": 3}
+    counter = _CountForwards(model)
+    mon = Monitor(model, train, **kwargs)
+    first = mon.measure_now()
+    assert counter.n == 2 * 4  # the kept outputs were overwritten: second forward pass
+    assert mon._cache_copies
+    counter.n = 0
+    second = mon.measure_now()
+    assert counter.n == 4  # later sweeps keep copies
+    with torch.no_grad():
+        hidden = model.hidden(train.x.double())
+    assert hidden.min() < 0  # the in-place ReLU would have changed the kept values
+    ref = measure(hidden, train.y)
+    for results in (first, second):
+        got = results["train"]["hidden"]
+        for key, value in ref.items():
+            assert close(got[key], value), key
+    counter.handle.remove()

@@ -92,7 +92,8 @@ def measure(
             (see :mod:`collapselab.stats.class_stats`); ``auto`` is dense for
             ``D <= dense_max_dim``.
         chunk_size: rows per chunk when accumulating (bounds the float64 copies);
-            default ``max(1, 2**23 // D)``, chunks of about 64 MiB in float64.
+            default ``max(1, 2**19 // D)``, chunks of about 4 MiB in float64 (cache-sized: the
+            element-wise updates run several times faster than on large chunks).
 
     Raises:
         ValueError: malformed input (shapes, label range or dtype, NaN/Inf, a class with

@@ -58,6 +58,12 @@ class FeatureCapture:
             process features while they are still in cache and memory is not held for
             the whole pass. The dictionaries stay empty, and the twice-called check does
             not apply.
+        copy: keep copies of the captured tensors. By default the dictionaries hold the
+            tensors the layers returned (or received); if a later operation of the same
+            pass modifies one in place (an ``nn.ReLU(inplace=True)`` after a captured
+            layer, or the captured layer itself for ``where="input"``), the end of the pass
+            raises ``RuntimeError`` instead of leaving overwritten values; ``copy=True``
+            keeps the values as the layer saw them.
 
     Every forward pass of ``model`` (a pre-hook on the model itself) starts a new capture,
     so the dictionaries always describe the latest pass. A hooked layer called twice in
@@ -79,6 +85,7 @@ class FeatureCapture:
         detach: bool = True,
         gradients: bool = False,
         sink: Callable[[str, str, torch.Tensor], None] | None = None,
+        copy: bool = False,
     ) -> None:
         check_choice("where", where, _WHERE)
         if check_bool("gradients", gradients) and check_bool("detach", detach):
@@ -91,6 +98,8 @@ class FeatureCapture:
         self.detach = check_bool("detach", detach)
         self.gradients = check_bool("gradients", gradients)
         self.sink = sink
+        self.copy = check_bool("copy", copy)
+        self._versions: dict[tuple[str, str], tuple[torch.Tensor, int]] = {}
         self.outputs: dict[str, torch.Tensor] = {}
         self.inputs: dict[str, torch.Tensor] = {}
         self.raw_outputs: dict[str, torch.Tensor] = {}
@@ -104,15 +113,36 @@ class FeatureCapture:
     # ---------------------------------------------------------------- hook plumbing
     def _open(self) -> None:
         self._handles.append(self.model.register_forward_pre_hook(self._start_pass))
+        self._handles.append(self.model.register_forward_hook(self._end_pass))
         modules = dict(self.model.named_modules())
         for name in self.layers:
-            self._handles.append(modules[name].register_forward_hook(self._hook_for(name)))
+            module = modules[name]
+            if self.where in ("input", "both"):
+                self._handles.append(module.register_forward_pre_hook(self._pre_hook_for(name)))
+            if self.where in ("output", "both"):
+                self._handles.append(module.register_forward_hook(self._hook_for(name)))
 
     def _start_pass(self, module: nn.Module, args: Any) -> None:
         self.n_forwards += 1
         self.outputs, self.inputs = {}, {}
         self.raw_outputs, self.raw_inputs = {}, {}
         self.output_grads, self.input_grads = {}, {}
+        self._versions = {}
+
+    def _end_pass(self, module: nn.Module, args: Any, output: Any) -> None:
+        changed = [
+            f"{kind} of {name!r}"
+            for (kind, name), (t, v) in self._versions.items()
+            if t._version != v
+        ]
+        self._versions = {}
+        if changed:
+            raise RuntimeError(
+                f"the captured {', '.join(changed)} was modified in place later in the "
+                "forward pass (e.g. by nn.ReLU(inplace=True)), so the kept tensor no longer "
+                "holds the layer's values; pass copy=True to FeatureCapture, use a sink, or "
+                "make that operation out-of-place"
+            )
 
     def _keep(self, name: str, t: Any, kind: str) -> None:
         if not isinstance(t, torch.Tensor):
@@ -138,6 +168,10 @@ class FeatureCapture:
             grads = self.output_grads if kind == "output" else self.input_grads
             t.register_hook(self._grad_hook(grads, name))
         kept = t.detach() if self.detach else t
+        if self.copy:
+            kept = kept.clone()
+        else:
+            self._versions[(kind, name)] = (kept, kept._version)
         store[name] = flatten_batch(kept)
         if not self.detach:
             raw = self.raw_outputs if kind == "output" else self.raw_inputs
@@ -150,17 +184,22 @@ class FeatureCapture:
 
         return hook
 
+    def _pre_hook_for(self, name: str):
+        # Inputs are taken before the layer runs: a layer that works in place (ReLU with
+        # inplace=True) would otherwise hand over its output as its input.
+        def pre_hook(module: nn.Module, args: tuple[Any, ...]) -> None:
+            if not args:
+                raise TypeError(
+                    f"layer {name!r} was called without positional arguments; "
+                    "where='input' captures the first positional argument"
+                )
+            self._keep(name, args[0], "input")
+
+        return pre_hook
+
     def _hook_for(self, name: str):
         def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-            if self.where in ("input", "both"):
-                if not args:
-                    raise TypeError(
-                        f"layer {name!r} was called without positional arguments; "
-                        "where='input' captures the first positional argument"
-                    )
-                self._keep(name, args[0], "input")
-            if self.where in ("output", "both"):
-                self._keep(name, output, "output")
+            self._keep(name, output, "output")
 
         return hook
 

@@ -77,12 +77,15 @@ DENSE_MAX_DIM = 2048
 
 _EPS = torch.finfo(torch.float64).eps
 
-DEFAULT_CHUNK_ENTRIES = 2**23
-"""Default chunk of :func:`class_stats_from_features`: this many entries (64 MiB in float64)."""
+DEFAULT_CHUNK_ENTRIES = 2**19
+"""Default chunk of :func:`class_stats_from_features`: this many entries (4 MiB in float64)."""
 
 # Safety factor on the rounding-error bound that decides when a pass-2 decision is
 # recomputed the documented way (see ClassStats._decide).
 _TIE_SLACK = 64.0
+# Column blocks of the symmetric within-class product (see _add_weighted_gram).
+_GRAM_BLOCK = 128
+_GRAM_MAX_BLOCKS = 8
 
 
 def nearest_class_mean(features: torch.Tensor, means: torch.Tensor) -> torch.Tensor:
@@ -315,7 +318,7 @@ class ClassStats:
         prod = dev @ f["fused"]
         r = f["basis"].shape[1] if self.mode == "projected" else 0
         proj = prod[:, :r] if self.mode == "projected" else dev
-        p["within"] += (proj * f["sample_weight"][y].unsqueeze(1)).T @ proj
+        _add_weighted_gram(p["within"], proj, f["sample_weight"][y])
         dev_norm = dev_sq.sqrt()
         ncc_scores = f["ncc_sq"] - 2.0 * (prod[:, r : r + c] + f["ncc_const"][y])
         ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
@@ -551,6 +554,28 @@ def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
     return torch.einsum("ij,ij->i", x, x)
 
 
+def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> None:
+    r"""``acc += x^T diag(weight) x`` for nonnegative row weights, exploiting symmetry.
+
+    With ``a = diag(sqrt(weight)) x`` the product is ``a^T a``. For ``D >= 2 B``
+    (``B = 128`` columns) only the block upper triangle is multiplied, one product per block
+    row, and the strictly upper blocks are mirrored: ``(b + 1) / (2 b)`` of the
+    multiply-adds of a full product for ``b`` blocks (62.5 % at ``D = 512``). PyTorch has
+    no symmetric rank-k update (BLAS ``syrk``); NumPy's, called between torch operations,
+    lost its gain to the two libraries' thread pools competing (benchmarks/README.md).
+    """
+    a = x * weight.sqrt().unsqueeze(1)
+    d = a.shape[1]
+    if d < 2 * _GRAM_BLOCK:
+        acc += a.T @ a
+        return
+    edges = torch.linspace(0, d, min(_GRAM_MAX_BLOCKS, d // _GRAM_BLOCK) + 1).round().long()
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        rows = a[:, lo:hi].T @ a[:, lo:]
+        acc[lo:hi, lo:] += rows
+        acc[hi:, lo:hi] += rows[:, hi - lo :].T
+
+
 def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
     """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``).
 
@@ -646,7 +671,7 @@ def class_stats_from_features(
     """Both passes of :class:`ClassStats` over an in-memory ``(N, D)`` feature matrix.
 
     The rows are fed in chunks of ``chunk_size`` so that the float64 copies stay small;
-    the default, ``max(1, 2**23 // D)`` rows, makes a float64 chunk about 64 MiB whatever
+    the default, ``max(1, 2**19 // D)`` rows, makes a float64 chunk about 4 MiB whatever
     ``D`` (a fixed row count would be 2 GiB per copy at ``D = 32768``).
     ``min_count`` is passed to :meth:`ClassStats.finalize_means`; the other keyword
     arguments are those of :func:`class_stats_from_batches`.
@@ -660,7 +685,7 @@ def class_stats_from_features(
 
 def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
     """``chunk_size`` checked (an integer >= 1), or for ``None`` the rows of a chunk of
-    about :data:`DEFAULT_CHUNK_ENTRIES` entries: ``max(1, 2**23 // dim)``."""
+    about :data:`DEFAULT_CHUNK_ENTRIES` entries: ``max(1, 2**19 // dim)``."""
     if chunk_size is None:
         return max(1, DEFAULT_CHUNK_ENTRIES // max(1, dim))
     return check_int("chunk_size", chunk_size, minimum=1)

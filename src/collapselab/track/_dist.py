@@ -44,6 +44,15 @@ def _require(value: Any, what: str) -> None:
         )
 
 
+def all_agree(flag: bool, device: torch.device) -> bool:
+    """Whether ``flag`` holds on every process (a ``MIN`` all-reduce of 0/1)."""
+    import torch.distributed as dist
+
+    t = torch.tensor([1 if flag else 0], dtype=torch.int64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
+
+
 def all_reduce_tensor(tensor: torch.Tensor) -> None:
     """Sum ``tensor`` in place over all processes."""
     _sum_(tensor)

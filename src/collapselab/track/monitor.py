@@ -8,12 +8,14 @@ schedule (DESIGN.md, principles 2-4). A measurement is one *sweep* per split:
    once; each layer's class counts and sums (and the streaming diversity and layer-path
    accumulators) are updated from the batch, which is then dropped;
 2. the class means are frozen (after an all-reduce under ``torch.distributed``);
-3. **pass 2**: a second forward pass per batch accumulates each layer's within-class
-   scatter (dense ``D x D`` or projected on the span of the centred means), nearest-class-
-   mean and classifier decisions (:class:`~collapselab.stats.ClassStats`).
+3. **pass 2**: each layer's within-class scatter (dense ``D x D`` or projected on the span
+   of the centred means), nearest-class-mean and classifier decisions
+   (:class:`~collapselab.stats.ClassStats`) are accumulated from the same features again:
+   the ones pass 1 kept when all of them fit in ``cache_bytes`` (1 GiB by default), else
+   from a second forward pass per batch.
 
-Features are never stored beyond one batch, so the memory is that of the statistics
-(``C x D`` per layer, plus ``D x D`` for dense layers). The values are those of
+Beyond that cache, features are never stored beyond one batch, so the memory is that of the
+statistics (``C x D`` per layer, plus ``D x D`` for dense layers). The values are those of
 :func:`collapselab.measure` on the concatenated features of the whole split, whatever the
 batch size. Test features are measured against the *train* class means where the
 catalogue says so (``ncc_accuracy`` and ``nc4_ncc_mismatch`` of the test split).
@@ -69,6 +71,7 @@ from collapselab.probe.gradients import check_independent_rows, check_not_inplac
 from collapselab.stats import DENSE_MAX_DIM, ClassStats
 from collapselab.stats._validate import MODES, WEIGHTINGS, imbalance_message
 from collapselab.track import _dist
+from collapselab.track._cache import FeatureCache
 from collapselab.track._families import (
     FAMILIES,
     MODEL_LAYER,
@@ -143,9 +146,10 @@ class Monitor:
             ``model.classifier`` gives ``W``, ``b``).
         train_loader: the training data to measure on: a ``DataLoader`` (or any
             re-iterable of ``(inputs, labels)`` batches) or a
-            :class:`~collapselab.data.LabeledData`. It is iterated twice per measurement
-            and must give the same samples both times, so do not shuffle with
-            ``drop_last`` and do not augment randomly.
+            :class:`~collapselab.data.LabeledData`. It is iterated once per measurement
+            when the features fit in ``cache_bytes``, else twice, and must then give the
+            same samples both times: do not shuffle with ``drop_last`` and do not augment
+            randomly.
         test_loader: optional held-out data (``split = "test"``).
         layers: layers to measure (names, glob patterns, regexes or module types; see
             :func:`collapselab.probe.resolve_layers`). Default: the convention above.
@@ -204,6 +208,13 @@ class Monitor:
         chunk_bytes: on CPU, the statistics of each batch are accumulated in row blocks
             of about this many bytes of float64 features (4 MiB: cache-sized blocks;
             ``0``: whole batches). It changes only the summation order.
+        cache_bytes: pass 1 keeps the features of every measured layer for pass 2 while
+            they total at most this many bytes (in the layers' dtype, on their device;
+            default 1 GiB), which saves the second forward pass; beyond it pass 2 runs the
+            model again. The values are the same either way. Layer outputs are kept without
+            a copy; one that is modified in place after its layer ran (e.g. by
+            ``nn.ReLU(inplace=True)``) is detected, that sweep runs the model again, and
+            later sweeps keep copies. ``0``: always run the model twice.
 
     Example (plain loop)::
 
@@ -246,6 +257,7 @@ class Monitor:
         zero_vectors: str = "exclude",
         distributed: bool | str = "auto",
         chunk_bytes: int = 4 << 20,
+        cache_bytes: int = 1 << 30,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -312,6 +324,8 @@ class Monitor:
         if distributed not in ("auto", False):
             raise ValueError(f"distributed must be 'auto' or False, got {distributed!r}")
         self.chunk_bytes = check_int("chunk_bytes", chunk_bytes, minimum=0)
+        self.cache_bytes = check_int("cache_bytes", cache_bytes, minimum=0)
+        self._cache_copies = False  # set once a kept output was seen modified in place
         self._warned_imbalance = False
         self.zero_error_epoch: int | None = None
         self.dims: dict[str, int] | None = None
@@ -471,10 +485,14 @@ class Monitor:
             layers=layers, confusion=torch.zeros(c, c, dtype=torch.int64, device=device)
         )
 
-    def _pass_one(self, loader: Any, split: SplitAccumulators, device: torch.device) -> None:
+    def _pass_one(
+        self, loader: Any, split: SplitAccumulators, device: torch.device
+    ) -> FeatureCache:
+        cache = FeatureCache(self.cache_bytes, copy=self._cache_copies)
         if self.gradients:
             for batch in loader:
                 x, y = self._batch(batch, device)
+                cache.start_batch(y)
                 g = per_sample_gradients(
                     self.model,
                     x,
@@ -488,11 +506,13 @@ class Monitor:
                 self._on_first_batch(g.features)
                 for name, acc in split.layers.items():
                     self._add_means(acc, g.features[name], y)
+                    cache.add(name, g.features[name])
                     acc.gradient.update(g.gradients[name], y)
                     if acc.preact_gradient is not None:
                         acc.preact_gradient.update(g.preact_gradients[name], y)
+                cache.end_batch()
                 self._add_batch(split, g.features, g.gates, g.logits, y)
-            return
+            return cache
         # Streaming: each layer's statistics are updated from inside its forward hook, while
         # its output is still in cache; only the features the layer-path metrics need
         # (all of them on the very first batch, to learn the dimensions) are kept.
@@ -508,6 +528,7 @@ class Monitor:
             if self.dims is None or name in self.path_layers:
                 batch_state["kept"][name] = h
             self._add_means(split.layers[name], h, batch_state["y"])
+            cache.add(name, h)
 
         def gates_sink(name: str, kind: str, z: torch.Tensor) -> None:
             batch_state["gates"][name] = z > 0
@@ -519,8 +540,10 @@ class Monitor:
             for batch in loader:
                 x, y = self._batch(batch, device)
                 batch_state.update(y=y, seen=set(), kept={}, gates={})
+                cache.start_batch(y)
                 with torch.no_grad():
                     logits = self.model(x)
+                cache.end_batch()
                 self._check_logits(logits, x.shape[0])
                 missing = [n for n in self.layers if n not in batch_state["seen"]]
                 if missing:
@@ -530,6 +553,7 @@ class Monitor:
         finally:
             for cap in caps:
                 cap.close()
+        return cache
 
     def _check_logits(self, logits: Any, n: int) -> None:
         if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != (n, self.n_classes):
@@ -565,18 +589,28 @@ class Monitor:
         pred = logits.argmax(dim=1)
         split.confusion += torch.bincount(y * c + pred, minlength=c * c).view(c, c)
 
-    def _pass_two(self, loader: Any, split: SplitAccumulators, device: torch.device) -> None:
+    def _pass_two(
+        self, loader: Any, split: SplitAccumulators, device: torch.device, cache: FeatureCache
+    ) -> None:
+        if cache.active:
+            for feats, y in cache.batches:
+                for name, h in feats.items():
+                    self._add_scatter(split.layers[name], h, y)
+            return
         labels: dict[str, torch.Tensor] = {}
 
         def sink(name: str, kind: str, h: torch.Tensor) -> None:
-            stats = split.layers[name].stats
-            for block, y in self._chunks(h, labels["y"]):
-                stats.update_scatter(block, y)
+            self._add_scatter(split.layers[name], h, labels["y"])
 
         with FeatureCapture(self.model, self.layers, "output", sink=sink), torch.no_grad():
             for batch in loader:
                 x, labels["y"] = self._batch(batch, device)
                 self.model(x)
+
+    def _add_scatter(self, acc: LayerAccumulators, h: torch.Tensor, y: torch.Tensor) -> None:
+        """Pass-2 statistics of one layer's batch features ``h``."""
+        for block, labels in self._chunks(h, y):
+            acc.stats.update_scatter(block, labels)
 
     def _chunks(self, features: torch.Tensor, y: torch.Tensor):
         """``(rows in float64, labels)`` blocks of about ``chunk_bytes`` each.
@@ -630,12 +664,17 @@ class Monitor:
 
     def _sweep(self, loader: Any, train: SplitAccumulators | None, device: torch.device):
         split = self._new_split(device)
-        self._pass_one(loader, split, device)
+        cache = self._pass_one(loader, split, device)
         if self.dims is None:
             raise ValueError("the data loader yielded no batch; nothing to measure")
+        self._cache_copies = self._cache_copies or cache.overwritten
+        # Every process must take the same pass 2: a wrapped model's forward may run
+        # collectives (DDP's buffer broadcast).
+        if self._distributed() and not _dist.all_agree(cache.active, device):
+            cache.drop()
         self._reduce(split, first_pass=True)
         self._finalize(split, train)
-        self._pass_two(loader, split, device)
+        self._pass_two(loader, split, device, cache)
         self._reduce(split, first_pass=False)
         return split
 
