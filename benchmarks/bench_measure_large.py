@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument(
         "--chunk-sizes",
         default="default,8192",
-        help="measure(chunk_size=...); 'default' leaves it to measure (max(1, 2**19 // D) rows)",
+        help="measure(chunk_size=...); 'default' leaves it to measure (default_chunk_size)",
     )
     parser.add_argument("--limit-gb", type=float, default=16.0, help="address-space cap")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

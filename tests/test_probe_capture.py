@@ -199,6 +199,8 @@ def test_outputs_overwritten_in_place_raise_unless_copied():
     with FeatureCapture(model, "1", "input", copy=True) as cap, torch.no_grad():
         model(x)
         assert torch.equal(cap.inputs["1"], pre)
+    with pytest.raises(ValueError, match="copy=True needs detach=True"):
+        FeatureCapture(model, "0", detach=False, copy=True)
     # Out-of-place models are unaffected and keep no copies.
     plain = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2)).double()
     with FeatureCapture(plain, "1", "input") as cap, torch.no_grad():

@@ -355,9 +355,10 @@ def test_pass2_exact_ties_go_to_the_lowest_class():
 def test_default_chunk_size_is_in_bytes():
     from collapselab.stats.class_stats import default_chunk_size
 
-    assert default_chunk_size(512) == 1024
-    assert default_chunk_size(32768) == 16
-    assert default_chunk_size(2**20) == 1
+    assert default_chunk_size(512) == 1024  # 4 MiB of float64
+    assert default_chunk_size(32768) == 64  # at least 64 rows ...
+    assert default_chunk_size(2**20) == 8  # ... within 64 MiB
+    assert default_chunk_size(2**24) == 1
     assert default_chunk_size(512, 7) == 7
     with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
         default_chunk_size(4, 0)

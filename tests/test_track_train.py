@@ -123,3 +123,19 @@ def test_training_loop_does_not_erase_an_earlier_zero_error_epoch(tmp_path) -> N
     result = train(nn.Linear(3, 4), DataSplits(LabeledData(x, y, 4)), TrainConfig(2, 0.01), run=run)
     assert result.zero_error_epoch is None
     assert Run.open(run.path).manifest["zero_error_epoch"] == 1
+
+
+def test_later_loop_detection_keeps_the_earlier_manifest_epoch(tmp_path) -> None:
+    """The loop's own detection (at an evaluated epoch) must not overwrite an earlier one."""
+    from torch import nn
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    y = torch.arange(40) % 4
+    x = 4.0 * torch.eye(4)[y] + 0.3 * torch.randn(40, 4, generator=g)
+    run = Run.create(tmp_path, "zero")
+    run.update_manifest(zero_error_epoch=1)  # as a Monitor measuring every epoch would
+    config = TrainConfig(6, 0.1, batch_size=4, eval_every=3)
+    result = train(nn.Linear(4, 4), DataSplits(LabeledData(x, y, 4)), config, run=run)
+    assert result.zero_error_epoch == 3  # the loop evaluates epochs 3 and 6 only
+    assert Run.open(run.path).manifest["zero_error_epoch"] == 1

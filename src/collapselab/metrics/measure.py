@@ -92,8 +92,9 @@ def measure(
             (see :mod:`collapselab.stats.class_stats`); ``auto`` is dense for
             ``D <= dense_max_dim``.
         chunk_size: rows per chunk when accumulating (bounds the float64 copies);
-            default ``max(1, 2**19 // D)``, chunks of about 4 MiB in float64 (cache-sized: the
-            element-wise updates run several times faster than on large chunks).
+            default: about 4 MiB of float64 per chunk, at least 64 rows while they stay
+            within 64 MiB (:func:`collapselab.stats.class_stats.default_chunk_size`; small
+            chunks keep the element-wise updates in cache).
 
     Raises:
         ValueError: malformed input (shapes, label range or dtype, NaN/Inf, a class with

@@ -57,13 +57,15 @@ class FeatureCapture:
             ``"input"``) as soon as the layer has computed it: streaming consumers then
             process features while they are still in cache and memory is not held for
             the whole pass. The dictionaries stay empty, and the twice-called check does
-            not apply.
+            not apply, nor do ``copy`` and the in-place check below: the sink runs before
+            any later operation of the pass.
         copy: keep copies of the captured tensors. By default the dictionaries hold the
             tensors the layers returned (or received); if a later operation of the same
             pass modifies one in place (an ``nn.ReLU(inplace=True)`` after a captured
             layer, or the captured layer itself for ``where="input"``), the end of the pass
             raises ``RuntimeError`` instead of leaving overwritten values; ``copy=True``
-            keeps the values as the layer saw them.
+            keeps the values as the layer saw them. Only with ``detach=True``: a copy is
+            not on the loss's path, so nothing could be differentiated with respect to it.
 
     Every forward pass of ``model`` (a pre-hook on the model itself) starts a new capture,
     so the dictionaries always describe the latest pass. A hooked layer called twice in
@@ -92,6 +94,11 @@ class FeatureCapture:
             raise ValueError("gradients=True needs detach=False (detached tensors have no grad)")
         if sink is not None and (gradients or not detach):
             raise ValueError("a sink receives detached tensors; use it with the defaults")
+        if check_bool("copy", copy) and not detach:
+            raise ValueError(
+                "copy=True needs detach=True: a copy is not on the loss's path, so gradients "
+                "with respect to it do not exist"
+            )
         self.model = model
         self.layers = resolve_layers(model, layers)
         self.where = where

@@ -79,6 +79,8 @@ _EPS = torch.finfo(torch.float64).eps
 
 DEFAULT_CHUNK_ENTRIES = 2**19
 """Default chunk of :func:`class_stats_from_features`: this many entries (4 MiB in float64)."""
+_MIN_CHUNK_ROWS = 64
+_MAX_CHUNK_ENTRIES = 2**23
 
 # Safety factor on the rounding-error bound that decides when a pass-2 decision is
 # recomputed the documented way (see ClassStats._decide).
@@ -550,8 +552,12 @@ class ClassStats:
 
 
 def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
-    """``||x_i||^2`` per row, without materialising ``x * x``."""
-    return torch.einsum("ij,ij->i", x, x)
+    """``||x_i||^2`` per row as a dot product (no square root to undo).
+
+    ``torch.linalg.vecdot`` rather than ``einsum("ij,ij->i")``, which PyTorch runs as a
+    batched matrix product of ``1 x D`` by ``D x 1`` and took 4.5x as long on CPU.
+    """
+    return torch.linalg.vecdot(x, x)
 
 
 def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> None:
@@ -671,7 +677,7 @@ def class_stats_from_features(
     """Both passes of :class:`ClassStats` over an in-memory ``(N, D)`` feature matrix.
 
     The rows are fed in chunks of ``chunk_size`` so that the float64 copies stay small;
-    the default, ``max(1, 2**19 // D)`` rows, makes a float64 chunk about 4 MiB whatever
+    the default (:func:`default_chunk_size`) makes a float64 chunk 4 to 64 MiB whatever
     ``D`` (a fixed row count would be 2 GiB per copy at ``D = 32768``).
     ``min_count`` is passed to :meth:`ClassStats.finalize_means`; the other keyword
     arguments are those of :func:`class_stats_from_batches`.
@@ -684,10 +690,18 @@ def class_stats_from_features(
 
 
 def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
-    """``chunk_size`` checked (an integer >= 1), or for ``None`` the rows of a chunk of
-    about :data:`DEFAULT_CHUNK_ENTRIES` entries: ``max(1, 2**19 // dim)``."""
+    """``chunk_size`` checked (an integer >= 1), or for ``None`` the default row count.
+
+    The default keeps a float64 chunk near :data:`DEFAULT_CHUNK_ENTRIES` entries (4 MiB,
+    so the element-wise updates work in cache) but takes at least
+    :data:`_MIN_CHUNK_ROWS` rows while those stay within :data:`_MAX_CHUNK_ENTRIES`
+    (64 MiB): the per-chunk matrix products need some rows to run efficiently.
+    ``max(2**19 // D, min(64, 2**23 // D), 1)``: 1024 rows at ``D = 512``, 64 at
+    ``D = 32768``, 8 at ``D = 2**20``.
+    """
     if chunk_size is None:
-        return max(1, DEFAULT_CHUNK_ENTRIES // max(1, dim))
+        d = max(1, dim)
+        return max(DEFAULT_CHUNK_ENTRIES // d, min(_MIN_CHUNK_ROWS, _MAX_CHUNK_ENTRIES // d), 1)
     return check_int("chunk_size", chunk_size, minimum=1)
 
 

@@ -338,7 +338,10 @@ class _Trainer:
             if state.zero_error_epoch is None and entry["train_accuracy"] == 1.0:
                 state.zero_error_epoch = int(entry["epoch"])
                 if self.run is not None:
-                    self.run.update_manifest(zero_error_epoch=state.zero_error_epoch)
+                    known = self.run.manifest.get("zero_error_epoch")
+                    self.run.update_manifest(
+                        zero_error_epoch=_earliest(known, state.zero_error_epoch)
+                    )
         if self.run is not None:
             for key, (split, metric) in _ROW_NAMES.items():
                 if key in entry:
