@@ -5,6 +5,13 @@ naive reference (per-class Python loops, dense D x D covariances in NumPy float6
 ``numpy.linalg.pinv``), with the same values to 1e-8 relative. Prints the timings, their
 ratio, and the relative difference of every key.
 
+Two references: ``gemm`` (one BLAS product per class covariance) and, with ``--notebook``,
+``notebook`` (per-sample outer products summed per batch and class, a Python loop over
+samples for the nearest-class-mean decisions: the accumulate-then-measure pattern of the
+reference neural-collapse code). Two floors are timed as well: the float64 copy of the
+input and that copy plus its Gram matrix by a symmetric rank-k update, the least work an
+exact float64 dense within-class covariance needs (``nc1_snr`` and the MSE family use it).
+
 Both sides receive the same float32 input (a float32 torch tensor for ``measure``, its
 NumPy view for the reference, which converts to float64 itself) and compute the same keys:
 the NC catalogue with a classifier ``(W, b)`` and the MSE decomposition for ``lam``.
@@ -213,6 +220,10 @@ def main() -> None:
     runs = {
         "measure": run_measure,
         "naive (per-class GEMM)": lambda: naive_reference(H, y, W, b, args.lam, "gemm"),
+        # Not candidates: the least work any exact float64 computation of the dense
+        # within-class covariance does (nc1_snr and the MSE family need it).
+        "floor: float64 copy": lambda: H.astype(np.float64),
+        "floor: copy + Gram (syrk)": lambda: _gram_floor(H),
     }
     run_measure()  # warm-up
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -238,7 +249,7 @@ def main() -> None:
         )
     ours = values["measure"]
     for name in values:
-        if name == "measure":
+        if name == "measure" or name.startswith("floor"):
             continue
         worst = max(_rel(ours[k], values[name][k]) for k in ours if k in values[name])
         print(f"max relative difference, measure vs {name}: {worst:.2e}")
@@ -253,6 +264,13 @@ def main() -> None:
         worst = max(worst, rel)
         print(f"{key:30s} {ours[key]:22.15g} {ref[key]:22.15g} {rel:10.2e}")
     print(f"max relative difference: {worst:.2e} (target 1e-8)")
+
+
+def _gram_floor(H32: np.ndarray) -> np.ndarray:
+    """``X^T X`` of the float64 copy ``X``: NumPy calls BLAS ``syrk`` (half a general product)
+    for ``a.T @ a`` on one buffer, the cheapest exact O(N D^2) float64 product at hand."""
+    X = H32.astype(np.float64)
+    return X.T @ X
 
 
 def _rel(a: float, r: float) -> float:

@@ -420,7 +420,6 @@ def test_feature_cache_saves_the_second_forward_pass_and_changes_nothing():
     batches = {"train": math.ceil(48 / 10), "test": math.ceil(18 / 10)}
     per_sweep = batches["train"] + batches["test"]
     kwargs = {"metrics": ["nc", "pfc", "diversity"], "batch_size": 10, "dense_max_dim": 50}
-    # Feature bytes per sample: every layer's D in float64.
     mon = Monitor(model, train, test, **kwargs)
     cached = mon.measure_now()
     assert counter.n == per_sweep  # one forward per batch
@@ -436,6 +435,15 @@ def test_feature_cache_saves_the_second_forward_pass_and_changes_nothing():
     for key, v in b.items():
         for w in (a[key], c[key]):
             assert w == v or (math.isnan(v) and math.isnan(w)), key
+    # The same with pass 1 taking per-sample gradients (features from autograd).
+    counter.n = 0
+    grads = {**kwargs, "gradients": True}
+    cached = _flat(Monitor(model, train, test, **grads).measure_now())
+    assert counter.n == per_sweep
+    twice = _flat(Monitor(model, train, test, cache_bytes=0, **grads).measure_now())
+    assert cached.keys() == twice.keys() and any("gradient_cosine" in k[2] for k in cached)
+    for key, v in twice.items():
+        assert cached[key] == v or (math.isnan(v) and math.isnan(cached[key])), key
     counter.handle.remove()
 
 
