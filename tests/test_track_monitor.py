@@ -482,3 +482,19 @@ def test_feature_cache_detects_outputs_modified_in_place():
         for key, value in ref.items():
             assert close(got[key], value), key
     counter.handle.remove()
+
+
+def test_feature_cache_budget_counts_what_it_keeps_alive():
+    from collapselab.track._cache import FeatureCache
+
+    base = torch.zeros(100, 10)  # 4000 bytes of float32 storage
+    cache = FeatureCache(1000)
+    cache.start_batch(torch.zeros(2, dtype=torch.int64))
+    cache.add("a", base[:20])  # 800 bytes, but a view keeps all 4000 alive
+    assert not cache.active and cache.batches == []
+    copies = FeatureCache(1000, copy=True)  # a copy keeps only its own 800 bytes
+    copies.start_batch(torch.zeros(2, dtype=torch.int64))
+    copies.add("a", base[:20])
+    assert copies.active and copies.nbytes == 800
+    copies.add("b", base[:20])  # 1600 > 1000: over budget, everything dropped
+    assert not copies.active and copies.nbytes == 0

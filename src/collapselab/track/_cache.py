@@ -22,7 +22,8 @@ class FeatureCache:
     """Per-batch ``{layer: features}`` and labels of pass 1, while they fit in ``budget``.
 
     Args:
-        budget: the most bytes of features to keep (``0``: keep nothing).
+        budget: the most bytes of features to keep (``0``: keep nothing). A kept view
+            counts the whole storage it keeps alive.
         copy: keep copies instead of the layers' own output tensors.
     """
 
@@ -45,6 +46,9 @@ class FeatureCache:
         if not self.active:
             return
         size = features.numel() * features.element_size()
+        if not self.copy:
+            # A view keeps its whole storage alive (an output sliced from a larger buffer).
+            size = max(size, features.untyped_storage().nbytes())
         if self.nbytes + size > self.budget:
             self.drop()
             return
