@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from collapselab._checks import check_bool, check_choice
+from collapselab.probe._inplace import InPlaceGuard
 from collapselab.probe.select import LayerSpec, resolve_layers
 
 Where = Literal["output", "input", "both"]
@@ -106,7 +107,7 @@ class FeatureCapture:
         self.gradients = check_bool("gradients", gradients)
         self.sink = sink
         self.copy = check_bool("copy", copy)
-        self._versions: dict[tuple[str, str], tuple[torch.Tensor, int]] = {}
+        self._guard = InPlaceGuard()
         self.outputs: dict[str, torch.Tensor] = {}
         self.inputs: dict[str, torch.Tensor] = {}
         self.raw_outputs: dict[str, torch.Tensor] = {}
@@ -134,15 +135,11 @@ class FeatureCapture:
         self.outputs, self.inputs = {}, {}
         self.raw_outputs, self.raw_inputs = {}, {}
         self.output_grads, self.input_grads = {}, {}
-        self._versions = {}
+        self._guard.clear()
 
     def _end_pass(self, module: nn.Module, args: Any, output: Any) -> None:
-        changed = [
-            f"{kind} of {name!r}"
-            for (kind, name), (t, v) in self._versions.items()
-            if t._version != v
-        ]
-        self._versions = {}
+        changed = [f"{kind} of {name!r}" for kind, name in self._guard.changed()]
+        self._guard.clear()
         if changed:
             raise RuntimeError(
                 f"the captured {', '.join(changed)} was modified in place later in the "
@@ -178,7 +175,7 @@ class FeatureCapture:
         if self.copy:
             kept = kept.clone()
         else:
-            self._versions[(kind, name)] = (kept, kept._version)
+            self._guard.watch((kind, name), kept)
         store[name] = flatten_batch(kept)
         if not self.detach:
             raw = self.raw_outputs if kind == "output" else self.raw_inputs

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from collapselab.probe._inplace import InPlaceGuard
+
 
 class FeatureCache:
     """Per-batch ``{layer: features}`` and labels of pass 1, while they fit in ``budget``.
@@ -33,13 +35,13 @@ class FeatureCache:
         self.active = budget > 0
         self.nbytes = 0
         self.batches: list[tuple[dict[str, torch.Tensor], torch.Tensor]] = []
-        self._versions: dict[str, int] = {}
+        self._guard = InPlaceGuard()
         self.overwritten = False
 
     def start_batch(self, labels: torch.Tensor) -> None:
         if self.active:
             self.batches.append(({}, labels))
-            self._versions = {}
+            self._guard.clear()
 
     def add(self, name: str, features: torch.Tensor) -> None:
         """Keep one layer's ``(n, D)`` features of the current batch, if the budget allows."""
@@ -56,15 +58,14 @@ class FeatureCache:
         if self.copy:
             features = features.clone()
         else:
-            self._versions[name] = features._version
+            self._guard.watch(name, features)
         self.batches[-1][0][name] = features
 
     def end_batch(self) -> None:
         """Drop the cache if a kept output was modified in place after its layer ran."""
         if not self.active or self.copy:
             return
-        feats = self.batches[-1][0]
-        if any(feats[name]._version != v for name, v in self._versions.items()):
+        if self._guard.changed():
             self.overwritten = True
             self.drop()
 
@@ -72,3 +73,4 @@ class FeatureCache:
         self.active = False
         self.batches = []
         self.nbytes = 0
+        self._guard.clear()
