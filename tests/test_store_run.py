@@ -310,3 +310,13 @@ def test_checkpoints_keep_last_and_load(tmp_path: Path) -> None:
         run.save_checkpoint({}, 20, keep_last=0)
     with pytest.raises(ValueError, match="step"):
         run.save_checkpoint({}, -1)
+
+
+def test_record_zero_error_epoch_keeps_the_earliest(tmp_path: Path) -> None:
+    run = Run.create(tmp_path, "zero")
+    run.record_zero_error_epoch(None)
+    assert "zero_error_epoch" in run.manifest and run.manifest["zero_error_epoch"] is None
+    for epoch, kept in ((7, 7), (5, 5), (9, 5), (None, 5)):
+        run.record_zero_error_epoch(epoch)
+        assert run.manifest["zero_error_epoch"] == kept
+    assert Run.open(run.path).manifest["zero_error_epoch"] == 5

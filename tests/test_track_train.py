@@ -101,7 +101,7 @@ def test_resumed_run_has_the_same_monitor_rows(tmp_path):
 
 def test_training_loop_does_not_erase_an_earlier_zero_error_epoch(tmp_path) -> None:
     """The Monitor and the loop both write the manifest's zero_error_epoch: the earliest wins."""
-    from collapselab.train.loop import _earliest
+    from collapselab.store.run import _earliest
 
     assert _earliest(3, None) == 3
     assert _earliest(None, 5) == 5

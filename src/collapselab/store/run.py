@@ -332,6 +332,16 @@ class Run:
             self._manifest[key] = to_jsonable(value, key)
         self._write_manifest()
 
+    def record_zero_error_epoch(self, epoch: int | None) -> None:
+        """Record the first epoch with zero training error, keeping the earliest one known.
+
+        The training loop (on its evaluated epochs) and a Monitor (on its measured epochs)
+        detect it at different granularities; neither may erase the other's earlier
+        detection. The field is written even when both are ``None``.
+        """
+        known = self._manifest.get("zero_error_epoch")
+        self.update_manifest(zero_error_epoch=_earliest(known, epoch))
+
     def set_status(self, status: RunStatus, error: str | None = None) -> None:
         """Set the status (one of :data:`RUN_STATUSES`) and the matching timings.
 
@@ -591,3 +601,9 @@ class Run:
                 self.set_status("interrupted", error="KeyboardInterrupt")
             else:
                 self.set_status("failed", error=f"{exc_type.__name__}: {exc}")
+
+
+def _earliest(*epochs: int | None) -> int | None:
+    """The earliest of the known epochs (``None`` when none is known)."""
+    known = [e for e in epochs if e is not None]
+    return min(known) if known else None

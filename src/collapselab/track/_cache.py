@@ -63,9 +63,7 @@ class FeatureCache:
 
     def end_batch(self) -> None:
         """Drop the cache if a kept output was modified in place after its layer ran."""
-        if not self.active or self.copy:
-            return
-        if self._guard.changed():
+        if self.active and self._guard.changed():  # copies are never watched
             self.overwritten = True
             self.drop()
 

@@ -805,9 +805,7 @@ class Monitor:
             return
         step = _default_step(epoch, step)
         self.run.log(step, "zero_error_epoch", float(epoch), epoch, "train", MODEL_LAYER)
-        known = self.run.manifest.get("zero_error_epoch")
-        if known is None or known > epoch:
-            self.run.update_manifest(zero_error_epoch=epoch)
+        self.run.record_zero_error_epoch(epoch)
 
 
 def _default_step(epoch: int | None, step: int | None) -> int:

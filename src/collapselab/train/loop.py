@@ -180,13 +180,6 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.SGD:
     )
 
 
-def _earliest(*epochs: int | None) -> int | None:
-    """The earliest known epoch: the loop and a Monitor may both detect zero training error,
-    at different granularities (evaluated vs measured epochs); neither may erase the other."""
-    known = [e for e in epochs if e is not None]
-    return min(known) if known else None
-
-
 def _check_logits(logits: Any, n_classes: int) -> None:
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"model must return a logits tensor, got {type(logits).__name__}")
@@ -338,10 +331,7 @@ class _Trainer:
             if state.zero_error_epoch is None and entry["train_accuracy"] == 1.0:
                 state.zero_error_epoch = int(entry["epoch"])
                 if self.run is not None:
-                    known = self.run.manifest.get("zero_error_epoch")
-                    self.run.update_manifest(
-                        zero_error_epoch=_earliest(known, state.zero_error_epoch)
-                    )
+                    self.run.record_zero_error_epoch(state.zero_error_epoch)
         if self.run is not None:
             for key, (split, metric) in _ROW_NAMES.items():
                 if key in entry:
@@ -537,12 +527,10 @@ class _Trainer:
         if run is None:
             return
         run.flush()
+        run.record_zero_error_epoch(result.zero_error_epoch)
         run.update_manifest(
             epochs_completed=result.epochs_completed,
             iterations=result.iterations,
-            zero_error_epoch=_earliest(
-                run.manifest.get("zero_error_epoch"), result.zero_error_epoch
-            ),
             stopped_reason=result.stopped_reason,
             final_metrics=result.final,
         )
