@@ -73,7 +73,7 @@ def test_help_lists_every_command() -> None:
 def test_list_shows_the_demo() -> None:
     result = runner.invoke(app, ["list"])
     assert result.exit_code == 0
-    for text in ("id", "paper", "presets", "quick runtime", "demo", "quick", "~10 s"):
+    for text in ("id", "paper", "preset runtime", "demo", "quick ~10 s", "2-core"):
         assert text in result.output
 
 

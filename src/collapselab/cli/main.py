@@ -29,8 +29,20 @@ RootOption = Annotated[
     Path,
     typer.Option("--root", "--out", help="Directory holding the runs (env COLLAPSELAB_ROOT)."),
 ]
-PresetOption = Annotated[str, typer.Option(help="Preset: quick (CPU minutes) or paper.")]
-DataDirOption = Annotated[Path | None, typer.Option(help="Directory with local dataset files.")]
+PresetOption = Annotated[
+    str,
+    typer.Option(
+        help="Preset: quick (CPU minutes), standard (real images, about an hour per paper on "
+        "2 CPU cores) or paper (the paper's scale, for a GPU)."
+    ),
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Directory with local dataset files (searched before $COLLAPSELAB_DATA_DIR and "
+        "the Debian package folders, e.g. /usr/share/datasets/fashion-mnist)."
+    ),
+]
 DeviceOption = Annotated[str, typer.Option(help="cpu or cuda.")]
 SeedOption = Annotated[int, typer.Option(help="Random seed.")]
 ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar.")]
@@ -48,18 +60,17 @@ def demo(
 
 @app.command("list")
 def list_experiments() -> None:
-    """List the registered experiments with their paper, figure, presets and quick runtime."""
+    """List the registered experiments: paper, figure, presets with their measured runtimes."""
     from collapselab.experiments import all_experiments
     from collapselab.experiments.papers import paper_label
 
-    table = Table()
+    table = Table(caption=RUNTIME_MACHINE)
     # Identifiers and runtimes must stay readable (and copyable) in a narrow terminal; the
     # figure title is the column that wraps.
     table.add_column("id", no_wrap=True)
     table.add_column("paper", no_wrap=True)
     table.add_column("figure / table", ratio=1)
-    table.add_column("presets")
-    table.add_column("quick runtime", no_wrap=True)
+    table.add_column("preset runtime", no_wrap=True)
     table.add_column("claims", no_wrap=True)
     for experiment in all_experiments():
         shown = experiment.title
@@ -69,11 +80,26 @@ def list_experiments() -> None:
             _e(experiment.id),
             _e(paper_label(experiment.paper)),
             _e(shown),
-            _e(", ".join(experiment.presets)),
-            _e(experiment.runtime_quick),
-            str(len(experiment.claims)),
+            _e("\n".join(_preset_line(experiment, p) for p in experiment.presets)),
+            _claim_count(experiment.claims),
         )
     console.print(table)
+
+
+RUNTIME_MACHINE = (
+    "Runtimes: wall time measured on a 2-core x86-64 CPU shared with other jobs (load "
+    "average about 2); paper presets are for a GPU."
+)
+
+
+def _claim_count(claims: list) -> str:
+    errata = sum(claim.kind == "erratum" for claim in claims)
+    return f"{len(claims) - errata}+{errata} err." if errata else str(len(claims))
+
+
+def _preset_line(experiment: object, preset: str) -> str:
+    runtime = experiment.runtime(preset)  # type: ignore[attr-defined]
+    return f"{preset} {runtime}" if runtime else preset
 
 
 @app.command()
@@ -174,12 +200,21 @@ def _run_and_report(
     )
     if status != "completed":
         console.print(f"[red]error:[/red] {_e(result.manifest.get('error'))}")
+    _print_data(result.manifest.get("data"))
     _print_claims(result.path)
     report = result.path / "report.html"
     if report.is_file():
         console.print(f"report: {_e(report)}")
     if status != "completed":
         raise typer.Exit(code=1)
+
+
+def _print_data(data: object) -> None:
+    if not isinstance(data, dict):
+        return
+    console.print(f"data: {_e(data.get('summary'))}")
+    for note in data.get("notes") or []:
+        console.print(f"[yellow]note:[/yellow] {_e(note)}")
 
 
 def _progress_callbacks(description: str, progress: bool) -> list[object]:
@@ -203,11 +238,10 @@ def _print_claims(run_path: Path) -> None:
     for entry in document["claims"]:
         verdict = str(entry.get("verdict"))
         colour = _VERDICT_COLOURS.get(verdict, "white")
-        table.add_row(
-            _e(entry.get("name")),
-            f"[{colour}]{_e(verdict)}[/{colour}]",
-            _e(entry.get("detail", "")),
-        )
+        shown = f"[{colour}]{_e(verdict)}[/{colour}]"
+        if entry.get("kind") == "erratum":  # an erratum demonstration, in its own words
+            shown = f"[cyan]{_e((entry.get('erratum') or {}).get('wording', verdict))}[/cyan]"
+        table.add_row(_e(entry.get("name")), shown, _e(entry.get("detail", "")))
     console.print(table)
 
 
@@ -220,20 +254,35 @@ def reproduce(
     seed: SeedOption = 0,
     out: RootOption = DEFAULT_ROOT,
     progress: ProgressOption = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Build the data pipelines, models and schedules from the local files and "
+            "stop: nothing is trained or written.",
+        ),
+    ] = False,
 ) -> None:
     """Run every experiment of a paper (or all papers), skipping finished runs; write the index.
 
-    A failing experiment does not stop the others; the exit code is 1 if any failed. The
-    demo is not part of 'all' (run it with `collapselab demo`).
+    A failing experiment does not stop the others; the exit code is 1 if any failed. An
+    experiment whose dataset files are missing is reported once, and its paper's other
+    experiments are not run. The demo is not part of 'all' (run it with `collapselab demo`).
     """
     from collapselab.experiments import Experiment, ExperimentOutcome
     from collapselab.experiments import reproduce as run_reproduce
+
+    if dry_run:
+        _dry_run(paper, preset, data_dir, seed)
+        return
 
     def started(experiment: Experiment) -> None:
         console.print(f"[bold]{_e(experiment.id)}[/bold] ({_e(experiment.title)})")
 
     def finished(outcome: ExperimentOutcome) -> None:
-        colour = {"completed": "green", "skipped": "cyan"}.get(outcome.outcome, "red")
+        colour = {"completed": "green", "skipped": "cyan", "not run": "yellow"}.get(
+            outcome.outcome, "red"
+        )
         text = f"  [{colour}]{outcome.outcome}[/{colour}] in {outcome.seconds:.1f} s"
         if outcome.claims:
             counts = outcome.claims
@@ -243,6 +292,9 @@ def reproduce(
             )
         if outcome.error:
             text += f"\n  [red]error:[/red] {_e(outcome.error)}"
+        for note in outcome.notes or []:
+            if not note.startswith("--data-dir"):  # said once, at the end
+                text += f"\n  [yellow]note:[/yellow] {_e(note)}"
         console.print(text)
 
     try:
@@ -263,14 +315,84 @@ def reproduce(
     counts = {k: sum(o.outcome == k for o in result.outcomes) for k in ("completed", "skipped")}
     console.print(
         f"{len(result.outcomes)} experiment(s): {counts['completed']} ran, "
-        f"{counts['skipped']} already done, {len(result.failed)} failed "
-        f"({result.wall_s:.1f} s)"
+        f"{counts['skipped']} already done, {len(result.failed)} failed, "
+        f"{len(result.not_run)} not run ({result.wall_s:.1f} s)"
     )
+    if result.data_dir_unused:
+        console.print(
+            f"[yellow]note:[/yellow] --data-dir {_e(data_dir)} is not used: no experiment of "
+            f"{_e(paper)} at preset {_e(preset)} reads dataset files"
+        )
     console.print(f"index: {_e(result.index_html)}")
     if not result.ok:
-        failed = ", ".join(o.experiment for o in result.failed)
-        console.print(f"[red]failed:[/red] {_e(failed)}")
+        failed = ", ".join(o.experiment for o in (*result.failed, *result.not_run))
+        console.print(f"[red]failed or not run:[/red] {_e(failed)}")
         raise typer.Exit(code=1)
+
+
+def _dry_run(paper: str, preset: str, data_dir: Path | None, seed: int) -> None:
+    """``reproduce --dry-run``: plan and build every experiment of ``paper``; train nothing."""
+    from collapselab.experiments import dry_run_experiment
+    from collapselab.experiments.reproduce import select_experiments
+
+    try:
+        chosen = select_experiments(paper)
+    except ValueError as error:
+        console.print(f"[red]error:[/red] {_e(error)}")
+        raise typer.Exit(code=2) from error
+    failed = 0
+    for experiment in chosen:
+        if preset not in experiment.presets and preset not in experiment.fallbacks:
+            console.print(
+                f"[bold]{_e(experiment.id)}[/bold]: [yellow]no preset {_e(preset)}[/yellow]"
+            )
+            continue
+        result = dry_run_experiment(experiment, preset, data_dir, seed)
+        console.print(f"[bold]{_e(experiment.id)}[/bold] (preset {_e(result.preset)})")
+        if result.error:
+            failed += 1
+            console.print(f"  [red]error:[/red] {_e(result.error)}")
+            continue
+        console.print(f"  data: {_e(result.data)}")
+        for note in result.notes or []:
+            if not note.startswith("--data-dir"):  # most experiments read no files
+                console.print(f"  [yellow]note:[/yellow] {_e(note)}")
+        for line in _built_lines(result.built):
+            console.print(f"  {_e(line)}")
+    verdict = "[green]ok[/green]" if not failed else f"[red]{failed} failed[/red]"
+    console.print(f"dry run of {len(chosen)} experiment(s): {verdict}; nothing was trained")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _built_lines(built: dict | None) -> list[str]:
+    """A few lines summarising an experiment's dry-run summary (see Experiment.dry_run)."""
+    if built is None:
+        return ["built: nothing to build from files (simulations generate their instances)"]
+    if "arms" in built:  # paper 003's training configuration
+        lines = [
+            f"dataset {name}: {d['n_train']} train / {d['n_test']} test, input "
+            f"{'x'.join(map(str, d['input_shape']))}"
+            for name, d in built["datasets"].items()
+        ]
+        for key, arm in built["arms"].items():
+            lines.append(
+                f"arm {key}: {arm['n_parameters']:,} parameters, features {arm['feature_dim']}, "
+                f"{arm['epochs']} epochs, lr {arm['lr']}, milestones {arm['milestones']}, "
+                f"{arm['n_measurements']} measurements"
+            )
+        if built.get("lr_grid"):
+            grid = built["lr_grid"]
+            lines.append(f"lr sweep: {len(grid)} rates from {grid[0]:.3g} to {grid[-1]:.3g}")
+        return lines
+    return [
+        f"dataset {built['dataset']}: {built['n_train']} train / {built['n_test']} test, input "
+        f"{'x'.join(map(str, built['input_shape']))}",
+        f"model {built['model']}: {built['n_parameters']:,} parameters; measured layers "
+        f"{len(built['layers'])} of dimension {built['feature_dim']}",
+        f"{built['epochs']} epochs, lr {built['lr']}, milestones {built['milestones']}, "
+        f"{len(built['measure_epochs'])} measured epochs",
+    ]
 
 
 @app.command()

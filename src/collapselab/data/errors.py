@@ -16,6 +16,7 @@ class DatasetFileError(FileNotFoundError, ValueError):
     Attributes:
         path: the offending file or folder.
         looked_in: the places searched, each ``"<folder> (<how it was chosen>)"``.
+        install: how to get the dataset (a sentence).
     """
 
     def __init__(
@@ -29,6 +30,7 @@ class DatasetFileError(FileNotFoundError, ValueError):
     ) -> None:
         self.path = Path(path)
         self.looked_in = tuple(looked_in)
+        self.install = install
         self._parts = (str(path), problem, layout, install, tuple(tried), self.looked_in)
         also = f"Also looked for: {', '.join(tried)}\n" if tried else ""
         places = f"Looked in: {'; '.join(looked_in)}\n" if looked_in else ""

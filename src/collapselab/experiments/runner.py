@@ -2,7 +2,12 @@
 
 The sequence of :func:`run_experiment`:
 
-1. open the run ``<root>/<id>-<preset>-seed<N>`` (create it the first time);
+0. plan the data (:func:`~collapselab.experiments.data_plan.plan_data`): locate every
+   dataset of the preset without loading it; a missing one makes the preset's fallback run
+   instead (``quick`` -> ``quick-bundled``), or, without a fallback, raises
+   :class:`~collapselab.experiments.data_plan.MissingDataError` before any run exists;
+1. open the run ``<root>/<id>-<preset>-seed<N>`` of the preset that runs (create it the
+   first time) and record the data plan in its manifest (``data``);
 2. a run that already completed is not run again (its ``claims.json`` and ``report.html``
    are written if missing); a created, failed or interrupted one is (re)started, and the
    experiment's training loops resume from their last checkpoint;
@@ -25,10 +30,11 @@ from typing import Any
 from collapselab.experiments.claims import (
     RunResults,
     claim_entry,
+    claims_document,
     evaluate_claims,
     not_evaluable,
-    summarize,
 )
+from collapselab.experiments.data_plan import plan_data
 from collapselab.experiments.registry import (
     Experiment,
     RunContext,
@@ -68,8 +74,17 @@ def run_experiment(
     After the run (also a failed one) the claims are evaluated into ``claims.json`` and
     ``report.html`` is written. An exception of the run function marks the run failed and
     is re-raised when ``raise_on_error`` (default); otherwise the failed run is returned.
+
+    The preset that runs is ``preset``, or its fallback when ``preset``'s dataset files are
+    not found (the run's ``preset`` and id say which; the manifest's ``data`` says why).
+
+    Raises:
+        MissingDataError: the preset's datasets are not found and it has no fallback
+            (raised before any run directory is created, whatever ``raise_on_error``).
     """
     experiment = get_experiment(experiment_id)
+    plan = plan_data(experiment, preset, data_dir)
+    preset = plan.preset
     config = experiment.config(preset)
     run = Run.open_or_create(
         root, experiment.id, preset, config, seed, run_id=run_id_for(experiment.id, preset, seed)
@@ -82,6 +97,7 @@ def run_experiment(
         experiment_info=experiment.info(),
         device=device,
         data_dir=None if data_dir is None else str(data_dir),
+        data=plan.record(),
         traceback=None,
     )
     context = RunContext(
@@ -148,11 +164,14 @@ def evaluate_run_claims(run: Run, experiment: Experiment) -> dict[str, Any]:
     if run.status == "completed":
         document = evaluate_claims(experiment.claims, RunResults.from_run(run))
     else:
-        error = run.manifest.get("error")
-        reason = f"the run is {run.status}" + (f" ({error})" if error else "")
+        # The run's error is stated once (the report's error section, the manifest), not in
+        # every claim.
+        reason = f"not evaluated: the run is {run.status}"
+        if run.manifest.get("error"):
+            reason += " (its error is shown once, at the top of the report)"
         reason += "; claims are evaluated on completed runs only"
         entries = [claim_entry(c, not_evaluable(reason)) for c in experiment.claims]
-        document = {"summary": summarize(entries), "claims": entries}
+        document = claims_document(entries)
     header = {
         "run_id": run.id,
         "experiment": run.experiment,

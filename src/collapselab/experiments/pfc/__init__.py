@@ -86,6 +86,7 @@ TRAINING_FC = register(
         figure="Figs 2-3 (a)",
         claims=TRAINING_CLAIMS,
         draw=draw_training,
+        dry_run=dry_run,
     )
 )
 
@@ -101,6 +102,7 @@ TRAINING_CONV = register(
         figure="Figs 2-3 (b-e)",
         claims=TRAINING_CLAIMS,
         draw=draw_training,
+        dry_run=dry_run,
     )
 )
 
