@@ -22,8 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from collapselab._checks import check_int
-from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix, as_vector
+from collapselab.checks import ArrayLike, as_labels, as_matrix, as_vector, check_int
 
 
 class CommonDirectionAccumulator:

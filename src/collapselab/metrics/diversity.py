@@ -36,7 +36,7 @@ from typing import Literal
 
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int
+from collapselab.checks import ArrayLike, as_labels, as_matrix, check_choice, check_float, check_int
 from collapselab.metrics._common_direction import (
     CommonDirectionAccumulator,
     CommonDirections,
@@ -48,7 +48,6 @@ from collapselab.metrics._common_direction import (
     residual_singular_values,
     sign_consistency,
 )
-from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix
 from collapselab.metrics._pairwise import (
     PairwiseSimilarity,
     pair_counts,

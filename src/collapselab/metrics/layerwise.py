@@ -41,16 +41,17 @@ from typing import Literal
 import numpy as np
 import torch
 
-from collapselab._checks import check_choice, check_float
-from collapselab.metrics._family_inputs import (
+from collapselab.checks import (
     ArrayLike,
     as_labels,
     as_layers,
     as_matrix,
     as_series,
+    check_choice,
+    check_float,
+    resolve_for_labels,
     to_f64,
 )
-from collapselab.metrics._validate import resolve_for_labels
 from collapselab.metrics.nc import _pfc_values
 
 __all__ = [

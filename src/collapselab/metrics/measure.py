@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int, check_labels
-from collapselab.metrics._validate import PAIRS, infer_n_classes, warn_if_imbalanced
-from collapselab.metrics.mse import mse_decomposition, nc1_snr_if_defined
-from collapselab.metrics.nc import nc_metrics
-from collapselab.stats import DENSE_MAX_DIM, ClassStats, class_stats_from_features
-from collapselab.stats._validate import (
+from collapselab.checks import (
     MODES,
+    PAIRS,
     WEIGHTINGS,
+    check_choice,
     check_class_counts,
     check_classifier,
     check_features,
+    check_float,
+    check_int,
+    check_labels,
+    infer_n_classes,
+    warn_imbalanced_counts,
 )
+from collapselab.metrics.mse import mse_decomposition, nc1_snr_if_defined
+from collapselab.metrics.nc import nc_metrics
+from collapselab.stats import DENSE_MAX_DIM, ClassStats, class_stats_from_features
 
 _NOT_PER_SPLIT = (
     "nc1_dense",
@@ -142,7 +147,7 @@ def measure(
         splits["test"] = class_stats_from_features(
             ht, yt, c, W=W, b=b, ncc_means=train.means, **options
         )
-    warn_if_imbalanced(splits)
+    warn_imbalanced_counts({k: s.counts for k, s in splits.items()}, weighting)
 
     nc_options = {"nc1_divide_by_c": nc1_divide_by_c, "ddof": ddof, "pairs": pairs}
     out = _split_metrics(train, nc_options)

@@ -29,10 +29,14 @@ from dataclasses import dataclass
 
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int
-from collapselab.metrics._validate import require_between
+from collapselab.checks import (
+    check_between_rank,
+    check_choice,
+    check_classifier,
+    check_float,
+    check_int,
+)
 from collapselab.stats import ClassStats
-from collapselab.stats._validate import check_classifier
 
 _EPS = torch.finfo(torch.float64).eps
 
@@ -265,7 +269,7 @@ def snr_singular_values(stats: ClassStats) -> torch.Tensor:
     ``r = rank M̄`` (``C - 1`` generically). They are invariant under any invertible linear
     map of the features (note 003 §3.4).
     """
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     r = stats.basis.shape[1]
     return torch.linalg.svdvals(snr_matrix(stats))[:r]
 

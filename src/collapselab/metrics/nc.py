@@ -27,16 +27,19 @@ import math
 
 import torch
 
-from collapselab._checks import check_choice, check_int, check_labels
-from collapselab.metrics._validate import (
+from collapselab.checks import (
     PAIRS,
+    WEIGHTINGS,
+    check_between_rank,
+    check_choice,
+    check_features,
+    check_int,
+    check_labels,
     infer_n_classes,
-    require_between,
-    warn_if_imbalanced,
+    resolve_weighting,
     warn_imbalanced_counts,
 )
 from collapselab.stats import ClassStats, class_stats_from_features, nearest_class_mean
-from collapselab.stats._validate import WEIGHTINGS, check_features, resolve_weighting
 
 # ---------------------------------------------------------------------------------------
 # metrics of class statistics
@@ -55,7 +58,7 @@ def nc1_pinv(stats: ClassStats, divide_by_c: bool = True) -> float:
         divide_by_c: divide by ``C`` (the PNAS label, default) or not (the MSE-NC notebook
             plots ``Tr(Sigma_W Sigma_B^+)``).
     """
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     s = stats.between_singular_values
     value = float((torch.diagonal(stats.within_projected) / (s * s)).sum())
     return value / stats.n_classes if divide_by_c else value
@@ -63,7 +66,7 @@ def nc1_pinv(stats: ClassStats, divide_by_c: bool = True) -> float:
 
 def trace_ratio(stats: ClassStats) -> float:
     r"""PFC1 ``= Tr(Sigma_W) / Tr(Sigma_B)`` (note 001 §2.5, Eq. 7/17)."""
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     return stats.within_trace / stats.between_trace
 
 
@@ -74,7 +77,7 @@ def cdnv(stats: ClassStats) -> float:
     ``sigma_c^2 = (1/n_c) sum_{i in c} ||h_i - mu_c||^2``; ordered and unordered pairs give
     the same average. ``inf`` when two class means coincide.
     """
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     var = stats.class_variances
     centred = stats.centred_means
     gram = centred @ centred.T
@@ -131,7 +134,7 @@ def nc_metrics(
     """
     ddof = check_int("ddof", ddof, minimum=0)
     pairs = check_choice("pairs", pairs, PAIRS)
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     centred = stats.centred_means
     pi = stats.class_weights
     out = {
@@ -334,7 +337,7 @@ def nc1_trace_ratio(
             (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
     stats = _stats(features, labels, n_classes, weighting)
-    warn_if_imbalanced({"": stats})
+    warn_imbalanced_counts({"": stats.counts}, stats.requested_weighting)
     return trace_ratio(stats)
 
 
@@ -358,7 +361,7 @@ def nc2_etf_distance(
             (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
     stats = _stats(features, labels, n_classes, weighting, min_count=1)
-    warn_if_imbalanced({"": stats})
+    warn_imbalanced_counts({"": stats.counts}, stats.requested_weighting)
     return _etf_of(stats)
 
 
@@ -391,7 +394,7 @@ def ncc_accuracy(
     weighting = check_choice("weighting", weighting, WEIGHTINGS)
     if means is None:
         stats = _stats(features, labels, n_classes, weighting, min_count=1)
-        warn_if_imbalanced({"": stats})
+        warn_imbalanced_counts({"": stats.counts}, stats.requested_weighting)
         return weighted_accuracy(stats.ncc_confusion, stats.class_weights)
     confusion = _ncc_confusion(features, labels, means, n_classes)
     counts = confusion.sum(dim=1)
@@ -419,7 +422,7 @@ def _ncc_confusion(
 
 
 def _etf_of(stats: ClassStats) -> float:
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     return etf_distance(stats.centred_means)
 
 

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from collapselab._checks import check_choice, check_int
+from collapselab.checks import check_choice, check_int
 from collapselab.report._html import write_atomic
 
 Curves = Mapping[str, tuple[Any, Any]]

@@ -60,13 +60,15 @@ from typing import Any
 
 import torch
 
-from collapselab._checks import check_choice, check_int, check_labels
-from collapselab.stats._validate import (
+from collapselab.checks import (
     MODES,
     WEIGHTINGS,
+    check_choice,
     check_class_counts,
     check_classifier,
     check_features,
+    check_int,
+    check_labels,
     counts_balanced,
     imbalance_message,
     resolve_weighting,
@@ -466,6 +468,11 @@ class ClassStats:
     def basis(self) -> torch.Tensor:
         """Orthonormal basis ``P`` of ``range(M̄)``, shape ``(D, r)``, ``r <= C - 1``."""
         return self._need_means()["basis"]
+
+    @property
+    def between_rank(self) -> int:
+        """``r = rank M̄``: the number of columns of :attr:`basis` (0 when the means coincide)."""
+        return int(self.basis.shape[1])
 
     @property
     def between_singular_values(self) -> torch.Tensor:

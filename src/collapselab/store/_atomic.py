@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from collapselab._checks import check_choice
+from collapselab.checks import check_choice
 
 TMP_SUFFIX = ".tmp"
 

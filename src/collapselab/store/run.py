@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from collapselab._checks import check_choice, check_int
+from collapselab.checks import check_choice, check_int
 from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
 from collapselab.store._json import json_equal, to_jsonable
 from collapselab.store.metrics_table import (

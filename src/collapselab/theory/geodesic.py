@@ -33,8 +33,14 @@ from typing import Literal
 
 import numpy as np
 
-from collapselab._checks import as_real_array, check_choice, check_float, check_int, check_labels
 from collapselab._threads import serial_threads
+from collapselab.checks import (
+    as_label_array,
+    check_choice,
+    check_float,
+    check_int,
+    feature_array,
+)
 from collapselab.metrics.layerwise import (
     PFC_METRICS,
     class_mean_transport_cost,
@@ -69,21 +75,13 @@ SeedLike = int | np.random.Generator | None
 # input handling
 
 
-def _features(x: object, name: str) -> np.ndarray:
-    return as_real_array(name, x, ndim=2, layout="(N, D)")
-
-
-def _labels(y: object, n: int, source: str = "h0") -> np.ndarray:
-    return check_labels("labels", y, n, None, device="cpu", source=source).numpy()
-
-
 def _pair(h0: object, h1: object, labels: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Start and end features of one shape and their labels."""
-    a = _features(h0, "h0")
-    b = _features(h1, "h1")
+    a = feature_array("h0", h0)
+    b = feature_array("h1", h1)
     if a.shape != b.shape:
         raise ValueError(f"h1 has shape {b.shape} but h0 has {a.shape}; expected the same")
-    return a, b, _labels(labels, a.shape[0])
+    return a, b, as_label_array("labels", labels, a.shape[0], source="h0")
 
 
 def _rng(seed: SeedLike) -> np.random.Generator:
@@ -178,8 +176,8 @@ def ideal_endpoint(
     Returns:
         ``(N, D)`` float64 end features.
     """
-    h = _features(h1, "h1")
-    y = _labels(labels, h.shape[0], "h1")
+    h = feature_array("h1", h1)
+    y = as_label_array("labels", labels, h.shape[0], source="h1")
     check_choice("mode", mode, ("class_means", "simplex_etf"))
     check_choice("orientation", orientation, ("random", "nearest"))
     inverse, means = _class_means(h, y)
@@ -629,7 +627,8 @@ def _verify_line(
         endpoint,
         seed=seed,
     )
-    a, end, y, ts = _features(h0, "h0"), line.h1, _labels(labels, line.h1.shape[0], "h1"), line.ts
+    a, end, ts = feature_array("h0", h0), line.h1, line.ts
+    y = as_label_array("labels", labels, end.shape[0], source="h1")
     inner = ts[1:-1]
     fd = pfc1_along_line(a, end, y, inner + step) - pfc1_along_line(a, end, y, inner - step)
     collapsed = ideal_endpoint(end, y, "class_means")

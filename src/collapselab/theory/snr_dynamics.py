@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from collapselab._checks import as_real_array, check_choice, check_float, check_int
+from collapselab.checks import as_real_array, check_choice, check_float, check_int
 from collapselab.metrics import central_path_losses, snr_matrix
 from collapselab.stats import class_stats_from_features
 from collapselab.theory.central_path import (

@@ -56,15 +56,15 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
-from collapselab._checks import (
+from collapselab._threads import serial_threads
+from collapselab.checks import (
+    as_label_array,
     as_real_array,
     check_choice,
     check_float,
     check_int,
-    check_labels,
+    infer_n_classes,
 )
-from collapselab._threads import serial_threads
-from collapselab.metrics._validate import infer_n_classes
 from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
 from collapselab.stats import class_stats_from_features
 
@@ -104,10 +104,10 @@ _FORMS = ("eq13", "eq2")
 def _labels(y: object, n: int, n_classes: int | None) -> tuple[np.ndarray, int]:
     """Labels of the ``n`` columns of ``X`` as int64 numpy, and ``K`` (>= 2)."""
     k = infer_n_classes(y, n_classes)
-    t = check_labels("labels", y, n, k, device="cpu", source="X", unit="column")
+    labels = as_label_array("labels", y, n, k, source="X", unit="column")
     if n == 0:
         raise ValueError("labels is empty; expected at least one sample")
-    return t.numpy(), k
+    return labels, k
 
 
 # ---------------------------------------------------------------------------------------

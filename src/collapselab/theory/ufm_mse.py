@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collapselab._checks import as_real_array, check_float, check_int
 from collapselab._threads import serial_threads
+from collapselab.checks import as_real_array, check_float, check_int
 from collapselab.metrics import measure
 
 __all__ = [

@@ -57,7 +57,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_choice, check_float, check_int
+from collapselab.checks import (
+    MODES,
+    WEIGHTINGS,
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    imbalance_message,
+)
 from collapselab.data.dataset import LabeledData
 from collapselab.metrics.diversity import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 from collapselab.metrics.layerwise import LayerPathAccumulator
@@ -69,7 +77,6 @@ from collapselab.probe import (
 )
 from collapselab.probe.gradients import check_independent_rows, check_not_inplace, gated_layers
 from collapselab.stats import DENSE_MAX_DIM, ClassStats
-from collapselab.stats._validate import MODES, WEIGHTINGS, imbalance_message
 from collapselab.track import _dist
 from collapselab.track._cache import FeatureCache
 from collapselab.track._families import (

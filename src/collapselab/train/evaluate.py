@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab._checks import check_int
+from collapselab.checks import check_int
 from collapselab.data.dataset import LabeledData
 from collapselab.train.losses import per_sample_loss
 
