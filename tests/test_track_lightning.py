@@ -60,7 +60,7 @@ def test_collapse_callback_records_the_monitor_rows(tmp_path):
     net = MLP(5, 3, width=8, depth=3, bias=True)
     run = Run.create(tmp_path, "lightning")
     callback = CollapseCallback(
-        measure_loader, model_attr="net", schedule="all", run=run, metrics=["nc", "pfc"]
+        measure_loader, model_attr="net", schedule="all", run=run, families=["nc", "pfc"]
     )
     trainer = pl.Trainer(
         max_epochs=3,
@@ -80,7 +80,7 @@ def test_collapse_callback_records_the_monitor_rows(tmp_path):
     assert list(nc1.epoch) == [0, 1, 2, 3]
     assert list(nc1.step) == [0, 3, 6, 9]
     # The last rows equal a plain Monitor on the trained network.
-    final = Monitor(net, measure_loader, metrics=["nc", "pfc"], schedule=None).measure_now()
+    final = Monitor(net, measure_loader, families=["nc", "pfc"], schedule=None).measure_now()
     last = rows[rows.epoch == 3]
     for layer, values in final["train"].items():
         for key, value in values.items():
@@ -132,7 +132,7 @@ def test_hook_logic_against_a_stub_of_the_lightning_api(tmp_path, monkeypatch):
     net = MLP(5, 3, width=8, depth=3, bias=True)
     run = Run.create(tmp_path, "stub")
     cb = callback_cls(
-        every_iterations=2, run=run, metrics=["nc"], log_to_logger=True, batch_size=24
+        every_iterations=2, run=run, families=["nc"], log_to_logger=True, batch_size=24
     )  # schedule "log", budget from max_epochs; trainer's loader
     trainer = _StubTrainer(max_epochs=4)
     trainer.train_dataloader = data.loader(batch_size=24)
@@ -161,6 +161,6 @@ def test_hook_logic_against_a_stub_of_the_lightning_api(tmp_path, monkeypatch):
     assert trainer.logged[-1][1][key] == nc1.value.iloc[-1]
     assert cb.monitor.schedule.at_epoch(4) and not cb.monitor.schedule.at_epoch(5)
     saved = cb.state_dict()
-    fresh = callback_cls(run=run, metrics=["nc"])
+    fresh = callback_cls(run=run, families=["nc"])
     fresh.load_state_dict(saved)
     assert fresh.state_dict() == saved

@@ -63,6 +63,7 @@ import torch
 from collapselab.checks import (
     MODES,
     WEIGHTINGS,
+    check_bool,
     check_choice,
     check_class_counts,
     check_classifier,
@@ -73,6 +74,7 @@ from collapselab.checks import (
     imbalance_message,
     resolve_weighting,
 )
+from collapselab.stats.accumulator import Accumulator
 
 DENSE_MAX_DIM = 2048
 """Largest feature dimension for which ``mode="auto"`` accumulates the dense ``Sigma_W``."""
@@ -114,7 +116,7 @@ def nearest_class_mean(features: torch.Tensor, means: torch.Tensor) -> torch.Ten
     return torch.argmin(scores, dim=1)
 
 
-class ClassStats:
+class ClassStats(Accumulator):
     r"""Two-pass, mergeable class statistics of features, accumulated in float64.
 
     Args:
@@ -137,6 +139,9 @@ class ClassStats:
             :meth:`all_reduce` (otherwise taken from the first batch).
         device: device of the accumulators (batches are moved there); default: that of
             the first batch, or CPU when ``dim`` is given.
+        ncc: count the nearest-class-mean decisions in pass 2 (``ncc_confusion``; with a
+            classifier also ``mismatch_counts``). ``False`` skips their ``C x D`` scores
+            per sample when no requested metric reads them.
 
     Usage::
 
@@ -163,12 +168,15 @@ class ClassStats:
         dim: int | None = None,
         device: torch.device | str | None = None,
         warn_imbalanced: bool = True,
+        ncc: bool = True,
     ) -> None:
+        super().__init__()
         self.n_classes = check_int("n_classes", n_classes, minimum=2)
         self.requested_weighting = check_choice("weighting", weighting, WEIGHTINGS)
         # None until finalize_means() resolves "auto" from the class counts.
         self.weighting: str | None = None if weighting == "auto" else self.requested_weighting
         self.warn_imbalanced = bool(warn_imbalanced)
+        self.ncc = check_bool("ncc", ncc)
         self.requested_mode = check_choice("mode", mode, MODES)
         self.dense_max_dim = check_int("dense_max_dim", dense_max_dim)
         self.mode: str | None = None
@@ -199,6 +207,15 @@ class ClassStats:
         if self.dim is None:
             self._init_pass1(h.shape[1], self.device or h.device)
         return h.to(self.device, torch.float64), y.to(self.device)
+
+    def update(self, features: object, labels: object) -> ClassStats:
+        """Add a batch to the current pass: :meth:`update_means` before
+        :meth:`finalize_means`, :meth:`update_scatter` after; returns ``self``."""
+        if self.phase == "means":
+            self.update_means(features, labels)
+        else:
+            self.update_scatter(features, labels)
+        return self
 
     def update_means(self, features: object, labels: object) -> None:
         """Pass 1: add a batch of ``(n, D)`` features with ``(n,)`` integer labels."""
@@ -276,7 +293,7 @@ class ClassStats:
             fixed["W"], fixed["b"] = check_classifier(W, b, c, d, self.device)
         elif b is not None:
             raise ValueError("b was given without W")
-        fixed |= _fused_constants(fixed, mode)
+        fixed |= _fused_constants(fixed, mode, self.ncc)
         self._fixed = fixed
         self.weighting = weighting
         if self.warn_imbalanced and self.requested_weighting == "auto":
@@ -290,11 +307,13 @@ class ClassStats:
             "counts": torch.zeros(c, **ints),
             "dev_sq": torch.zeros(c, **zeros),
             "within": torch.zeros((d, d) if mode == "dense" else (r, r), **zeros),
-            "ncc_confusion": torch.zeros(c, c, **ints),
         }
+        if self.ncc:
+            self._p2["ncc_confusion"] = torch.zeros(c, c, **ints)
         if W is not None:
             self._p2["clf_confusion"] = torch.zeros(c, c, **ints)
-            self._p2["mismatch"] = torch.zeros(c, **ints)
+            if self.ncc:
+                self._p2["mismatch"] = torch.zeros(c, **ints)
         self.phase = "scatter"
 
     # ------------------------------------------------------------------ pass 2
@@ -319,19 +338,27 @@ class ClassStats:
         dev_sq = _row_sq_norms(dev)
         p["counts"] += torch.bincount(y, minlength=c)
         p["dev_sq"].index_add_(0, y, dev_sq)
-        prod = dev @ f["fused"]
+        fused = f["fused"]
+        prod = dev @ fused if fused.shape[1] else None
         r = f["basis"].shape[1] if self.mode == "projected" else 0
         proj = prod[:, :r] if self.mode == "projected" else dev
         _add_weighted_gram(p["within"], proj, f["sample_weight"][y])
+        if prod is None:
+            return
         dev_norm = dev_sq.sqrt()
-        ncc_scores = f["ncc_sq"] - 2.0 * (prod[:, r : r + c] + f["ncc_const"][y])
-        ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
-        ncc = _decide(
-            ncc_scores, ncc_tol, lambda i: nearest_class_mean(h[i], f["ncc_means"]), largest=False
-        )
-        p["ncc_confusion"] += _confusion(y, ncc, c)
+        k = c if self.ncc else 0
+        if self.ncc:
+            ncc_scores = f["ncc_sq"] - 2.0 * (prod[:, r : r + c] + f["ncc_const"][y])
+            ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
+            ncc = _decide(
+                ncc_scores,
+                ncc_tol,
+                lambda i: nearest_class_mean(h[i], f["ncc_means"]),
+                largest=False,
+            )
+            p["ncc_confusion"] += _confusion(y, ncc, c)
         if "W" in f:
-            clf_scores = prod[:, r + c :] + f["clf_const"][y]
+            clf_scores = prod[:, r + k :] + f["clf_const"][y]
             clf_tol = f["clf_tol"] * (dev_norm + f["mean_norm"][y]) + f["clf_tol0"]
             pred = _decide(
                 clf_scores,
@@ -340,10 +367,18 @@ class ClassStats:
                 largest=True,
             )
             p["clf_confusion"] += _confusion(y, pred, c)
-            p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
+            if self.ncc:
+                p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
 
     # ------------------------------------------------------------------ merging
-    def _state(self) -> dict[str, torch.Tensor]:
+    def state(self) -> dict[str, torch.Tensor]:
+        """The sums of the current pass: pass 1 ``counts``, ``sums``, ``sq_norms``; pass 2
+        ``counts``, ``dev_sq``, ``within`` and the decision counts (see the class docstring).
+
+        :meth:`all_reduce` (one generic reduction, :func:`collapselab.stats.all_reduce`)
+        sums them over processes: call it once at the end of pass 1, before
+        :meth:`finalize_means`, and once at the end of pass 2.
+        """
         return self._p1 if self.phase == "means" else self._p2
 
     def merge(self, other: ClassStats) -> ClassStats:
@@ -376,29 +411,10 @@ class ClassStats:
                     "pass-2 statistics merge only with the same fixed means, mode and "
                     "classifier; merge pass 1 first, then finalize once"
                 )
-        mine = self._state()
-        for key, value in other._state().items():
+        mine = self.state()
+        for key, value in other.state().items():
             mine[key] += value.to(self.device)
         return self
-
-    def all_reduce(self, group: Any = None) -> None:
-        """Sum the current pass's partial statistics over a ``torch.distributed`` group.
-
-        Call it exactly once at the end of pass 1 (before :meth:`finalize_means`) and once
-        at the end of pass 2: a second call in the same pass would add the sums again.
-        Every process must call it (it is a collective). The tensors live
-        on the features' device, so use a backend that supports it (gloo: CPU, nccl: CUDA).
-        """
-        import torch.distributed as dist
-
-        if not (dist.is_available() and dist.is_initialized()):
-            raise RuntimeError("all_reduce() needs an initialised torch.distributed group")
-        if self.dim is None:
-            raise ValueError(
-                "this process saw no batch; pass dim= to ClassStats so it can take part"
-            )
-        for tensor in self._state().values():
-            dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group)
 
     # ------------------------------------------------------------------ results
     def _need_means(self) -> dict[str, Any]:
@@ -527,7 +543,7 @@ class ClassStats:
     @property
     def ncc_confusion(self) -> torch.Tensor:
         """``(C, C)`` counts: row = true label, column = nearest-class-mean decision."""
-        return self._need_pass2()["ncc_confusion"]
+        return self._need_decisions("ncc_confusion")
 
     @property
     def has_classifier(self) -> bool:
@@ -549,7 +565,16 @@ class ClassStats:
     @property
     def mismatch_counts(self) -> torch.Tensor:
         """Per class: samples whose classifier decision differs from the NCC decision."""
-        return self._need_classifier()["mismatch"]
+        self._need_classifier()
+        return self._need_decisions("mismatch")
+
+    def _need_decisions(self, key: str) -> torch.Tensor:
+        p2 = self._need_pass2()
+        if not self.ncc:
+            raise ValueError(
+                "nearest-class-mean decisions were not counted (ClassStats(ncc=False))"
+            )
+        return p2[key]
 
     def _need_classifier(self) -> dict[str, torch.Tensor]:
         p2 = self._need_pass2()
@@ -589,8 +614,9 @@ def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor)
         acc[hi:, lo:hi] += rows[:, hi - lo :].T
 
 
-def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
-    """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``).
+def _fused_constants(fixed: dict[str, Any], mode: str, ncc: bool) -> dict[str, Any]:
+    """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``):
+    the columns ``[P (projected mode), (nu - r)^T (with ncc), W^T (with a classifier)]``.
 
     The ``*_tol`` entries bound, per unit of row norm, twice the sum of the rounding errors
     of the fused and the documented score of a row (dot products of length ``D`` in float64
@@ -602,7 +628,7 @@ def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
     ref = ncc_means.mean(dim=0)
     centred = ncc_means - ref
     ncc_sq = (centred * centred).sum(dim=1)
-    blocks = [centred.T]
+    blocks = [centred.T] if ncc else []
     if mode == "projected":
         blocks.insert(0, fixed["basis"])
     unit = _TIE_SLACK * (d + 8) * _EPS / 2
@@ -624,7 +650,10 @@ def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
             "clf_tol": unit * w_max,
             "clf_tol0": unit * float(b.abs().max()),
         }
-    out["fused"] = torch.cat(blocks, dim=1).contiguous()
+    if blocks:
+        out["fused"] = torch.cat(blocks, dim=1).contiguous()
+    else:
+        out["fused"] = means.new_zeros(d, 0)
     return out
 
 
@@ -696,11 +725,13 @@ def class_stats_from_features(
     return class_stats_from_batches(chunks, n_classes, min_count=min_count, **kwargs)
 
 
-def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
+def default_chunk_size(
+    dim: int, chunk_size: int | None = None, chunk_bytes: int = 8 * DEFAULT_CHUNK_ENTRIES
+) -> int:
     """``chunk_size`` checked (an integer >= 1), or for ``None`` the default row count.
 
-    The default keeps a float64 chunk near :data:`DEFAULT_CHUNK_ENTRIES` entries (4 MiB,
-    so the element-wise updates work in cache) but takes at least
+    The default keeps a float64 chunk near ``chunk_bytes`` (4 MiB, :data:`DEFAULT_CHUNK_ENTRIES`
+    entries, so the element-wise updates work in cache) but takes at least
     :data:`_MIN_CHUNK_ROWS` rows while those stay within :data:`_MAX_CHUNK_ENTRIES`
     (64 MiB): the per-chunk matrix products need some rows to run efficiently.
     ``max(2**19 // D, min(64, 2**23 // D), 1)``: 1024 rows at ``D = 512``, 64 at
@@ -708,7 +739,7 @@ def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
     """
     if chunk_size is None:
         d = max(1, dim)
-        return max(DEFAULT_CHUNK_ENTRIES // d, min(_MIN_CHUNK_ROWS, _MAX_CHUNK_ENTRIES // d), 1)
+        return max(chunk_bytes // (8 * d), min(_MIN_CHUNK_ROWS, _MAX_CHUNK_ENTRIES // d), 1)
     return check_int("chunk_size", chunk_size, minimum=1)
 
 
@@ -725,13 +756,14 @@ def class_stats_from_batches(
     device: torch.device | str | None = None,
     min_count: int = 2,
     warn_imbalanced: bool = True,
+    ncc: bool = True,
 ) -> ClassStats:
     """Both passes of :class:`ClassStats` over ``(features, labels)`` batches.
 
     Args:
         batches: a re-iterable collection (list, DataLoader) of ``(features, labels)`` pairs,
             or a zero-argument callable returning a fresh iterable (it is called twice).
-        n_classes, weighting, mode, dense_max_dim, device, warn_imbalanced: as for
+        n_classes, weighting, mode, dense_max_dim, device, warn_imbalanced, ncc: as for
             :class:`ClassStats`.
         ncc_means, W, b, min_count: as for :meth:`ClassStats.finalize_means`.
 
@@ -745,6 +777,7 @@ def class_stats_from_batches(
         dense_max_dim=dense_max_dim,
         device=device,
         warn_imbalanced=warn_imbalanced,
+        ncc=ncc,
     )
 
     def fresh() -> Iterable[Any]:

@@ -65,7 +65,7 @@ from collapselab.checks import (
     check_int,
     infer_n_classes,
 )
-from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
+from collapselab.metrics.nc import pfc_values
 from collapselab.stats import class_stats_from_features
 
 __all__ = [
@@ -75,9 +75,9 @@ __all__ = [
     "MUFMVerification",
     "Theorem3Check",
     "alignment",
+    "column_pfc",
     "gradient_flow",
     "mufm_model",
-    "pfc_metrics",
     "solve_converged",
     "solve_literal",
     "solve_mufm",
@@ -429,15 +429,15 @@ def w_star(H: object, labels: object, lambda_w: float, n_classes: int | None = N
 # metrics of a solution
 
 
-def pfc_metrics(H: object, labels: object) -> dict[str, float]:
-    """PFC1, PFC2, PFC3 of ``(d, N)`` features (paper 001, Eqs. 7-9; catalogue keys)."""
+def column_pfc(H: object, labels: object) -> dict[str, float]:
+    """PFC1-3 of ``(d, N)`` features stored as columns (the UFM layout; paper 001, Eqs. 7-9).
+
+    :func:`collapselab.metrics.nc.pfc_values` of the rows ``H^T``: one set of class
+    statistics, the catalogue keys ``nc1_trace_ratio``, ``nc2_etf_distance``,
+    ``ncc_accuracy``.
+    """
     h = torch.from_numpy(as_real_array("H", H).T.copy())
-    y = torch.as_tensor(np.asarray(labels))
-    return {
-        "nc1_trace_ratio": nc1_trace_ratio(h, y),
-        "nc2_etf_distance": nc2_etf_distance(h, y),
-        "ncc_accuracy": ncc_accuracy(h, y),
-    }
+    return pfc_values(h, torch.as_tensor(np.asarray(labels)))
 
 
 def alignment(H: object, X: object) -> float:
@@ -980,6 +980,6 @@ def verify_mufm(problem: MUFM, solution: MUFMSolution) -> MUFMVerification:
         first_order=first_order,
         spacing=spacing,
         corrected_identity=identity,
-        pfc=pfc_metrics(H, problem.labels),
-        pfc_data={} if problem.is_ufm else pfc_metrics(problem.X, problem.labels),
+        pfc=column_pfc(H, problem.labels),
+        pfc_data={} if problem.is_ufm else column_pfc(problem.X, problem.labels),
     )

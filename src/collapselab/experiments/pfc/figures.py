@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from collapselab.experiments.claims import RunResults
-from collapselab.experiments.pfc._common import PFC_KEYS, PFC_LABELS
+from collapselab.experiments.pfc._common import PFC_LABELS
+from collapselab.metrics import PFC_KEYS
 from collapselab.report import plot_comparison, plot_panels, plot_training_curves, plot_vs_depth
 from collapselab.store import Run
 

@@ -26,15 +26,16 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.data import gaussian_mixture
 from collapselab.experiments.claims import Claim, ClaimResult, NotEvaluable, RunResults
-from collapselab.experiments.pfc._common import PFC_KEYS, array, row_value, spearman
+from collapselab.experiments.pfc._common import array, row_value, spearman
 from collapselab.experiments.registry import RunContext
+from collapselab.metrics import PFC_KEYS
 from collapselab.store import Run
 from collapselab.theory.ufm import (
     MUFM,
     MUFMSolution,
     alignment,
+    column_pfc,
     mufm_model,
-    pfc_metrics,
     solve_converged,
     solve_literal,
     ufm_model,
@@ -91,7 +92,7 @@ def _solve(problem: MUFM, method: str, config: dict[str, Any], seed: int) -> MUF
 def _solution_values(
     problem: MUFM, solution: MUFMSolution, X: np.ndarray | None
 ) -> dict[str, float]:
-    values = dict(pfc_metrics(solution.H, problem.labels))
+    values = dict(column_pfc(solution.H, problem.labels))
     values |= {
         "objective": solution.objective,
         "grad_norm": solution.grad_norm,
@@ -113,7 +114,7 @@ def run_mufm(run: Run, context: RunContext) -> None:
         "ufm": ufm_model(y, X.shape[0], lambda_w, lam),
         "mufm": mufm_model(X, y, lambda_w, lam),
     }
-    run.log_dict(0, pfc_metrics(X, y), split="train", layer="data")
+    run.log_dict(0, column_pfc(X, y), split="train", layer="data")
     features = {"X": X, "labels": y}
     with serial_threads():
         for name, problem in problems.items():
@@ -134,7 +135,7 @@ def run_lambda_sweep(run: Run, context: RunContext) -> None:
     ratios = np.geomspace(
         float(config["ratio_min"]), float(config["ratio_max"]), int(config["n_points"])
     )
-    data = pfc_metrics(X, y)
+    data = column_pfc(X, y)
     run.log_dict(0, data, split="train", layer="data")
     table: dict[str, list[float]] = {}
     with serial_threads():
