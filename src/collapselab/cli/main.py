@@ -286,12 +286,12 @@ def report(
     """Rebuild report.html of a run (or of every run under a root, and the index); no training."""
     from collapselab.experiments import refresh_run
     from collapselab.report.index import write_index
-    from collapselab.store import list_runs
+    from collapselab.store import MANIFEST_FILE, list_runs
 
     if not path.exists():
         console.print(f"[red]error:[/red] {_e(path)} does not exist")
         raise typer.Exit(code=2)
-    if (path / "manifest.json").is_file():
+    if (path / MANIFEST_FILE).is_file():
         written = refresh_run(path, redraw=redraw, reevaluate=claims)
         console.print(f"report: {_e(written)}")
         return

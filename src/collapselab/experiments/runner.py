@@ -35,11 +35,8 @@ from collapselab.experiments.registry import (
     find_experiment,
     get_experiment,
 )
-from collapselab.store import Run
+from collapselab.store import CLAIMS_FILE, REPORT_FILE, Run
 from collapselab.train import seed_everything
-
-CLAIMS_FILE = "claims.json"
-REPORT_FILE = "report.html"
 
 
 def run_id_for(experiment_id: str, preset: str, seed: int) -> str:

@@ -29,10 +29,8 @@ from collapselab.report._html import (
     verdict_badge,
     write_atomic,
 )
-from collapselab.store import Run
+from collapselab.store import CLAIMS_FILE, FIGURES_DIR, REPORT_FILE, Run
 
-REPORT_FILE = "report.html"
-CLAIMS_FILE = "claims.json"
 _MAX_FINAL_ROWS = 60
 _SHOWN_ELSEWHERE = {
     "id",
@@ -70,7 +68,7 @@ def read_claims(run_path: str | Path) -> tuple[dict[str, Any] | None, str | None
 
 def figure_files(run_path: str | Path, order: Sequence[str] = ()) -> list[Path]:
     """``figures/*.png`` of a run: those named in ``order`` first, then the rest by name."""
-    directory = Path(run_path) / "figures"
+    directory = Path(run_path) / FIGURES_DIR
     if not directory.is_dir():
         return []
     found = {p.stem: p for p in directory.glob("*.png") if p.is_file()}

@@ -27,8 +27,8 @@ from collapselab.report._html import (
     verdict_badge,
     write_atomic,
 )
-from collapselab.report.html import REPORT_FILE, read_claims
-from collapselab.store import Run, list_runs
+from collapselab.report.html import read_claims
+from collapselab.store import REPORT_FILE, Run, list_runs
 
 INDEX_HTML = "index.html"
 INDEX_JSON = "index.json"

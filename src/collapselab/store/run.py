@@ -59,8 +59,11 @@ RunStatus = Literal["created", "running", "completed", "failed", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = ("created", "running", "completed", "failed", "interrupted")
 _TERMINAL = ("completed", "failed", "interrupted")
 
+# The files of a run directory (DESIGN.md, "The run store"); every layer names them from here.
 MANIFEST_FILE = "manifest.json"
 METRICS_FILE = "metrics.parquet"
+CLAIMS_FILE = "claims.json"
+REPORT_FILE = "report.html"
 ARRAYS_DIR = "arrays"
 FIGURES_DIR = "figures"
 CHECKPOINTS_DIR = "checkpoints"
