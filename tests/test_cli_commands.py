@@ -77,6 +77,16 @@ def test_list_shows_the_demo() -> None:
         assert text in result.output
 
 
+def test_list_metrics_shows_every_key_of_the_catalogue() -> None:
+    from collapselab.metrics import catalogue
+
+    result = runner.invoke(app, ["list", "--metrics"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    for family, key in catalogue():
+        assert key.name in result.output and family in result.output
+    assert "penultimate, train only · dense" in result.output  # what mse_loss needs
+
+
 def test_demo_run_claims_agree_with_the_measured_rows(demo_root: Path) -> None:
     run = Run.open(demo_root / "demo-quick-seed0")
     assert run.status == "completed"

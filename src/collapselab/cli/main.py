@@ -47,8 +47,15 @@ def demo(
 
 
 @app.command("list")
-def list_experiments() -> None:
+def list_experiments(
+    metrics: Annotated[
+        bool, typer.Option("--metrics", help="List the metric catalogue (families and keys).")
+    ] = False,
+) -> None:
     """List the registered experiments with their paper, figure, presets and quick runtime."""
+    if metrics:
+        _list_metrics()
+        return
     from collapselab.experiments import all_experiments
     from collapselab.experiments.papers import paper_label
 
@@ -73,6 +80,25 @@ def list_experiments() -> None:
             _e(experiment.runtime_quick),
             str(len(experiment.claims)),
         )
+    console.print(table)
+
+
+def _list_metrics() -> None:
+    """The metric catalogue: every family's keys, where each applies and what it needs."""
+    from collapselab.metrics import catalogue
+
+    table = Table()
+    table.add_column("key", no_wrap=True)
+    table.add_column("where · needs", ratio=1, min_width=24)
+    family = None
+    for name, key in catalogue():
+        if name != family:
+            if family is not None:
+                table.add_section()
+            table.add_row(f"[bold]{_e(name)}[/bold]", "")
+            family = name
+        where = key.where if key.splits != ("train",) else f"{key.where}, train only"
+        table.add_row(_e(key.name), _e(f"{where} · {key.needs.describe()}"))
     console.print(table)
 
 

@@ -100,6 +100,25 @@ class Needs:
             model=self.model or other.model,
         )
 
+    def describe(self) -> str:
+        """A short reading, e.g. ``"projected scatter, NCC decisions (2 passes)"``."""
+        parts = {
+            "means": ["class means"],
+            "projected": ["projected scatter"],
+            "auto": ["dense scatter where D <= dense_max_dim"],
+            "dense": ["dense scatter"],
+        }.get(self.scatter, [])
+        if self.ncc:
+            parts.append("NCC decisions")
+        if self.classifier:
+            parts.append("classifier decisions")
+        parts += sorted(s.replace("_", " ") for s in self.signals)
+        if self.model:
+            parts.append("the model itself")
+        passes = self.passes
+        suffix = f" ({passes} pass{'es' if passes > 1 else ''})" if passes else ""
+        return (", ".join(parts) or "nothing") + suffix
+
     @property
     def passes(self) -> int:
         """Passes over the data: 2 with a within-class scatter, 1 for means or signals only."""
