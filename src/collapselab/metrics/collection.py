@@ -40,6 +40,7 @@ from collapselab.metrics.family import (
 )
 from collapselab.stats import DENSE_MAX_DIM, Accumulator, ClassStats
 from collapselab.stats.class_stats import DEFAULT_CHUNK_ENTRIES, default_chunk_size
+from collapselab.stats.scratch import as_float64
 
 Classifier = tuple[torch.Tensor, torch.Tensor | None]
 
@@ -233,7 +234,7 @@ class Collection:
         n = values.shape[0]
         step = self.options.rows(values.shape[1], n)
         for start in range(0, n, step):
-            block = values[start : start + step].to(torch.float64)
+            block = as_float64("block", values[start : start + step])
             labels = y[start : start + step]
             if stats is not None:
                 stats.update_means(block, labels)
@@ -279,7 +280,9 @@ class Collection:
         n = h.shape[0]
         step = self.options.rows(h.shape[1], n)
         for start in range(0, n, step):
-            stats.update_scatter(h[start : start + step].to(torch.float64), y[start : start + step])
+            stats.update_scatter(
+                as_float64("block", h[start : start + step]), y[start : start + step]
+            )
 
     def second_accumulators(self) -> list[Accumulator]:
         """The accumulators of pass 2 (for :func:`collapselab.stats.all_reduce`)."""

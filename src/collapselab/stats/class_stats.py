@@ -75,6 +75,7 @@ from collapselab.checks import (
     resolve_weighting,
 )
 from collapselab.stats.accumulator import Accumulator
+from collapselab.stats.scratch import scratch
 
 DENSE_MAX_DIM = 2048
 """Largest feature dimension for which ``mode="auto"`` accumulates the dense ``Sigma_W``."""
@@ -334,7 +335,10 @@ class ClassStats(Accumulator):
             raise RuntimeError("update_scatter() before finalize_means()")
         h, y = self._batch(features, labels)
         f, p, c = self._fixed, self._p2, self.n_classes
-        dev = h - f["means"][y]
+        # dev = h - mu_y, in a reused buffer: (-mu_y) + h rounds exactly as h - mu_y.
+        dev = scratch("deviations", tuple(h.shape), h)
+        torch.index_select(f["means"], 0, y, out=dev)
+        dev.neg_().add_(h)
         dev_sq = _row_sq_norms(dev)
         p["counts"] += torch.bincount(y, minlength=c)
         p["dev_sq"].index_add_(0, y, dev_sq)
@@ -602,7 +606,7 @@ def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor)
     no symmetric rank-k update (BLAS ``syrk``); NumPy's, called between torch operations,
     lost its gain to the two libraries' thread pools competing (benchmarks/README.md).
     """
-    a = x * weight.sqrt().unsqueeze(1)
+    a = torch.mul(x, weight.sqrt().unsqueeze(1), out=scratch("weighted", tuple(x.shape), x))
     d = a.shape[1]
     if d < 2 * _GRAM_BLOCK:
         acc += a.T @ a
