@@ -295,11 +295,13 @@ def as_real_tensor(
     device: torch.device | str | None = None,
     detach: bool = False,
     allow_bool: bool = False,
+    finite: bool = True,
 ) -> torch.Tensor:
     """``x`` as a tensor of real, finite numbers (see :func:`as_tensor` for the arguments).
 
     ``ndim`` fixes the number of dimensions (``layout`` names them in the error); ``dtype``
-    converts after the checks (``None`` keeps the input's dtype).
+    converts after the checks (``None`` keeps the input's dtype); ``finite=False`` leaves
+    the NaN/Inf test to the caller (who checks the data elsewhere).
     """
     t = as_tensor(name, x, device=device, detach=detach)
     if ndim is not None:
@@ -307,7 +309,8 @@ def as_real_tensor(
     check_real(name, t, allow_bool=allow_bool)
     if dtype is not None:
         t = t.to(dtype)
-    check_finite(name, t)
+    if finite:
+        check_finite(name, t)
     return t
 
 
@@ -432,9 +435,12 @@ def as_label_array(
 # feature matrices and classifiers
 
 
-def check_features(x: object, name: str = "features", dim: int | None = None) -> torch.Tensor:
-    """A finite real 2-D ``(n, D)`` tensor with ``D >= 1``, dtype unchanged; ``dim`` fixes ``D``."""
-    t = as_real_tensor(name, x, ndim=2, layout="(n_samples, dim)")
+def check_features(
+    x: object, name: str = "features", dim: int | None = None, *, finite: bool = True
+) -> torch.Tensor:
+    """A finite real 2-D ``(n, D)`` tensor with ``D >= 1``, dtype unchanged; ``dim`` fixes ``D``
+    (``finite=False``: NaN/Inf not tested here)."""
+    t = as_real_tensor(name, x, ndim=2, layout="(n_samples, dim)", finite=finite)
     if t.shape[1] == 0:
         raise ValueError(f"{name} has zero columns; expected a feature dimension >= 1")
     if dim is not None and t.shape[1] != dim:

@@ -198,6 +198,10 @@ class Collection:
                 dense_max_dim=options.dense_max_dim,
                 warn_imbalanced=False,  # the caller warns once for every split
                 ncc=needs.ncc,
+                # Pass 2 sees the same features: the sums of pass 1 are checked for NaN/Inf
+                # once, and no pass-1 norms are kept for variances read before pass 2.
+                norms=False,
+                check_finite=False,
             )
             for layer, needs in self.needs.items()
             if needs.scatter != "none"
@@ -275,7 +279,8 @@ class Collection:
         return [layer for layer in self.stats if self.needs[layer].scatter not in ("none", "means")]
 
     def add_second(self, layer: str, h: torch.Tensor, y: torch.Tensor) -> None:
-        """Pass 2: a batch of one layer's features (the same data as pass 1)."""
+        """Pass 2: a batch of one layer's features (the same data as pass 1, not checked
+        again for NaN/Inf)."""
         stats = self.stats[layer]
         n = h.shape[0]
         step = self.options.rows(h.shape[1], n)

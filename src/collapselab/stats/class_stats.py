@@ -54,6 +54,7 @@ What each mode supports:
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -143,6 +144,13 @@ class ClassStats(Accumulator):
         ncc: count the nearest-class-mean decisions in pass 2 (``ncc_confusion``; with a
             classifier also ``mismatch_counts``). ``False`` skips their ``C x D`` scores
             per sample when no requested metric reads them.
+        norms: keep the per-class sums of squared norms in pass 1, from which
+            :attr:`class_variances` can be read before pass 2. ``False`` saves a pass over
+            each batch when pass 2 will run anyway.
+        check_finite: check every batch for NaN/Inf as it comes. ``False`` (for callers
+            that feed the same features to both passes, as the measurement engine does)
+            checks only the class sums when pass 1 ends, which catches the same inputs: a
+            NaN or Inf entry makes its class sum non-finite.
 
     Usage::
 
@@ -170,6 +178,8 @@ class ClassStats(Accumulator):
         device: torch.device | str | None = None,
         warn_imbalanced: bool = True,
         ncc: bool = True,
+        norms: bool = True,
+        check_finite: bool = True,
     ) -> None:
         super().__init__()
         self.n_classes = check_int("n_classes", n_classes, minimum=2)
@@ -178,6 +188,8 @@ class ClassStats(Accumulator):
         self.weighting: str | None = None if weighting == "auto" else self.requested_weighting
         self.warn_imbalanced = bool(warn_imbalanced)
         self.ncc = check_bool("ncc", ncc)
+        self.norms = check_bool("norms", norms)
+        self.check_finite = check_bool("check_finite", check_finite)
         self.requested_mode = check_choice("mode", mode, MODES)
         self.dense_max_dim = check_int("dense_max_dim", dense_max_dim)
         self.mode: str | None = None
@@ -199,15 +211,19 @@ class ClassStats(Accumulator):
         self._p1 = {
             "counts": torch.zeros(c, dtype=torch.int64, device=device),
             "sums": torch.zeros(c, dim, **f64),
-            "sq_norms": torch.zeros(c, **f64),
         }
+        if self.norms:
+            self._p1["sq_norms"] = torch.zeros(c, **f64)
 
-    def _batch(self, features: object, labels: object) -> tuple[torch.Tensor, torch.Tensor]:
-        h = check_features(features, "features", self.dim)
+    def _batch(
+        self, features: object, labels: object, dtype: torch.dtype | None = torch.float64
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Checked features on the accumulators' device (in ``dtype``; ``None`` keeps it)."""
+        h = check_features(features, "features", self.dim, finite=self.check_finite)
         y = check_labels("labels", labels, h.shape[0], self.n_classes)
         if self.dim is None:
             self._init_pass1(h.shape[1], self.device or h.device)
-        return h.to(self.device, torch.float64), y.to(self.device)
+        return h.to(self.device, dtype), y.to(self.device)
 
     def update(self, features: object, labels: object) -> ClassStats:
         """Add a batch to the current pass: :meth:`update_means` before
@@ -226,7 +242,8 @@ class ClassStats(Accumulator):
         p = self._p1
         p["counts"] += torch.bincount(y, minlength=self.n_classes)
         p["sums"].index_add_(0, y, h)
-        p["sq_norms"].index_add_(0, y, _row_sq_norms(h))
+        if self.norms:
+            p["sq_norms"].index_add_(0, y, _row_sq_norms(h))
 
     def finalize_means(
         self,
@@ -260,6 +277,12 @@ class ClassStats(Accumulator):
             raise ValueError("no features were seen in pass 1 (update_means)")
         counts = self._p1["counts"]
         check_class_counts(counts, min_count, "features")
+        if not self.check_finite and not bool(torch.isfinite(self._p1["sums"]).all()):
+            bad = torch.nonzero(~torch.isfinite(self._p1["sums"]).all(dim=1)).flatten().tolist()
+            raise ValueError(
+                f"features contain NaN or Inf: the class sums of classes {bad[:8]} are not "
+                "finite; expected finite values"
+            )
         c, d = self.n_classes, self.dim
         weighting = resolve_weighting(self.requested_weighting, counts)
         means = self._p1["sums"] / counts.to(torch.float64).unsqueeze(1)
@@ -281,6 +304,7 @@ class ClassStats(Accumulator):
             "svals": svals,
             "sample_weight": pi / n,
         }
+        fixed["own_ncc"] = ncc_means is None
         if ncc_means is None:
             fixed["ncc_means"] = means
         else:
@@ -333,31 +357,37 @@ class ClassStats(Accumulator):
         """
         if self.phase != "scatter":
             raise RuntimeError("update_scatter() before finalize_means()")
-        h, y = self._batch(features, labels)
+        # h keeps its dtype: dev = h - mu_y below is computed in float64 (the promotion
+        # converts each entry exactly), without a separate float64 copy of the batch.
+        h, y = self._batch(features, labels, dtype=None)
         f, p, c = self._fixed, self._p2, self.n_classes
-        # dev = h - mu_y, in a reused buffer: (-mu_y) + h rounds exactly as h - mu_y.
-        dev = scratch("deviations", tuple(h.shape), h)
-        torch.index_select(f["means"], 0, y, out=dev)
-        dev.neg_().add_(h)
-        dev_sq = _row_sq_norms(dev)
+        dev = scratch("deviations", tuple(h.shape), f["means"])
+        means_y = torch.index_select(f["means"], 0, y, out=scratch("gathered", dev.shape, dev))
+        torch.sub(h, means_y, out=dev)
+        dev_norm = torch.linalg.vector_norm(dev, dim=1)
+        dev_sq = dev_norm * dev_norm
         p["counts"] += torch.bincount(y, minlength=c)
         p["dev_sq"].index_add_(0, y, dev_sq)
-        fused = f["fused"]
-        prod = dev @ fused if fused.shape[1] else None
+        fused_t = f["fused_t"]
+        # (F^T dev^T)^T rather than dev F: the same products, twice as fast on CPU for a few
+        # columns and long rows.
+        prod = (fused_t @ dev.T).T if fused_t.shape[0] else dev.new_zeros(dev.shape[0], 0)
         r = f["basis"].shape[1] if self.mode == "projected" else 0
         proj = prod[:, :r] if self.mode == "projected" else dev
         _add_weighted_gram(p["within"], proj, f["sample_weight"][y])
-        if prod is None:
+        if not self.ncc and "W" not in f:
             return
-        dev_norm = dev_sq.sqrt()
-        k = c if self.ncc else 0
+        k = c if self.ncc and not f["ncc_in_span"] else 0
         if self.ncc:
-            ncc_scores = f["ncc_sq"] - 2.0 * (prod[:, r : r + c] + f["ncc_const"][y])
+            dots = proj @ f["ncc_coef"] if f["ncc_in_span"] else prod[:, r : r + c]
+            ncc_scores = f["ncc_sq"] - 2.0 * (dots + f["ncc_const"][y])
             ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
+            if f["ncc_in_span"]:
+                ncc_tol = ncc_tol + f["ncc_resid_tol"] * dev_norm
             ncc = _decide(
                 ncc_scores,
                 ncc_tol,
-                lambda i: nearest_class_mean(h[i], f["ncc_means"]),
+                lambda i: nearest_class_mean(h[i].to(torch.float64), f["ncc_means"]),
                 largest=False,
             )
             p["ncc_confusion"] += _confusion(y, ncc, c)
@@ -367,7 +397,7 @@ class ClassStats(Accumulator):
             pred = _decide(
                 clf_scores,
                 clf_tol,
-                lambda i: torch.argmax(h[i] @ f["W"].T + f["b"], dim=1),
+                lambda i: torch.argmax(h[i].to(torch.float64) @ f["W"].T + f["b"], dim=1),
                 largest=True,
             )
             p["clf_confusion"] += _confusion(y, pred, c)
@@ -516,6 +546,11 @@ class ClassStats(Accumulator):
         n = self.counts.to(torch.float64)
         if self.pass2_complete:
             return self._p2["dev_sq"] / n
+        if not self.norms:
+            raise RuntimeError(
+                "class variances need pass 2 (these statistics keep no pass-1 norms, "
+                "ClassStats(norms=False))"
+            )
         means = self.means
         return (self._p1["sq_norms"] / n - (means * means).sum(dim=1)).clamp_min(0.0)
 
@@ -588,12 +623,15 @@ class ClassStats(Accumulator):
 
 
 def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
-    """``||x_i||^2`` per row as a dot product (no square root to undo).
+    """``||x_i||^2`` per row, as the square of ``torch.linalg.vector_norm``.
 
-    ``torch.linalg.vecdot`` rather than ``einsum("ij,ij->i")``, which PyTorch runs as a
-    batched matrix product of ``1 x D`` by ``D x 1`` and took 4.5x as long on CPU.
+    The norm is a dedicated reduction that makes no temporary; ``vecdot`` and
+    ``(x * x).sum(1)`` ran 2 to 10 times slower on long rows on CPU (benchmarks/README.md),
+    and ``einsum("ij,ij->i")`` runs as a batched matrix product. Squaring the rounded norm
+    adds at most two roundings (relative error below ``3 u``).
     """
-    return torch.linalg.vecdot(x, x)
+    norms = torch.linalg.vector_norm(x, dim=1)
+    return norms * norms
 
 
 def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> None:
@@ -622,6 +660,15 @@ def _fused_constants(fixed: dict[str, Any], mode: str, ncc: bool) -> dict[str, A
     """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``):
     the columns ``[P (projected mode), (nu - r)^T (with ncc), W^T (with a classifier)]``.
 
+    When the nearest-class-mean references are the statistics' own class means and the
+    scatter is projected, the ``C`` columns ``(nu - r)^T`` are not needed: every
+    ``c_k = mu_k - r`` is a difference of class means, so it lies in ``range(M̄)``, the span of
+    ``P``, and ``dev . c_k = (P^T dev) . (P^T c_k)``. The scores then come from the
+    projection already computed (a ``C``-fold smaller product), and the tolerance of the
+    re-decision grows by ``2 max_k ||c_k - P P^T c_k|| ||dev||`` (the part of ``c_k`` outside
+    the numerical span of ``P``, zero but for rounding) and by a factor ``sqrt(r)`` for the
+    two-stage product.
+
     The ``*_tol`` entries bound, per unit of row norm, twice the sum of the rounding errors
     of the fused and the documented score of a row (dot products of length ``D`` in float64
     err by at most ``D u |a|.|b|`` in any summation order, ``u = 2^-53``), times a safety
@@ -632,18 +679,28 @@ def _fused_constants(fixed: dict[str, Any], mode: str, ncc: bool) -> dict[str, A
     ref = ncc_means.mean(dim=0)
     centred = ncc_means - ref
     ncc_sq = (centred * centred).sum(dim=1)
-    blocks = [centred.T] if ncc else []
+    basis = fixed["basis"]
+    in_span = ncc and mode == "projected" and fixed["own_ncc"]
+    blocks = [centred.T] if ncc and not in_span else []
     if mode == "projected":
-        blocks.insert(0, fixed["basis"])
+        blocks.insert(0, basis)
     unit = _TIE_SLACK * (d + 8) * _EPS / 2
+    if in_span:
+        unit *= math.sqrt(max(basis.shape[1], 1))
     c_max = float(centred.norm(dim=1).max())
     out: dict[str, Any] = {
+        "ncc_in_span": in_span,
         "ncc_sq": ncc_sq,
         "ncc_const": (means - ref) @ centred.T,
         "ncc_offset": (means - ref).norm(dim=1),
         "ncc_tol": unit * 2.0 * c_max,
         "ncc_tol0": unit * c_max * c_max,
     }
+    if in_span:
+        coef = basis.T @ centred.T  # (r, C): P^T c_k
+        resid = (centred.T - basis @ coef).norm(dim=0)
+        out["ncc_coef"] = coef
+        out["ncc_resid_tol"] = 2.0 * float(resid.max()) * (1.0 + _TIE_SLACK * _EPS)
     if "W" in fixed:
         w, b = fixed["W"], fixed["b"]
         blocks.append(w.T)
@@ -654,10 +711,8 @@ def _fused_constants(fixed: dict[str, Any], mode: str, ncc: bool) -> dict[str, A
             "clf_tol": unit * w_max,
             "clf_tol0": unit * float(b.abs().max()),
         }
-    if blocks:
-        out["fused"] = torch.cat(blocks, dim=1).contiguous()
-    else:
-        out["fused"] = means.new_zeros(d, 0)
+    fused = torch.cat(blocks, dim=1) if blocks else means.new_zeros(d, 0)
+    out["fused_t"] = fused.T.contiguous()
     return out
 
 
