@@ -199,9 +199,14 @@ def as_tensor(
     """``x`` (a ``torch.Tensor`` or ``numpy.ndarray``) as a tensor, sharing memory if it can.
 
     ``detach`` cuts it from the autograd graph (statistics are not part of training);
-    ``device`` moves it.
+    ``device`` moves it. A tensor on the ``meta`` device (shape only, no data) is rejected.
     """
     if isinstance(x, torch.Tensor):
+        if x.is_meta:
+            raise ArgumentTypeError(
+                f"{name} is a tensor on the 'meta' device (a shape without data); "
+                "expected a tensor with values (CPU or CUDA)"
+            )
         t = x.detach() if detach else x
     elif isinstance(x, np.ndarray):
         t = torch.from_numpy(x)
@@ -436,11 +441,16 @@ def as_label_array(
 
 
 def check_features(
-    x: object, name: str = "features", dim: int | None = None, *, finite: bool = True
+    x: object,
+    name: str = "features",
+    dim: int | None = None,
+    *,
+    finite: bool = True,
+    detach: bool = False,
 ) -> torch.Tensor:
     """A finite real 2-D ``(n, D)`` tensor with ``D >= 1``, dtype unchanged; ``dim`` fixes ``D``
-    (``finite=False``: NaN/Inf not tested here)."""
-    t = as_real_tensor(name, x, ndim=2, layout="(n_samples, dim)", finite=finite)
+    (``finite=False``: NaN/Inf not tested here; ``detach``: cut from the autograd graph)."""
+    t = as_real_tensor(name, x, ndim=2, layout="(n_samples, dim)", finite=finite, detach=detach)
     if t.shape[1] == 0:
         raise ValueError(f"{name} has zero columns; expected a feature dimension >= 1")
     if dim is not None and t.shape[1] != dim:
@@ -481,8 +491,8 @@ def check_between_rank(rank: int) -> None:
 def check_classifier(
     W: object, b: object | None, c: int, d: int, device: torch.device | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(W (C, D), b (C,))`` as float64 on ``device``; ``b=None`` gives a zero bias."""
-    w = check_features(W, "W")
+    """``(W (C, D), b (C,))`` as float64 on ``device``, detached; ``b=None`` gives a zero bias."""
+    w = check_features(W, "W", detach=True)
     if w.shape != (c, d):
         raise ValueError(
             f"W must have shape (n_classes, dim) = ({c}, {d}), got {tuple(w.shape)}"
@@ -491,7 +501,7 @@ def check_classifier(
     w = w.to(device, torch.float64)
     if b is None:
         return w, torch.zeros(c, dtype=torch.float64, device=device)
-    bias = as_tensor("b", b)
+    bias = as_tensor("b", b, detach=True)
     if bias.shape != (c,):
         raise ValueError(f"b must have shape (n_classes,) = ({c},), got {tuple(bias.shape)}")
     bias = as_real_tensor("b", bias)

@@ -17,6 +17,7 @@ forward hooks. Both therefore compute every key the same way.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from collapselab.metrics.family import (
 )
 from collapselab.stats import DENSE_MAX_DIM, Accumulator, ClassStats
 from collapselab.stats.class_stats import DEFAULT_CHUNK_ENTRIES, default_chunk_size
-from collapselab.stats.scratch import as_float64
+from collapselab.stats.scratch import as_float64, scratch
 
 Classifier = tuple[torch.Tensor, torch.Tensor | None]
 
@@ -132,6 +133,18 @@ class Request:
             lambda key: key.where in ("path", "model") or _applies(key, layer, layout)
         )
 
+    def scale_dependent(self, layer: str, layout: Layout) -> list[str]:
+        """The requested keys that read ``layer``'s class statistics and are not scale
+        invariant (while there are none, those statistics may be kept for rescaled features)."""
+        return [
+            k
+            for fam, keys in self.plan.items()
+            for k in sorted(keys)
+            if not fam.key(k).scale_invariant
+            and fam.key(k).needs.scatter != "none"
+            and (fam.key(k).where in ("path", "model") or _applies(fam.key(k), layer, layout))
+        ]
+
     @property
     def needs(self) -> Needs:
         """The union of every requested key's needs."""
@@ -185,11 +198,27 @@ class Collection:
         layout: the measured layers (their ``dims`` may still be empty: the class
             statistics and family accumulators size themselves on the first batch).
         options: how to accumulate the class statistics.
+        reference: the train split's collection, for a test split: its class means are the
+            references of the nearest-class-mean decisions, and its feature scales are used.
     """
 
-    def __init__(self, request: Request, split: str, layout: Layout, options: StatsOptions) -> None:
+    def __init__(
+        self,
+        request: Request,
+        split: str,
+        layout: Layout,
+        options: StatsOptions,
+        reference: Collection | None = None,
+    ) -> None:
         self.request, self.split, self.layout, self.options = request, split, layout, options
+        self.reference = reference
         self.needs = {layer: request.layer_needs(layer, layout) for layer in layout.layers}
+        # Per layer, the power of two the class statistics' features are multiplied by
+        # (see _rescale); a test split takes its train split's.
+        self.scales: dict[str, float] = dict(reference.scales) if reference else {}
+        self._scalable = {
+            layer: not request.scale_dependent(layer, layout) for layer in layout.layers
+        }
         self.stats: dict[str, ClassStats] = {
             layer: ClassStats(
                 layout.n_classes,
@@ -240,10 +269,37 @@ class Collection:
         for start in range(0, n, step):
             block = as_float64("block", values[start : start + step])
             labels = y[start : start + step]
-            if stats is not None:
-                stats.update_means(block, labels)
             for fam in readers:
                 fam.update(self.family_accs[fam], layer, signal, block, labels)
+            if stats is not None:
+                stats.update_means(self._rescale(layer, block), labels)
+
+    def _rescale(self, layer: str, block: torch.Tensor) -> torch.Tensor:
+        """``block`` times the layer's scale (a power of two: exact), chosen from the first
+        block of pass 1 when its largest entry lies outside ``[2^-400, 2^400]``.
+
+        Only for layers whose every statistics-based key is scale invariant: the class
+        statistics of features of magnitude 1e-200 or 1e200 would underflow or overflow
+        (their squares), while those keys have the same value at every scale. Features of
+        ordinary magnitude are not touched (scale 1), so their values stay bit-identical.
+        """
+        if layer not in self.scales:
+            peak = float(torch.linalg.vector_norm(block, ord=math.inf)) if block.numel() else 0.0
+            scale = _power_of_two_scale(peak)
+            if scale != 1.0 and not self._scalable[layer]:
+                keys = ", ".join(self.request.scale_dependent(layer, self.layout))
+                raise ValueError(
+                    f"features of layer {layer!r} have entries of magnitude {peak:.3g}: their "
+                    "squares over- or underflow float64, and some requested keys depend on the "
+                    f"features' scale ({keys}), so the statistics cannot be rescaled; rescale "
+                    "the features, or request the scale-invariant keys alone (rescaled "
+                    "automatically)"
+                )
+            self.scales[layer] = scale
+        scale = self.scales[layer]
+        if scale == 1.0:
+            return block
+        return torch.mul(block, scale, out=scratch("rescaled", tuple(block.shape), block))
 
     def add_layers(self, features: Mapping[str, torch.Tensor], y: torch.Tensor) -> None:
         """Pass 1, once per batch: the kept layers' features, for cross-layer families."""
@@ -259,16 +315,18 @@ class Collection:
         return out
 
     # ------------------------------------------------------------------ pass 2
-    def finalize(
-        self, classifier: Classifier | None = None, reference: Collection | None = None
-    ) -> None:
-        """Freeze the class means; the decisions of pass 2 use ``reference``'s means (the
-        train split's, for a test split) and the classifier on the penultimate layer."""
+    def finalize(self, classifier: Classifier | None = None) -> None:
+        """Freeze the class means; the decisions of pass 2 use the reference collection's
+        means (the train split's, for a test split) and the classifier on the penultimate
+        layer (its bias rescaled with the features: the decisions do not change)."""
+        reference = self.reference
         for layer, stats in self.stats.items():
             kwargs: dict[str, Any] = {}
             needs = self.needs[layer]
             if layer == self.layout.penultimate and classifier is not None and needs.classifier:
-                kwargs["W"], kwargs["b"] = classifier
+                W, b = classifier
+                scale = self.scales.get(layer, 1.0)
+                kwargs["W"], kwargs["b"] = W, (b if b is None or scale == 1.0 else b * scale)
             if reference is not None and needs.ncc and layer in reference.stats:
                 kwargs["ncc_means"] = reference.stats[layer].means
             stats.finalize_means(**kwargs)
@@ -284,10 +342,14 @@ class Collection:
         stats = self.stats[layer]
         n = h.shape[0]
         step = self.options.rows(h.shape[1], n)
+        scale = self.scales.get(layer, 1.0)
         for start in range(0, n, step):
-            stats.update_scatter(
-                as_float64("block", h[start : start + step]), y[start : start + step]
-            )
+            # In the features' own dtype: pass 2 forms h - mu_y in float64 directly, without
+            # a float64 copy of the block (unless the layer's statistics are rescaled).
+            block = h[start : start + step]
+            if scale != 1.0:
+                block = self._rescale(layer, as_float64("block", block))
+            stats.update_scatter(block, y[start : start + step])
 
     def second_accumulators(self) -> list[Accumulator]:
         """The accumulators of pass 2 (for :func:`collapselab.stats.all_reduce`)."""
@@ -346,6 +408,18 @@ class Collection:
         if MODEL_LAYER in out and not out[MODEL_LAYER] and MODEL_LAYER not in layout.layers:
             del out[MODEL_LAYER]
         return out
+
+
+_SAFE_MAGNITUDE = (2.0**-400, 2.0**400)
+
+
+def _power_of_two_scale(peak: float) -> float:
+    """1 for a largest entry ``peak`` within :data:`_SAFE_MAGNITUDE` (or 0, or not finite),
+    else the power of two that brings it into ``[0.5, 1)``."""
+    low, high = _SAFE_MAGNITUDE
+    if peak == 0.0 or not math.isfinite(peak) or low <= peak <= high:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(peak)[1])
 
 
 def _guarded(

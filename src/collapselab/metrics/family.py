@@ -151,6 +151,11 @@ class Key:
         where: one of :data:`WHERE`.
         splits: the splits it is reported for (keys that describe the classifier or the
             statistics rather than the data, e.g. ``nc1_dense``, are train-only).
+        scale_invariant: the value does not change when the features are multiplied by a
+            positive number. The engine may then compute it from class statistics of
+            features rescaled by a power of two (exactly), which keeps squares and sums
+            within float64's range for features of any finite magnitude; a family's other
+            keys see the statistics in the features' own scale.
     """
 
     name: str
@@ -159,6 +164,7 @@ class Key:
     needs: Needs = field(default_factory=Needs)
     where: str = "layer"
     splits: tuple[str, ...] = ("train", "test")
+    scale_invariant: bool = False
 
     def __post_init__(self) -> None:
         check_choice("where", self.where, WHERE)

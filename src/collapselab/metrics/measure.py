@@ -144,9 +144,9 @@ def measure(
     with small_work_threads(h.shape[0] * d):
         collections: dict[str, Collection] = {}
         for split, (x, labels_) in splits.items():
-            coll = Collection(request, split, layout, options)
+            coll = Collection(request, split, layout, options, collections.get("train"))
             coll.add(_LAYER, "features", x, labels_)
-            coll.finalize(classifier, collections.get("train"))
+            coll.finalize(classifier)
             if _LAYER in coll.second_pass:
                 coll.add_second(_LAYER, x, labels_)
             collections[split] = coll

@@ -320,7 +320,15 @@ def _dense_within(stats: ClassStats) -> torch.Tensor:
             f"the MSE family and the SNR matrix need the dense within-class covariance; "
             f"these statistics are projected (D = {stats.dim}); collect them with mode='dense'"
         )
-    return stats.within_cov
+    within = stats.within_cov
+    if not bool(torch.isfinite(within).all()):
+        peak = float(stats.means.abs().max())
+        raise ValueError(
+            "the within-class covariance overflows float64 (features of magnitude about "
+            f"{peak:.3g}: their squares exceed 1.8e308); the MSE decomposition depends on the "
+            "features' scale, so they cannot be rescaled for it: scale them down"
+        )
+    return within
 
 
 def _cholesky_solve(k: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor | None:

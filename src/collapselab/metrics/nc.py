@@ -158,10 +158,17 @@ def _weighted_fraction(hits: torch.Tensor, counts: torch.Tensor, pi: torch.Tenso
 
 
 def _rows(vectors: object, name: str) -> torch.Tensor:
-    v = check_features(vectors, name).to(torch.float64)
+    """The rows in float64, rescaled by a power of two to a largest entry in ``[0.5, 1)``.
+
+    Every function of this section is invariant to the scale of its argument; the exact
+    rescaling (a power of two changes no mantissa) keeps their squares and Gram entries
+    within float64's range for rows of any finite magnitude (1e-200 or 1e200 as well).
+    """
+    v = check_features(vectors, name, detach=True).to(torch.float64)
     if v.shape[0] < 2:
         raise ValueError(f"{name} must have at least two rows (classes), got {v.shape[0]}")
-    return v
+    peak = float(v.abs().max())
+    return v * math.ldexp(1.0, -math.frexp(peak)[1]) if peak > 0 else v
 
 
 def _unit_rows(v: torch.Tensor, name: str) -> torch.Tensor:

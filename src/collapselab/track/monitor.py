@@ -363,7 +363,7 @@ class Monitor:
             options = StatsOptions(
                 options.weighting, options.mode, options.dense_max_dim, chunk_bytes=0
             )
-        collection = Collection(self.request, split, self._provisional_layout(), options)
+        collection = Collection(self.request, split, self._provisional_layout(), options, reference)
         settings = SweepSettings(
             model=self.model,
             layers=self.layers,
@@ -378,7 +378,7 @@ class Monitor:
         )
         first = self._on_first_batch if self.layout is None else None
         sweep = Sweep(settings, collection, first, self._kept)
-        sweep.run(loader, self._classifier(), reference)
+        sweep.run(loader, self._classifier())
         self._cache_copies = self._cache_copies or sweep.overwritten
         collection.layout = self.layout  # with the dimensions learnt on the first batch
         return collection, sweep.confusion

@@ -269,7 +269,7 @@ class Sweep:
                 self.settings.model(x)
 
     # ------------------------------------------------------------------ the whole sweep
-    def run(self, loader: Any, classifier: Any, reference: Collection | None) -> None:
+    def run(self, loader: Any, classifier: Any) -> None:
         """Both passes over ``loader`` (reductions included); the collection is then final."""
         s, coll = self.settings, self.collection
         cache = self.pass_one(loader)
@@ -281,7 +281,7 @@ class Sweep:
             cache.drop()
         if s.distributed:
             all_reduce([*coll.accumulators(), self.confusion])
-        coll.finalize(classifier, reference)
+        coll.finalize(classifier)
         self.pass_two(loader, cache)
         if s.distributed and coll.second_pass:
             all_reduce(coll.second_accumulators())

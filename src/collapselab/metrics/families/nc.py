@@ -29,6 +29,12 @@ from collapselab.metrics.nc import (
 )
 from collapselab.stats import ClassStats
 
+
+def _key(name: str, definition: str, source: str, needs: Needs, **kwargs: object) -> Key:
+    """An NC key: every one is invariant to the scale of the features."""
+    return Key(name, definition, source, needs, scale_invariant=True, **kwargs)
+
+
 _MEANS = Needs(scatter="means")
 _SCATTER = Needs(scatter="projected")
 _NCC = Needs(scatter="projected", ncc=True)
@@ -51,50 +57,50 @@ class NC(Family):
 
     name = "nc"
     keys = (
-        Key("nc1", "Tr(Σ_W Σ_B†)/C, † on the rank-(C−1) range of Σ_B", "003 §2.2", _SCATTER),
-        Key("nc1_trace_ratio", "Tr Σ_W / Tr Σ_B (PFC1)", "001 Eq. 7", _SCATTER),
-        Key(
+        _key("nc1", "Tr(Σ_W Σ_B†)/C, † on the rank-(C−1) range of Σ_B", "003 §2.2", _SCATTER),
+        _key("nc1_trace_ratio", "Tr Σ_W / Tr Σ_B (PFC1)", "001 Eq. 7", _SCATTER),
+        _key(
             "nc1_cdnv",
             "Avg_{c≠c'} (σ_c² + σ_c'²) / (2‖μ_c − μ_c'‖²)",
             "Galanti et al. 2022",
             _SCATTER,
         ),
-        Key(
+        _key(
             "nc1_snr",
             "Σ_j ω_j⁻², ω the nonzero singular values of Σ_W^{-1/2} M̄; absent unless Σ_W is "
             "dense and nonsingular",
             "003 Eq. 8",
             Needs(scatter="auto"),
         ),
-        Key(
+        _key(
             "nc1_dense",
             "1 if the within-class scatter was kept dense (D × D), 0 if projected",
             "collapselab",
             _SCATTER,
             splits=_TRAIN,
         ),
-        Key("nc2_equinorm_means", "Std_c ‖μ_c − μ_G‖ / Avg_c ‖μ_c − μ_G‖", "003 Fig. 3", _MEANS),
-        Key(
+        _key("nc2_equinorm_means", "Std_c ‖μ_c − μ_G‖ / Avg_c ‖μ_c − μ_G‖", "003 Fig. 3", _MEANS),
+        _key(
             "nc2_equiangle_means",
             "Std over class pairs of cos(μ_c − μ_G, μ_c' − μ_G)",
             "003 Fig. 4",
             _MEANS,
         ),
-        Key("nc2_maxangle_means", "Avg over c≠c' of |cos + 1/(C−1)|", "003 Fig. 5", _MEANS),
-        Key(
+        _key("nc2_maxangle_means", "Avg over c≠c' of |cos + 1/(C−1)|", "003 Fig. 5", _MEANS),
+        _key(
             "nc2_etf_distance",
             "‖M̄ᵀM̄/‖M̄ᵀM̄‖_F − E‖_F, E the simplex ETF Gram (PFC2)",
             "001 Eq. 8",
             _MEANS,
         ),
-        Key(
+        _key(
             "nc2_orthogonal_frame",
             "‖MᵀM/‖MᵀM‖_F − I/√C‖_F on the uncentred means",
             "004 §4",
             _MEANS,
         ),
-        Key("ncc_accuracy", "fraction with argmin_c ‖h − μ_c‖ = label (PFC3)", "001 Eq. 9", _NCC),
-        Key(
+        _key("ncc_accuracy", "fraction with argmin_c ‖h − μ_c‖ = label (PFC3)", "001 Eq. 9", _NCC),
+        _key(
             "nc2_equinorm_classifiers",
             "Std_c ‖w_c‖ / Avg_c ‖w_c‖",
             "003 Fig. 3",
@@ -102,7 +108,7 @@ class NC(Family):
             where="penultimate",
             splits=_TRAIN,
         ),
-        Key(
+        _key(
             "nc2_equiangle_classifiers",
             "Std over class pairs of cos(w_c, w_c')",
             "003 Fig. 4",
@@ -110,7 +116,7 @@ class NC(Family):
             where="penultimate",
             splits=_TRAIN,
         ),
-        Key(
+        _key(
             "nc2_maxangle_classifiers",
             "Avg over c≠c' of |cos(w_c, w_c') + 1/(C−1)|",
             "003 Fig. 5",
@@ -118,28 +124,28 @@ class NC(Family):
             where="penultimate",
             splits=_TRAIN,
         ),
-        Key(
+        _key(
             "nc3_self_duality",
             "‖Wᵀ/‖W‖_F − M̄/‖M̄‖_F‖²_F",
             "003 Fig. 6",
             _MEANS,
             where="penultimate",
         ),
-        Key(
+        _key(
             "nc3_self_duality_classwise",
             "Avg_c ‖w_c/‖w_c‖ − (μ_c − μ_G)/‖μ_c − μ_G‖‖²",
             "003 §2.2",
             _MEANS,
             where="penultimate",
         ),
-        Key(
+        _key(
             "nc4_ncc_mismatch",
             "fraction with argmax(Wh + b) ≠ argmin_c ‖h − μ_c‖",
             "003 Fig. 8",
             _DECISIONS,
             where="penultimate",
         ),
-        Key(
+        _key(
             "accuracy", "fraction with argmax(Wh + b) = label", "", _DECISIONS, where="penultimate"
         ),
     )

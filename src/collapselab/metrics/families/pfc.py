@@ -85,6 +85,7 @@ class PFC(Family):
             Needs(scatter="projected", ncc=True),
             where="model",
             splits=("train",),
+            scale_invariant=True,
         ),
     )
 
