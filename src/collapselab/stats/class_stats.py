@@ -357,13 +357,16 @@ class ClassStats(Accumulator):
         """
         if self.phase != "scatter":
             raise RuntimeError("update_scatter() before finalize_means()")
-        # h keeps its dtype: dev = h - mu_y below is computed in float64 (the promotion
-        # converts each entry exactly), without a separate float64 copy of the batch.
+        # h keeps its dtype: dev = h - mu_y below is formed in float64 in one buffer,
+        # without a separate float64 copy of the batch.
         h, y = self._batch(features, labels, dtype=None)
         f, p, c = self._fixed, self._p2, self.n_classes
         dev = scratch("deviations", tuple(h.shape), f["means"])
         means_y = torch.index_select(f["means"], 0, y, out=scratch("gathered", dev.shape, dev))
-        torch.sub(h, means_y, out=dev)
+        if h.dtype == torch.float64:
+            torch.sub(h, means_y, out=dev)
+        else:  # the exact float64 conversion into the buffer, then the one rounding of h - mu_y
+            dev.copy_(h).sub_(means_y)
         dev_norm = torch.linalg.vector_norm(dev, dim=1)
         dev_sq = dev_norm * dev_norm
         p["counts"] += torch.bincount(y, minlength=c)
