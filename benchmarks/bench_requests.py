@@ -42,20 +42,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_measure import make_data
+
 REQUEST = ["nc1", "nc1_trace_ratio", "nc2_etf_distance"]
-
-
-def make_data(n: int, d: int, c: int, seed: int = 0):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(c), n // c)
-    rng.shuffle(y)
-    centres = rng.normal(scale=0.1, size=(c, d))
-    H = (centres[y] + rng.normal(size=(len(y), d))).astype(np.float32)
-    W = rng.normal(size=(c, d)) / math.sqrt(d)
-    b = rng.normal(size=c)
-    return H, y, W, b
 
 
 def reference_pattern(X, y, c: int, batch: int = 512) -> dict[str, float]:
