@@ -91,6 +91,12 @@ def _applies(key: Key, layer: str, layout: Layout) -> bool:
     return key.where == "layer"
 
 
+def _reads(key: Key, layer: str, layout: Layout) -> bool:
+    """Whether computing ``key`` reads what is collected at ``layer``: a per-layer key that
+    applies there, or a key across layers (a layer path, a model-level value)."""
+    return key.where in ("path", "model") or _applies(key, layer, layout)
+
+
 class Request:
     """Families and keys resolved through the catalogue, and what they need.
 
@@ -117,11 +123,6 @@ class Request:
         """The keys ``family`` computes on ``split`` (train-only keys left out of ``test``)."""
         return frozenset(k for k in self.plan[family] if split in family.key(k).splits)
 
-    @property
-    def all_keys(self) -> frozenset[str]:
-        """Every requested key."""
-        return frozenset().union(*self.plan.values())
-
     def _needs(self, include: Any) -> Needs:
         return union(
             fam.key(k).needs for fam, keys in self.plan.items() for k in keys if include(fam.key(k))
@@ -129,9 +130,7 @@ class Request:
 
     def layer_needs(self, layer: str, layout: Layout) -> Needs:
         """What ``layer`` needs: its own keys', plus the path and model-level keys'."""
-        return self._needs(
-            lambda key: key.where in ("path", "model") or _applies(key, layer, layout)
-        )
+        return self._needs(lambda key: _reads(key, layer, layout))
 
     def scale_dependent(self, layer: str, layout: Layout) -> list[str]:
         """The requested keys that read ``layer``'s class statistics and are not scale
@@ -142,7 +141,7 @@ class Request:
             for k in sorted(keys)
             if not fam.key(k).scale_invariant
             and fam.key(k).needs.scatter != "none"
-            and (fam.key(k).where in ("path", "model") or _applies(fam.key(k), layer, layout))
+            and _reads(fam.key(k), layer, layout)
         ]
 
     @property

@@ -283,10 +283,6 @@ class Family:
                 return k
         raise KeyError(name)
 
-    def needs(self, keys: Iterable[str]) -> Needs:
-        """What computing ``keys`` (this family's own) needs: the union of their needs."""
-        return union(self.key(k).needs for k in keys)
-
     def _requested(self, keys: Sequence[str] | None) -> tuple[str, ...]:
         if keys is None:
             return self.default_keys()
