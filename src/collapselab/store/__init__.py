@@ -7,8 +7,8 @@ Public API:
 - :class:`Checkpoint`: a saved checkpoint (step, path, ``load()``).
 - :func:`list_runs`, :func:`query`, :func:`connect`: find runs under a root and query their
   metrics and manifests with DuckDB SQL (:func:`query` is read-only; :class:`QueryError`).
-- Damaged runs: :func:`run_problem`, :func:`check_run`, :class:`DamagedRunError`,
-  :class:`DamagedRunsWarning`, :data:`DAMAGED`.
+- Damaged runs: :func:`run_problem`, :func:`check_run`, :func:`set_aside`,
+  :class:`DamagedRunError`, :class:`DamagedRunsWarning`, :data:`DAMAGED`.
 - One writing process per run: :class:`RunLockedError`.
 - Mirrors: :class:`Mirror`, :func:`make_mirror`, :data:`MIRROR_NAMES`,
   :class:`TensorBoardMirror`, :class:`MLflowMirror`, :class:`WandbMirror`, :func:`metric_tag`.
@@ -30,7 +30,7 @@ from collapselab.store.catalog import (
     list_runs,
     query,
 )
-from collapselab.store.integrity import DamagedRunError, check_run, run_problem
+from collapselab.store.integrity import DamagedRunError, check_run, run_problem, set_aside
 from collapselab.store.layout import (
     ARRAYS_DIR,
     CHECKPOINTS_DIR,
@@ -89,4 +89,5 @@ __all__ = [
     "metric_tag",
     "query",
     "run_problem",
+    "set_aside",
 ]

@@ -22,6 +22,7 @@ start a damaged run again instead of trusting it.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 from pathlib import Path
@@ -30,10 +31,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from collapselab.store import lock
 from collapselab.store.metrics_table import METRIC_SCHEMA
 
 MANIFEST_FILE = "manifest.json"
 METRICS_FILE = "metrics.parquet"
+DAMAGED_DIR = ".damaged"
+"""Where :func:`set_aside` moves damaged runs, under the root (hidden: not searched)."""
 REQUIRED_MANIFEST_KEYS = ("id", "experiment", "config", "status")
 
 _WHAT_TO_DO = "re-run it (collapselab run/reproduce starts it again) or delete the run directory"
@@ -137,6 +141,25 @@ def check_run(path: str | os.PathLike[str], thorough: bool = False) -> None:
     problem = run_problem(path, thorough=thorough)
     if problem is not None:
         raise DamagedRunError(path, problem)
+
+
+def set_aside(path: str | os.PathLike[str]) -> Path:
+    """Move the run directory ``path`` to ``<root>/.damaged/<name>-<UTC time>`` and return
+    the new path, so that the run can be started again under its own name while the damaged
+    files stay available for inspection.
+
+    Raises :class:`~collapselab.store.RunLockedError` when another process writes the run.
+    """
+    run_dir = Path(path)
+    lock.acquire(run_dir)
+    try:
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
+        target = run_dir.parent / DAMAGED_DIR / f"{run_dir.name}-{stamp}"
+        target.parent.mkdir(exist_ok=True)
+        run_dir.rename(target)
+    finally:
+        lock.release(run_dir)
+    return target
 
 
 def _first_line(error: BaseException) -> str:

@@ -13,8 +13,9 @@ A mirror is any object with three methods (:class:`Mirror`):
 * ``close()``: called by :meth:`Run.close`.
 
 Every row becomes a scalar named by :func:`metric_tag` (``"train/loss"``,
-``"train/blocks.3/nc1"``) at its ``step`` (TensorBoard keeps scalars in float32). The built-in mirrors need their optional
-packages (``pip install 'collapselab[tracking]'``), imported only when a mirror is opened:
+``"train/blocks.3/nc1"``) at its ``step`` (TensorBoard keeps scalars in float32). The
+built-in mirrors need their optional packages (``pip install 'collapselab[tracking]'``),
+imported only when a mirror is opened:
 
 =============  ==========================================================================
 name           where the scalars go (defaults)

@@ -499,6 +499,13 @@ class Run:
         if _call_mirror(mirror, "open", self):
             self._mirrors.append(mirror)
 
+    def remove_mirror(self, mirror: Any) -> None:
+        """Flush (so ``mirror`` gets every row logged so far), then close and detach it."""
+        self.flush()
+        if mirror in self._mirrors:
+            self._mirrors.remove(mirror)
+            _call_mirror(mirror, "close")
+
     @property
     def mirrors(self) -> list[Any]:
         """The attached mirrors."""
