@@ -224,9 +224,7 @@ def _fail(run: Run, context: RunContext) -> None:
 
 def _theory(run: Run, context: RunContext) -> None:
     run.log_dict(0, {"objective": 1.0, "pfc1": 0.5}, layer="solution")
-    frame = pd.DataFrame(
-        {"x": np.arange(5), "y": np.arange(5.0)}
-    )  # a plain figure from arrays
+    frame = pd.DataFrame({"x": np.arange(5), "y": np.arange(5.0)})  # a plain figure from arrays
     plot_panels(
         {"only": {"line": (frame["x"], frame["y"] + 1)}},
         run.figure_path("theory"),

@@ -207,3 +207,26 @@ def test_mirror_names_and_missing_packages(monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(ImportError, match=r"pip install 'collapselab\[tracking\]'"):
         check_mirror_available("wandb")
+
+
+@_needs("tensorboard")
+def test_train_mirrors_every_row_it_writes(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from collapselab.data import gaussian_mixture
+    from collapselab.models import MLP
+    from collapselab.train import TrainConfig, train
+
+    data = gaussian_mixture(n_classes=3, dim=4, n_train_per_class=10, seed=0)
+    run = Run.create(tmp_path, "train", run_id="t")
+    config = TrainConfig(epochs=3, lr=0.1, batch_size=10, log_batch_loss_every=1)
+    train(MLP(4, 3, width=8, depth=2), data, config, run=run, mirrors=["tensorboard"])
+    assert run.mirrors == []  # train closed the mirror it opened
+    events = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0})
+    events.Reload()
+    got = {
+        tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]
+    }
+    _same(got, _expected(run), convert=lambda v: float(np.float32(v)))
+    with pytest.raises(ValueError, match="mirrors forward the rows of a run"):
+        train(MLP(4, 3, width=8, depth=2), data, config, mirrors=["tensorboard"])
