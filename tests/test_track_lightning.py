@@ -123,7 +123,7 @@ def test_lightning_fit_equals_the_plain_training_loop(tmp_path):
     epochs, batch, seed = 3, 16, 7
 
     plain_run = Run.create(tmp_path, "plain")
-    monitor = Monitor(net_plain, measure_loader, metrics=["nc", "pfc"], schedule="all")
+    monitor = Monitor(net_plain, measure_loader, families=["nc", "pfc"], schedule="all")
     config = TrainConfig(epochs=epochs, lr=0.1, batch_size=batch, seed=seed)
     train(net_plain, DataSplits(data), config, [monitor.callback()], run=plain_run)
 
@@ -156,7 +156,7 @@ def test_lightning_fit_equals_the_plain_training_loop(tmp_path):
     loader = DataLoader(TensorDataset(data.x, data.y), batch_sampler=SameBatches())
     lightning_run = Run.create(tmp_path, "lightning")
     callback = CollapseCallback(
-        measure_loader, model_attr="net", schedule="all", run=lightning_run, metrics=["nc", "pfc"]
+        measure_loader, model_attr="net", schedule="all", run=lightning_run, families=["nc", "pfc"]
     )
     trainer = pl.Trainer(
         max_epochs=epochs,
