@@ -17,8 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from collapselab.cli.main import app
-from collapselab.experiments import Experiment, Final, RunContext, register, unregister, value_above
+from collapselab.experiments import Final, RunContext, value_above
 from collapselab.store import Run
+from tests._experiments import experiment, registered
 
 runner = CliRunner()
 
@@ -48,31 +49,11 @@ def _theory(run: Run, context: RunContext) -> None:
 @pytest.fixture
 def experiments() -> Iterator[None]:
     claim = value_above("acc", "accurate", "Tab. 1", Final("accuracy", "test"), 0.9)
-    specs = [
-        Experiment(
-            id="t-fc-ok",
-            paper="t-fc",
-            title="ok",
-            presets={"quick": {}},
-            runtime_quick="1 s",
-            run=_ok,
-            claims=[claim],
-        ),
-        Experiment(
-            id="t-fc-theory",
-            paper="t-fc-theory",
-            title="theory",
-            presets={"quick": {}},
-            runtime_quick="1 s",
-            run=_theory,
-            uses_device=False,
-        ),
-    ]
-    for spec in specs:
-        register(spec)
-    yield
-    for spec in specs:
-        unregister(spec.id)
+    with registered(
+        experiment("t-fc-ok", _ok, claims=[claim]),
+        experiment("t-fc-theory", _theory, uses_device=False),
+    ):
+        yield
 
 
 @pytest.fixture

@@ -24,17 +24,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collapselab.experiments import (
-    Experiment,
-    Final,
-    RunContext,
-    register,
-    run_experiment,
-    unregister,
-    value_above,
-)
+from collapselab.experiments import Final, RunContext, run_experiment, value_above
 from collapselab.report import plot_panels, plot_vs_depth, write_index
 from collapselab.store import Run
+from tests._experiments import experiment, registered
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -236,48 +229,26 @@ def _theory(run: Run, context: RunContext) -> None:
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     claim = value_above("acc", "accurate", "Tab. 1", Final("accuracy", "test"), 0.8)
     experiments = [
-        Experiment(
-            id="t-browser-train",
+        experiment(
+            "t-browser-train",
+            _train_like,
             paper="t-browser",
             title="a training run with wide multi-panel figures",
             presets={"quick": {"long_setting": "y" * 300}},
-            runtime_quick="1 s",
-            run=_train_like,
             draw=_draw,
             figures=["over_epochs", "vs_depth"],
             captions={"over_epochs": "Four metrics of eight layers over epochs."},
             claims=[claim],
         ),
-        Experiment(
-            id="t-browser-fail",
-            paper="t-browser",
-            title="a failing run",
-            presets={"quick": {}},
-            runtime_quick="1 s",
-            run=_fail,
-            claims=[claim],
-        ),
-        Experiment(
-            id="t-browser-theory",
-            paper="t-browser",
-            title="a theory-only run",
-            presets={"quick": {}},
-            runtime_quick="1 s",
-            run=_theory,
-            uses_device=False,
-        ),
+        experiment("t-browser-fail", _fail, paper="t-browser", claims=[claim]),
+        experiment("t-browser-theory", _theory, paper="t-browser", uses_device=False),
     ]
-    for experiment in experiments:
-        register(experiment)
     where = tmp_path_factory.mktemp("browser-runs")
-    try:
-        for experiment in experiments:
-            run_experiment(experiment.id, root=where, raise_on_error=False)
+    with registered(*experiments):
+        for spec in experiments:
+            run_experiment(spec.id, root=where, raise_on_error=False)
         write_index(where)
         yield where
-    finally:
-        for experiment in experiments:
-            unregister(experiment.id)
 
 
 @pytest.mark.parametrize("width", [1440, 800])

@@ -42,24 +42,38 @@ def _data() -> LabeledData:
     return LabeledData(x, y, 3)
 
 
-def test_collapse_callback_records_the_monitor_rows(tmp_path):
-    pl = pytest.importorskip("lightning.pytorch")
-    from collapselab.track.lightning import CollapseCallback
+def _fit(net, loader, callback, epochs):
+    """Lightning fits ``net`` (as the module's ``net``) with SGD at lr 0.1, cross-entropy."""
+    import lightning.pytorch as pl
 
     class Wrapper(pl.LightningModule):
         def __init__(self, net):
             super().__init__()
             self.net = net
 
-        def forward(self, x):
-            return self.net(x)
-
         def training_step(self, batch, batch_idx):
             x, y = batch
-            return F.cross_entropy(self(x), y)
+            return F.cross_entropy(self.net(x), y)
 
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    trainer = pl.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+    )
+    trainer.fit(Wrapper(net), train_dataloaders=loader)
+
+
+def test_collapse_callback_records_the_monitor_rows(tmp_path):
+    pytest.importorskip("lightning.pytorch")
+    from collapselab.track.lightning import CollapseCallback
 
     data = _data()
     train_loader = data.loader(batch_size=16, shuffle=True, seed=1)
@@ -70,17 +84,7 @@ def test_collapse_callback_records_the_monitor_rows(tmp_path):
     callback = CollapseCallback(
         measure_loader, model_attr="net", schedule="all", run=run, families=["nc", "pfc"]
     )
-    trainer = pl.Trainer(
-        max_epochs=3,
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[callback],
-    )
-    trainer.fit(Wrapper(net), train_dataloaders=train_loader)
+    _fit(net, train_loader, callback, epochs=3)
     run.flush()
     rows = run.metrics()
     nc1 = rows[(rows.metric == "nc1") & (rows.layer == net.penultimate)]
@@ -107,7 +111,6 @@ def test_lightning_fit_equals_the_plain_training_loop(tmp_path):
     row the plain loop's Monitor records (3 epochs of 3 steps, measured at every epoch)."""
     import copy
 
-    import lightning.pytorch as pl
     from torch.utils.data import DataLoader, TensorDataset
 
     from collapselab.data.dataset import DataSplits
@@ -141,34 +144,12 @@ def test_lightning_fit_equals_the_plain_training_loop(tmp_path):
         def __len__(self):
             return -(-len(data) // batch)
 
-    class Wrapper(pl.LightningModule):
-        def __init__(self, net):
-            super().__init__()
-            self.net = net
-
-        def training_step(self, item, batch_idx):
-            x, y = item
-            return F.cross_entropy(self.net(x), y)
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
     loader = DataLoader(TensorDataset(data.x, data.y), batch_sampler=SameBatches())
     lightning_run = Run.create(tmp_path, "lightning")
     callback = CollapseCallback(
         measure_loader, model_attr="net", schedule="all", run=lightning_run, families=["nc", "pfc"]
     )
-    trainer = pl.Trainer(
-        max_epochs=epochs,
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[callback],
-    )
-    trainer.fit(Wrapper(net_lightning), train_dataloaders=loader)
+    _fit(net_lightning, loader, callback, epochs)
     lightning_run.flush()
 
     def monitor_rows(run):
