@@ -259,6 +259,8 @@ def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = T
             "and the stored claims were kept"
         )
     else:
+        # Titles and captions follow the registered experiment, like the figures and claims.
+        run.update_manifest(experiment_info=experiment.info())
         if redraw and experiment.draw is not None and run.status == "completed":
             try:
                 experiment.draw(run)

@@ -21,7 +21,7 @@ Layout rules, so that a figure reads at full size in a report (:mod:`collapselab
 no figure is wider than :data:`MAX_FIGURE_WIDTH` inches (at 120 dpi it fits the report's
 page without being scaled down), panels wrap into rows of at most
 :data:`MAX_PANELS_PER_ROW` (:func:`panel_grid`), and legends sit outside the axes, never
-on the curves: one legend below the panels when every panel shows the same series
+on the curves: one legend below the panels when one panel shows every series of the figure
 (:func:`shared_legend`), otherwise one right of each panel.
 """
 
@@ -90,9 +90,10 @@ def shared_legend(fig: Any, axes: Any, ncol: int = 4) -> None:
         )
 
 
-def _same_series(axes: Any) -> bool:
-    labels = [tuple(ax.get_legend_handles_labels()[1]) for ax in np.ravel(axes) if ax.get_visible()]
-    return len(set(labels)) == 1
+def _one_set_of_series(axes: Any) -> bool:
+    """True when one panel shows every series any panel shows (same label, same series)."""
+    sets = [set(ax.get_legend_handles_labels()[1]) for ax in np.ravel(axes) if ax.get_visible()]
+    return bool(sets) and set().union(*sets) in sets
 
 
 # ----------------------------------------------------------------------- selection
@@ -230,8 +231,8 @@ def _legend(ax: Any, n: int) -> None:
 
 
 def place_legends(fig: Any, axes: Any) -> None:
-    """A shared legend when every panel shows the same series, else one per panel."""
-    if _same_series(axes):
+    """A shared legend when one panel shows every series of the figure, else one per panel."""
+    if _one_set_of_series(axes):
         shared_legend(fig, axes)
         return
     for ax in np.ravel(axes):
