@@ -260,11 +260,18 @@ class WandbMirror:
             self._wb.log({"step": step, **values})
 
     def close(self) -> None:
+        """Finish the W&B run and, when no other W&B run is active in this process, shut
+        W&B's service down: ``finish()`` alone may return before the service has written the
+        run's files (seen offline with W&B 0.31), ``teardown()`` waits for them."""
         if self._wb is None:
             return
+        import wandb
+
         failed = self._run is not None and self._run.status in ("failed", "interrupted")
         self._wb.finish(exit_code=1 if failed else 0)
         self._wb = None
+        if wandb.run is None:
+            wandb.teardown()
 
 
 def _wandb_id(run_id: str) -> str:
