@@ -64,13 +64,23 @@ _CHECK = """
 """
 
 
+def _high(fd: int) -> int:
+    """``fd`` moved to a number >= 10, so that dup2 onto 3 and 4 in the child never meets
+    one of the pipe's own descriptors (a dup2 onto itself would keep close-on-exec)."""
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
 class Browser:
     """A headless Chromium driven over the DevTools pipe."""
 
     def __init__(self) -> None:
         self._profile = tempfile.mkdtemp(prefix="collapselab-chromium-")
-        to_child_r, self._to_child = os.pipe()
-        self._from_child, from_child_w = os.pipe()
+        to_child_r, self._to_child = (_high(fd) for fd in os.pipe())
+        self._from_child, from_child_w = (_high(fd) for fd in os.pipe())
 
         def wire() -> None:  # in the child: the protocol's fds 3 (in) and 4 (out)
             os.dup2(to_child_r, 3)

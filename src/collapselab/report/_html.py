@@ -23,16 +23,18 @@ STATUS_CLASS = {
 }
 
 # The page is 1400 px wide at most: figures (at most 1368 px, collapselab.report.plots) show
-# at full size; long unbroken text (paths, errors, JSON) wraps instead of widening the page.
+# at full size. Long unbroken text (paths, errors, JSON, settings) may break anywhere, in the
+# cells that hold it (class "wrap"), small print, <pre> and <code>, so it never widens the
+# page; other cells keep their words whole.
 CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif;
        margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #1f2328; line-height: 1.4; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; }
 .sub { color: #59636e; margin-top: 0; }
-table { border-collapse: collapse; margin: .5em 0; font-size: 0.92em; max-width: 100%; }
-th, td { border: 1px solid #d0d7de; padding: .3em .6em; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; }
+table { border-collapse: collapse; margin: .5em 0; font-size: 0.88em; max-width: 100%; }
+th, td { border: 1px solid #d0d7de; padding: .3em .5em; text-align: left; vertical-align: top; }
+td.wrap, .small, code { overflow-wrap: anywhere; }
 th { background: #f6f8fa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .badge { display: inline-block; padding: .05em .5em; border-radius: 1em; font-weight: 600;
@@ -96,26 +98,33 @@ def status_badge(status: str) -> str:
     return badge(status, STATUS_CLASS.get(status, "na"))
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], raw: bool = True) -> str:
-    """An HTML table. ``rows`` hold HTML fragments when ``raw`` (already escaped), else text."""
+def table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    raw: bool = True,
+    wrap: Iterable[int] = (),
+) -> str:
+    """An HTML table. ``rows`` hold HTML fragments when ``raw`` (already escaped), else text;
+    the cells of the columns ``wrap`` may break long words anywhere (class ``wrap``)."""
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    wrapped = set(wrap)
     body = []
     for row in rows:
         cells = row if raw else [esc(c) for c in row]
-        body.append("<tr>" + "".join(_cell(c) for c in cells) + "</tr>")
+        body.append("<tr>" + "".join(_cell(c, i in wrapped) for i, c in enumerate(cells)) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _cell(fragment: str) -> str:
+def _cell(fragment: str, wrap: bool = False) -> str:
     if fragment.startswith("<td"):
         return fragment
-    return f"<td>{fragment}</td>"
+    return f'<td class="wrap">{fragment}</td>' if wrap else f"<td>{fragment}</td>"
 
 
 def key_value_table(items: Mapping[str, Any]) -> str:
     """Two-column table of ``key: value`` (values formatted as numbers or text)."""
     rows = [(esc(k), esc(fmt_number(v))) for k, v in items.items()]
-    return table(("key", "value"), rows)
+    return table(("key", "value"), rows, wrap=(0, 1))
 
 
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -174,7 +174,7 @@ def _overview_section(manifest: Mapping[str, Any]) -> str:
             + ("not reached." if zero is None else f"epoch {esc(zero)}.")
             + "</p>"
         )
-    return "<h2>Overview</h2>\n" + table(("field", "value"), rows) + caption
+    return "<h2>Overview</h2>\n" + table(("field", "value"), rows, wrap=(1,)) + caption
 
 
 def _values_text(values: Mapping[str, Any]) -> str:
@@ -216,7 +216,8 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
     header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
     evaluated = claims.get("evaluated")
     when = f'<p class="small">Evaluated {esc(evaluated)}.</p>' if evaluated else ""
-    return f"<h2>Claims</h2>\n<p>{counts}</p>\n{table(header, rows)}\n{when}"
+    claims_table = table(header, rows, wrap=(1, 2, 3, 5))
+    return f"<h2>Claims</h2>\n<p>{counts}</p>\n{claims_table}\n{when}"
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:
@@ -311,7 +312,7 @@ def _timings_section(manifest: Mapping[str, Any]) -> str:
     durations = manifest.get("durations") or {}
     rows = [(esc(k), esc(fmt_number(v))) for k, v in flatten(timings).items()]
     rows += [(esc(k), esc(fmt_seconds(v))) for k, v in durations.items()]
-    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows)
+    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows, wrap=(1,))
 
 
 def _versions_section(manifest: Mapping[str, Any]) -> str:

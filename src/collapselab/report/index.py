@@ -158,7 +158,7 @@ def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
         )
         for item in reproduce.get("experiments") or []
     ]
-    body = table(("experiment", "run", "outcome", "time", "error"), rows)
+    body = table(("experiment", "run", "outcome", "time", "error"), rows, wrap=(4,))
     return "<h2>Last reproduce</h2>\n" + head + body
 
 
@@ -210,7 +210,8 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
         "claims",
         "time",
     )
-    return table(header, rows)
+    # Ten columns must fit a narrow window too: their text may break anywhere.
+    return table(header, rows, wrap=(0, 1, 2, 3, 5, 8))
 
 
 def write_index(
