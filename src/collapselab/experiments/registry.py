@@ -34,7 +34,10 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
 )
 """Modules imported (when present) to register the built-in experiments, one per paper."""
 
-RUNTIME_MACHINE = "2 CPU cores (x86-64, Python 3.11, torch 2.13 CPU), load average below 2"
+RUNTIME_MACHINE = (
+    "2 CPU cores (x86-64, Python 3.11, torch 2.13 CPU) shared with other work "
+    "(load average 1 to 3), 2026-11-24"
+)
 """Where the :attr:`Experiment.runtime_quick` times were measured (shown by ``list``)."""
 
 
