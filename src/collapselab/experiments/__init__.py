@@ -8,7 +8,10 @@ Public API:
 - :func:`run_experiment`, :func:`refresh_run`, :func:`run_id_for`: run one experiment
   resumably (claims and report included); rebuild a finished run's figures, claims and
   report without training.
-- :func:`reproduce`, :class:`ReproduceResult`: run a paper's experiments and write the index.
+- :func:`reproduce`, :class:`ReproduceResult`, :func:`select_experiments`,
+  :func:`estimated_seconds`: run a paper's experiments and write the index; what a
+  reproduction runs and how long each experiment takes, from measurements.
+- :class:`ProgressDisplay`, :class:`NoProgress`: where solvers and sweeps show progress.
 - :class:`Claim`, :class:`ClaimResult`, :class:`RunResults`, :class:`NotEvaluable`,
   :func:`evaluate_claim`, :func:`evaluate_claims` and the claim builders
   :func:`decreases_by`, :func:`rank_correlation`, :func:`value_below`,
@@ -39,6 +42,7 @@ from collapselab.experiments.claims import (
     value_below,
 )
 from collapselab.experiments.papers import PAPERS, Paper, find_paper
+from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     BUILTIN_PACKAGES,
     Experiment,
@@ -49,7 +53,13 @@ from collapselab.experiments.registry import (
     register,
     unregister,
 )
-from collapselab.experiments.reproduce import ExperimentOutcome, ReproduceResult, reproduce
+from collapselab.experiments.reproduce import (
+    ExperimentOutcome,
+    ReproduceResult,
+    estimated_seconds,
+    reproduce,
+    select_experiments,
+)
 from collapselab.experiments.runner import refresh_run, run_experiment, run_id_for
 
 __all__ = [
@@ -62,8 +72,10 @@ __all__ = [
     "Experiment",
     "ExperimentOutcome",
     "Final",
+    "NoProgress",
     "NotEvaluable",
     "Paper",
+    "ProgressDisplay",
     "ReproduceResult",
     "RunContext",
     "RunResults",
@@ -75,6 +87,7 @@ __all__ = [
     "check_value",
     "decays_faster",
     "decreases_by",
+    "estimated_seconds",
     "evaluate_claim",
     "evaluate_claims",
     "experiments_for_paper",
@@ -86,6 +99,7 @@ __all__ = [
     "reproduce",
     "run_experiment",
     "run_id_for",
+    "select_experiments",
     "unregister",
     "value_above",
     "value_below",

@@ -1,16 +1,19 @@
 """``report.html``: one self-contained page per run.
 
 The page shows the experiment, paper and figure, the status (and the error of a failed
-run), the zero-error epoch, the claims table, every ``figures/*.png`` embedded as a base64
-``<img>``, the final model-level metric values, the configuration, timings and versions.
-Plain HTML with inline CSS: no script, no external resource, opens from disk. All text is
-escaped with :func:`html.escape`.
+run), the zero-error epoch (runs that train), the claims table, every ``figures/*.png``
+embedded as a base64 ``<img>`` at its own size with its caption and a link to the file
+(to open it full size), the final model-level metric values, the configuration, timings
+and versions. Plain HTML with inline CSS: no script, no external resource, opens from disk.
+All text is escaped with :func:`html.escape`. Written with the store's atomic write, so the
+file has the same mode as every other file of the run.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,9 +30,8 @@ from collapselab.report._html import (
     status_badge,
     table,
     verdict_badge,
-    write_atomic,
 )
-from collapselab.store import CLAIMS_FILE, FIGURES_DIR, REPORT_FILE, Run
+from collapselab.store import CLAIMS_FILE, FIGURES_DIR, REPORT_FILE, Run, atomic_write
 
 _MAX_FINAL_ROWS = 60
 _SHOWN_ELSEWHERE = {
@@ -48,6 +50,7 @@ _SHOWN_ELSEWHERE = {
     "traceback",
     "final_metrics",
     "zero_error_epoch",
+    "metrics_rows",
 }
 
 
@@ -101,7 +104,7 @@ def render_run_report(
         _error_section(manifest),
         _overview_section(manifest),
         _claims_section(claims),
-        _figures_section(run.path, info.get("figures") or ()),
+        _figures_section(run.path, info.get("figures") or (), info.get("captions") or {}),
         _final_values_section(run),
         _config_section(manifest),
         _timings_section(manifest),
@@ -114,7 +117,7 @@ def write_run_report(run: Run | str | Path, notes: Sequence[str] = ()) -> Path:
     """Write ``report.html`` into the run directory and return its path."""
     if not isinstance(run, Run):
         run = Run.open(run)
-    return write_atomic(run.path / REPORT_FILE, render_run_report(run, notes=notes))
+    return atomic_write(run.path / REPORT_FILE, render_run_report(run, notes=notes))
 
 
 # ------------------------------------------------------------------------- sections
@@ -142,7 +145,7 @@ def _error_section(manifest: Mapping[str, Any]) -> str:
     error, trace = manifest.get("error"), manifest.get("traceback")
     if not error and not trace:
         return ""
-    out = ["<h2>Error</h2>", f"<pre>{esc(error or 'see traceback')}</pre>"]
+    out = ["<h2>Error</h2>", f'<pre class="error">{esc(error or "see traceback")}</pre>']
     if trace:
         out.append(f"<details><summary>traceback</summary><pre>{esc(trace)}</pre></details>")
     return "\n".join(out)
@@ -150,24 +153,28 @@ def _error_section(manifest: Mapping[str, Any]) -> str:
 
 def _overview_section(manifest: Mapping[str, Any]) -> str:
     durations = manifest.get("durations") or {}
-    items: dict[str, Any] = {
-        "status": manifest.get("status"),
-        "zero-error epoch": manifest.get("zero_error_epoch"),
-        "total time": fmt_seconds(durations.get("total_s")),
-    }
+    # Only a run that trains has a zero-error epoch (the training loop records the field,
+    # also when the epoch is not reached); theory runs say nothing about it.
+    trains = "zero_error_epoch" in manifest
+    items: dict[str, Any] = {"status": manifest.get("status")}
+    if trains:
+        items["zero-error epoch"] = manifest.get("zero_error_epoch")
+    items["total time"] = fmt_seconds(durations.get("total_s"))
     for key, value in manifest.items():
         if key in _SHOWN_ELSEWHERE or isinstance(value, (dict, list)):
             continue
         items[key.replace("_", " ")] = value
     rows = [(esc(k), esc(fmt_number(v))) for k, v in items.items()]
-    zero = manifest.get("zero_error_epoch")
-    caption = (
-        '<p class="small">Zero-error epoch: the first epoch with training accuracy exactly 1 '
-        "(start of the terminal phase of training); "
-        + ("not reached." if zero is None else f"epoch {esc(zero)}.")
-        + "</p>"
-    )
-    return "<h2>Overview</h2>\n" + table(("field", "value"), rows) + caption
+    caption = ""
+    if trains:
+        zero = manifest.get("zero_error_epoch")
+        caption = (
+            '<p class="small">Zero-error epoch: the first epoch with training accuracy exactly '
+            "1 (start of the terminal phase of training); "
+            + ("not reached." if zero is None else f"epoch {esc(zero)}.")
+            + "</p>"
+        )
+    return "<h2>Overview</h2>\n" + table(("field", "value"), rows, wrap=(1,)) + caption
 
 
 def _values_text(values: Mapping[str, Any]) -> str:
@@ -209,19 +216,39 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
     header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
     evaluated = claims.get("evaluated")
     when = f'<p class="small">Evaluated {esc(evaluated)}.</p>' if evaluated else ""
-    return f"<h2>Claims</h2>\n<p>{counts}</p>\n{table(header, rows)}\n{when}"
+    claims_table = table(header, rows, wrap=(1, 2, 3, 5))
+    return f"<h2>Claims</h2>\n<p>{counts}</p>\n{claims_table}\n{when}"
 
 
-def _figures_section(run_path: Path, order: Sequence[str]) -> str:
+def png_size(data: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` in pixels from a PNG's header, ``None`` if it is not a PNG."""
+    if len(data) < 24 or data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", data[16:24])
+
+
+def _figures_section(run_path: Path, order: Sequence[str], captions: Mapping[str, str] = {}) -> str:
     files = figure_files(run_path, order)
     if not files:
         return "<h2>Figures</h2>\n<p>No figures.</p>"
     blocks = []
     for path in files:
-        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        data = path.read_bytes()
+        encoded = base64.b64encode(data).decode("ascii")
+        size = png_size(data)
+        # Width and height attributes: the figure shows at its own size (scaled down only
+        # in a narrower window) and the page does not jump while images decode.
+        dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
+        link = f"{FIGURES_DIR}/{path.name}"
+        caption = captions.get(path.stem)
+        text = esc(caption) if caption else f"Figure <code>{esc(path.stem)}</code>."
         blocks.append(
-            f'<figure><img src="data:image/png;base64,{encoded}" alt="{esc(path.stem)}">'
-            f"<figcaption>{esc(path.name)}</figcaption></figure>"
+            f'<figure id="fig-{esc(path.stem)}"><a href="{esc(link)}" title="open full size">'
+            f'<img src="data:image/png;base64,{encoded}" alt="{esc(caption or path.stem)}"'
+            f"{dims}></a><figcaption>{text} "
+            f'<span class="name">(<a href="{esc(link)}">{esc(path.name)}</a>, '
+            f"{size[0] if size else '?'}×{size[1] if size else '?'} px; click to open "
+            "full size)</span></figcaption></figure>"
         )
     return "<h2>Figures</h2>\n" + "\n".join(blocks)
 
@@ -285,7 +312,7 @@ def _timings_section(manifest: Mapping[str, Any]) -> str:
     durations = manifest.get("durations") or {}
     rows = [(esc(k), esc(fmt_number(v))) for k, v in flatten(timings).items()]
     rows += [(esc(k), esc(fmt_seconds(v))) for k, v in durations.items()]
-    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows)
+    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows, wrap=(1,))
 
 
 def _versions_section(manifest: Mapping[str, Any]) -> str:

@@ -67,6 +67,17 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[A
     _fsync_dir(path.parent)
 
 
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically, creating its directory; returns
+    ``path``. The file gets the usual mode for new files (0644 under the common umask 022),
+    like every other file of a run."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(path, "w" if isinstance(data, str) else "wb") as handle:
+        handle.write(data)
+    return path
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_open(path, "wb") as handle:

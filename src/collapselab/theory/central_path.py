@@ -43,6 +43,7 @@ rescale time by ``CN``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -594,7 +595,12 @@ class RenormalisedGD:
         self.step_count += n_steps
 
     def run(
-        self, n_steps: int, record_every: int = 1, *, metrics: bool = True
+        self,
+        n_steps: int,
+        record_every: int = 1,
+        *,
+        metrics: bool = True,
+        progress: Callable[[int, int], None] | None = None,
     ) -> RenormalisedTrajectory:
         """Take ``n_steps`` steps, recording at steps ``0, k, 2k, ...`` and the last one.
 
@@ -604,6 +610,7 @@ class RenormalisedGD:
         Args:
             n_steps: number of steps. record_every: ``k``.
             metrics: also record the catalogue NC and MSE metrics (slower).
+            progress: called as ``progress(steps_done, n_steps)`` after every record.
         """
         n_steps = check_int("n_steps", n_steps, minimum=0)
         every = check_int("record_every", record_every, minimum=1)
@@ -615,6 +622,8 @@ class RenormalisedGD:
             self.step(k)
             done += k
             rec(self._x3, self.time, self.step_count)
+            if progress is not None:
+                progress(done, n_steps)
         return rec.result(self._x3, self.method, self.lr, has_steps=True)
 
 

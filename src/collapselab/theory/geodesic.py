@@ -32,7 +32,7 @@ float64 numpy (:func:`interpolate` gives a float64 tensor).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -741,6 +741,7 @@ def theorem1_monte_carlo(
     seed: SeedLike = 0,
     method: Literal["analytic", "direct"] = "analytic",
     tol: float = 1e-12,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Theorem1MonteCarlo:
     """Monte-Carlo check of Theorem 1: PFC1 along line (10) is monotone whenever S >= 0.
 
@@ -752,7 +753,8 @@ def theorem1_monte_carlo(
     features (``"direct"``, slower). A curve counts as monotone when no step rises by more
     than ``tol · PFC1(0)``. Since ``dPFC1/dt(0)`` has the sign of ``-S``, an instance with
     ``S < 0`` always rises at first: expect the fraction of non-monotone curves among
-    ``S < 0`` to be 1 up to the grid resolution.
+    ``S < 0`` to be 1 up to the grid resolution. ``progress(trials_done, n_trials)`` is
+    called after every trial.
     """
     n_trials = check_int("n_trials", n_trials, minimum=1)
     k = check_int("n_classes", n_classes, minimum=2)
@@ -780,6 +782,8 @@ def theorem1_monte_carlo(
             monotone[j] = rise[j] <= tol
             if example is None and s[j] < 0 and not monotone[j]:
                 example, curve_example = (h0, h1, y), curve
+            if progress is not None:
+                progress(j + 1, n_trials)
     nonneg = s >= 0
     n_nonneg, n_neg = int(nonneg.sum()), int((~nonneg).sum())
     return Theorem1MonteCarlo(
@@ -836,6 +840,7 @@ def theorem2_study(
     n_grid: int = 401,
     seed: SeedLike = 0,
     tol: float = 1e-12,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Theorem2Study:
     """Monte-Carlo study of Theorem 2: PFC2 is monotone near the end, globally only if close.
 
@@ -845,6 +850,7 @@ def theorem2_study(
     transport cost; ε of order 1 or more is a start far from the end. PFC2 is evaluated in
     closed form (:func:`~collapselab.metrics.layerwise.pfc2_along_line`) on ``n_grid``
     points; a rise of more than ``tol`` (PFC2 lies in [0, 2]) counts as non-monotone.
+    ``progress(trials_done, len(scales) * n_trials)`` is called after every trial.
     """
     eps = np.asarray(scales, dtype=np.float64)
     if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps < 0):
@@ -874,6 +880,8 @@ def theorem2_study(
                 mono[i, j] = start == 0
                 delta[i, j] = 1.0 - ts[start]
                 curv[i, j] = pfc2_end_curvature(h0, h1, y)
+                if progress is not None:
+                    progress(i * n_trials + j + 1, eps.size * n_trials)
     return Theorem2Study(
         scales=eps,
         transport_cost=cost,

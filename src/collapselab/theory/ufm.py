@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -519,6 +519,7 @@ def solve_literal(
     steps: int = 50_000,
     seed: int | np.random.Generator = 0,
     tol: float = 1e-9,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MUFMSolution:
     """The paper's solver (paper 001, §IV-B): plain full-batch gradient descent.
 
@@ -533,6 +534,7 @@ def solve_literal(
         steps: number of gradient steps (fewer for quick tests).
         seed: initialisation seed.
         tol: gradient-norm threshold for the ``converged`` flag (no early stop).
+        progress: called as ``progress(steps_done, steps)`` every 1% of the steps.
 
     Raises:
         FloatingPointError: if the iterates diverge (non-finite objective).
@@ -541,12 +543,14 @@ def solve_literal(
     steps = check_int("steps", steps, minimum=0)
     W, layers, b = _random_init(problem, seed)
     with serial_threads():
-        for _ in range(steps):
+        for step in range(1, steps + 1):
             _, g_w, g_layers, g_b = problem._evaluate(W, layers, b)
             W = W - lr * g_w
             layers = layers - lr * g_layers
             if b is not None:
                 b = b - lr * g_b
+            if progress is not None and (step % max(steps // 100, 1) == 0 or step == steps):
+                progress(step, steps)
         value, g_w, g_layers, g_b = problem._evaluate(W, layers, b)
     if not math.isfinite(value):
         raise FloatingPointError(f"gradient descent diverged (objective {value}); lower lr={lr}")

@@ -18,7 +18,7 @@ def _model_dtype(model: nn.Module) -> torch.dtype | None:
     return None
 
 
-def _resolve_device(device: str | torch.device) -> torch.device:
+def resolve_device(device: str | torch.device) -> torch.device:
     """``"auto"`` becomes CUDA when available, else CPU; other values go to ``torch.device``."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -51,7 +51,7 @@ from collapselab.data.dataset import DataSplits
 from collapselab.train._rng import epoch_permutation, get_rng_state, seed_everything, set_rng_state
 from collapselab.train.callbacks import Callback, TrainState
 from collapselab.train.config import TrainConfig
-from collapselab.train.evaluate import _evaluate_tensors, _model_dtype, _resolve_device
+from collapselab.train.evaluate import _evaluate_tensors, _model_dtype, resolve_device
 from collapselab.train.losses import training_loss
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class _Trainer:
         self.config = config
         self.callbacks = callbacks
         self.run = run
-        device = _resolve_device(config.device)
+        device = resolve_device(config.device)
         model.to(device)
         dtype = _model_dtype(model)
         x = data.train.x.to(device)
@@ -459,6 +459,9 @@ class _Trainer:
             run.truncate_after(int(saved["iteration"]))
             # The manifest may hold a detection from the discarded continuation.
             run.update_manifest(zero_error_epoch=state.zero_error_epoch)
+            resumes = list(run.manifest.get("resumed_from") or [])
+            resumes.append({"epoch": state.epoch, "step": state.iteration})
+            run.update_manifest(resumed_from=resumes)
             self.begin_session(started=True)
             _call(self.callbacks, "on_train_start", state)
             # After on_train_start, so whatever it draws does not shift the trajectory.
@@ -567,6 +570,7 @@ def train(
     run: Run | None = None,
     *,
     finish_run: bool = True,
+    mirrors: Sequence[Any] = (),
 ) -> TrainResult:
     """Train ``model`` on ``data.train`` with SGD as described by ``config``.
 
@@ -582,6 +586,9 @@ def train(
             If it holds a checkpoint, training resumes from it.
         finish_run: set the run's status to ``"completed"`` at the end. Experiments that
             measure more after training pass ``False`` and complete the run themselves.
+        mirrors: trackers that receive every metric row written to ``run`` during this
+            call: names (``"tensorboard"``, ``"mlflow"``, ``"wandb"``) or
+            :class:`collapselab.store.Mirror` objects; closed when training ends. Needs a run.
 
     Returns:
         A :class:`TrainResult`. A NaN or infinite training loss does not raise: training
@@ -593,6 +600,7 @@ def train(
     callbacks = _validate(model, data, config, callbacks, run)
     trainer = _Trainer(model, data, config, callbacks, run)
     saved = trainer.prepare()
+    attached = _attach_mirrors(run, mirrors)
     t0 = time.perf_counter()
     try:
         trainer.start(saved)
@@ -610,6 +618,27 @@ def train(
     except BaseException as err:
         trainer.abort(err, time.perf_counter() - t0)
         raise
+    finally:
+        for mirror in attached:
+            run.remove_mirror(mirror)
     if run is not None and finish_run and not result.failed:
         run.set_status("completed")
     return result
+
+
+def _attach_mirrors(run: Run | None, mirrors: Sequence[Any]) -> list[Any]:
+    from collapselab.store import check_mirror_available, make_mirror
+
+    if isinstance(mirrors, str):
+        mirrors = [mirrors]
+    if not mirrors:
+        return []
+    if run is None:
+        raise ValueError("mirrors forward the rows of a run: pass run=Run.create(...) too")
+    for mirror in mirrors:
+        if isinstance(mirror, str):
+            check_mirror_available(mirror)
+    attached = [make_mirror(m) if isinstance(m, str) else m for m in mirrors]
+    for mirror in attached:
+        run.add_mirror(mirror)
+    return [m for m in attached if m in run.mirrors]

@@ -70,13 +70,15 @@ def run_theorems(run: Run, context: RunContext) -> None:
     c = context.config
     seed = context.seed
     with serial_threads():
-        t1 = theorem1_monte_carlo(
-            int(c["t1_trials"]),
-            n_classes=int(c["t1_classes"]),
-            dim=int(c["t1_dim"]),
-            n_per_class=int(c["t1_per_class"]),
-            seed=seed,
-        )
+        with context.progress.task("Theorem 1", int(c["t1_trials"]), "trials") as progress:
+            t1 = theorem1_monte_carlo(
+                int(c["t1_trials"]),
+                n_classes=int(c["t1_classes"]),
+                dim=int(c["t1_dim"]),
+                n_per_class=int(c["t1_per_class"]),
+                seed=seed,
+                progress=progress,
+            )
         run.save_array("theorem1", s=t1.s, monotone=t1.monotone, max_rise=t1.max_rise, ts=t1.ts)
         _log(
             run,
@@ -89,13 +91,16 @@ def run_theorems(run: Run, context: RunContext) -> None:
                 "fraction_nonmonotone_given_s_negative": t1.fraction_nonmonotone_given_s_negative,
             },
         )
-        t2 = theorem2_study(
-            tuple(c["t2_scales"]),
-            int(c["t2_trials"]),
-            n_classes=int(c["t1_classes"]),
-            dim=int(c["t1_dim"]),
-            seed=seed,
-        )
+        t2_total = len(c["t2_scales"]) * int(c["t2_trials"])
+        with context.progress.task("Theorem 2", t2_total, "trials") as progress:
+            t2 = theorem2_study(
+                tuple(c["t2_scales"]),
+                int(c["t2_trials"]),
+                n_classes=int(c["t1_classes"]),
+                dim=int(c["t1_dim"]),
+                seed=seed,
+                progress=progress,
+            )
         run.save_array(
             "theorem2",
             scales=t2.scales,
