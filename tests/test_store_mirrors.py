@@ -230,3 +230,72 @@ def test_train_mirrors_every_row_it_writes(tmp_path: Path) -> None:
     _same(got, _expected(run), convert=lambda v: float(np.float32(v)))
     with pytest.raises(ValueError, match="mirrors forward the rows of a run"):
         train(MLP(4, 3, width=8, depth=2), data, config, mirrors=["tensorboard"])
+
+
+class _Recorder:
+    """An in-memory mirror: the rows it was given, and whether it was closed."""
+
+    def __init__(self) -> None:
+        self.rows: list = []
+        self.opened = self.closed = False
+
+    def open(self, run) -> None:
+        self.opened = True
+
+    def write(self, rows) -> None:
+        self.rows.extend(rows)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _monitor_setup(tmp_path: Path, name: str):
+    import torch
+
+    from collapselab.data import gaussian_mixture
+    from collapselab.models import MLP
+
+    data = gaussian_mixture(3, 6, 12, n_test_per_class=4, mean_scale=3.0, seed=0)
+    torch.manual_seed(0)
+    return data, MLP(6, 3, width=8, depth=3, bias=True), Run.create(tmp_path, name, run_id="m")
+
+
+def test_a_monitor_mirrors_every_row_of_its_run_in_a_plain_loop(tmp_path: Path) -> None:
+    from collapselab.track import Monitor
+
+    data, model, run = _monitor_setup(tmp_path, "plain")
+    recorder = _Recorder()
+    monitor = Monitor(
+        model, data.train, data.test, run=run, families=["nc"], schedule=[1, 2], mirrors=[recorder]
+    )
+    assert not recorder.opened  # attached at the first write
+    for epoch in (0, 1, 2):
+        monitor.after_epoch(epoch, step=10 * epoch)
+    monitor.close()
+    assert recorder.opened and recorder.closed and run.mirrors == []
+    rows = run.metrics()
+    # Rows are (step, epoch, split, layer, metric, value) tuples (METRIC_COLUMNS).
+    got = sorted((r[0], r[2], r[3], r[4], r[5]) for r in recorder.rows)
+    want = sorted(zip(rows.step, rows.split, rows.layer, rows.metric, rows.value, strict=True))
+    assert got == want and len(got) > 100
+
+
+@_needs("tensorboard")
+def test_a_monitor_under_train_mirrors_to_tensorboard(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from collapselab.track import Monitor
+    from collapselab.train import TrainConfig, train
+
+    data, model, run = _monitor_setup(tmp_path, "trained")
+    monitor = Monitor(model, data.train, families=["nc"], mirrors="tensorboard", schedule="all")
+    train(model, data, TrainConfig(epochs=2, lr=0.05, batch_size=12), [monitor.callback()], run)
+    events = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0})
+    events.Reload()
+    tag = metric_tag("train", model.penultimate, "nc1")
+    rows = run.metrics()
+    nc1 = rows[(rows.metric == "nc1") & (rows.layer == model.penultimate)]
+    assert [e.step for e in events.Scalars(tag)] == list(nc1.step)  # epochs 0, 1, 2
+    assert [e.value for e in events.Scalars(tag)] == [float(np.float32(v)) for v in nc1.value]
+    with pytest.raises(ValueError, match="unknown mirror 'neptune'"):
+        Monitor(model, data.train, families=["nc"], mirrors="neptune")

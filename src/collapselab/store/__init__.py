@@ -10,7 +10,7 @@ Public API:
 - Damaged runs: :func:`run_problem`, :func:`check_run`, :func:`set_aside`,
   :class:`DamagedRunError`, :class:`DamagedRunsWarning`, :data:`DAMAGED`.
 - One writing process per run: :class:`RunLockedError`.
-- Mirrors: :class:`Mirror`, :func:`make_mirror`, :data:`MIRROR_NAMES`,
+- Mirrors: :class:`Mirror`, :func:`make_mirror`, :func:`attach_mirrors`, :data:`MIRROR_NAMES`,
   :class:`TensorBoardMirror`, :class:`MLflowMirror`, :class:`WandbMirror`, :func:`metric_tag`.
 - :func:`atomic_write`: the store's atomic file write, for the layers above.
 - :data:`METRIC_COLUMNS`, :data:`NO_EPOCH`, :data:`RUN_COLUMNS`, :data:`RUN_STATUSES`.
@@ -48,6 +48,7 @@ from collapselab.store.mirrors import (
     MLflowMirror,
     TensorBoardMirror,
     WandbMirror,
+    attach_mirrors,
     check_mirror_available,
     make_mirror,
     metric_tag,
@@ -80,6 +81,7 @@ __all__ = [
     "TensorBoardMirror",
     "WandbMirror",
     "atomic_write",
+    "attach_mirrors",
     "check_mirror_available",
     "check_root",
     "check_run",

@@ -296,3 +296,29 @@ def check_mirror_available(name: str) -> None:
         raise ValueError(f"unknown mirror {name!r}; mirrors: {', '.join(MIRROR_NAMES)}")
     if importlib.util.find_spec(name) is None:
         raise ImportError(f"the {name} mirror needs the optional package {name!r}: {_INSTALL}")
+
+
+def attach_mirrors(run: Run | None, mirrors: Sequence[Mirror | str] | str) -> list[Mirror]:
+    """Attach ``mirrors`` (objects, or names among :data:`MIRROR_NAMES`) to ``run``.
+
+    Returns the mirrors now attached (one whose ``open`` failed is left out, with the
+    warning of :meth:`Run.add_mirror`); detach them with :meth:`Run.remove_mirror`, which
+    flushes and closes them.
+
+    Raises:
+        ValueError: mirrors without a run, or an unknown name; ``ImportError``: the
+            package a named mirror needs is not installed.
+    """
+    if isinstance(mirrors, str):
+        mirrors = [mirrors]
+    if not mirrors:
+        return []
+    if run is None:
+        raise ValueError("mirrors forward the rows of a run: pass run=Run.create(...) too")
+    for mirror in mirrors:
+        if isinstance(mirror, str):
+            check_mirror_available(mirror)
+    attached = [make_mirror(m) if isinstance(m, str) else m for m in mirrors]
+    for mirror in attached:
+        run.add_mirror(mirror)
+    return [m for m in attached if m in run.mirrors]

@@ -21,6 +21,7 @@ class MonitorCallback:
       in progress).
     * ``on_epoch_end``: measure the scheduled epochs at ``step = state.iteration``; the loop
       flushes the rows and checkpoints right after, so they survive a resume.
+    * ``on_train_end``: :meth:`Monitor.close` (detach the monitor's mirrors).
 
     The monitor owns the zero-training-error epoch; this callback's checkpoint state is the
     monitor's (:meth:`Monitor.state_dict`). Create it with :meth:`Monitor.callback`.
@@ -44,6 +45,9 @@ class MonitorCallback:
 
     def on_epoch_end(self, state: TrainState) -> None:
         self.monitor.after_epoch(state.epoch, step=state.iteration)
+
+    def on_train_end(self, state: TrainState) -> None:
+        self.monitor.close()
 
     def state_dict(self) -> dict[str, Any]:
         """The monitor's :meth:`~collapselab.track.Monitor.state_dict`."""

@@ -155,6 +155,10 @@ def _build() -> type:
             results = self.monitor.after_epoch(epoch, step=int(trainer.global_step))
             self._report(trainer, results)
 
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            if self.monitor is not None:
+                self.monitor.close()
+
         def _report(self, trainer: Any, results: Any) -> None:
             if results is None or not self.log_to_logger:
                 return

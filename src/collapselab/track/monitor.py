@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -39,6 +39,7 @@ from collapselab.metrics.nc import weighted_accuracy
 from collapselab.probe import eval_mode, resolve_layers
 from collapselab.probe.gradients import check_independent_rows, check_not_inplace, gated_layers
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
+from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
 from collapselab.track.schedule import Schedule
 from collapselab.track.sweep import Sweep, SweepSettings, first_param
@@ -151,6 +152,10 @@ class Monitor:
             copy; one that is modified in place after its layer ran (e.g. by
             ``nn.ReLU(inplace=True)``) is detected, that sweep runs the model again, and
             later sweeps keep copies. ``0``: always run the model twice.
+        mirrors: trackers that also receive every row the monitor's run writes
+            (:class:`collapselab.store.Mirror` objects, or ``"tensorboard"``, ``"mlflow"``,
+            ``"wandb"``); attached to the run at the monitor's first write, detached (and
+            closed) by :meth:`close`, which the training adapters call when training ends.
 
     Example (plain loop)::
 
@@ -186,6 +191,7 @@ class Monitor:
         distributed: bool | str = "auto",
         chunk_bytes: int = 4 << 20,
         cache_bytes: int = 1 << 30,
+        mirrors: Sequence[Any] | str = (),
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -217,6 +223,8 @@ class Monitor:
             raise ValueError(f"distributed must be 'auto' or False, got {distributed!r}")
         self.distributed = distributed
         self.cache_bytes = check_int("cache_bytes", cache_bytes, minimum=0)
+        self._mirror_specs = _mirror_specs(mirrors)
+        self._mirrors: list[Any] = []  # attached to the run at the first write
         self._cache_copies = False  # set once a kept output was seen modified in place
         self._warned_imbalance = False
         self._zero_error_epoch: int | None = None
@@ -564,6 +572,12 @@ class Monitor:
         self.run.log(step, "zero_error_epoch", float(epoch), epoch, "train", MODEL_LAYER)
         self.run.record_zero_error_epoch(epoch)
 
+    def close(self) -> None:
+        """Flush the run and detach (closing) the mirrors this monitor attached to it."""
+        for mirror in self._mirrors:
+            self.run.remove_mirror(mirror)
+        self._mirrors = []
+
     # ------------------------------------------------------------------ output
     def _writes(self) -> bool:
         return self.run is not None and (not self._distributed() or _dist.rank() == 0)
@@ -571,6 +585,9 @@ class Monitor:
     def _log(self, results: Results, epoch: int | None, step: int | None, seconds: float) -> None:
         if not self._writes():
             return
+        if self._mirror_specs and not self._mirrors:
+            self._mirrors = attach_mirrors(self.run, self._mirror_specs)
+            self._mirror_specs = []
         step = _default_step(epoch, step)
         rows = [
             {"step": step, "epoch": epoch, "split": split, "layer": layer, "metric": k, "value": v}
@@ -580,6 +597,15 @@ class Monitor:
         ]
         self.run.log_many(rows)
         self.run.add_duration("monitor_seconds", seconds)
+
+
+def _mirror_specs(mirrors: Sequence[Any] | str) -> list[Any]:
+    """The mirrors as given, names checked now (before anything is measured)."""
+    specs = [mirrors] if isinstance(mirrors, str) else list(mirrors)
+    for spec in specs:
+        if isinstance(spec, str):
+            check_mirror_available(spec)
+    return specs
 
 
 def _default_step(epoch: int | None, step: int | None) -> int:

@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from collapselab.data.dataset import DataSplits
+from collapselab.store.mirrors import attach_mirrors
 from collapselab.train._rng import epoch_permutation, get_rng_state, seed_everything, set_rng_state
 from collapselab.train.callbacks import Callback, TrainState
 from collapselab.train.config import TrainConfig
@@ -600,7 +601,7 @@ def train(
     callbacks = _validate(model, data, config, callbacks, run)
     trainer = _Trainer(model, data, config, callbacks, run)
     saved = trainer.prepare()
-    attached = _attach_mirrors(run, mirrors)
+    attached = attach_mirrors(run, mirrors)
     t0 = time.perf_counter()
     try:
         trainer.start(saved)
@@ -624,21 +625,3 @@ def train(
     if run is not None and finish_run and not result.failed:
         run.set_status("completed")
     return result
-
-
-def _attach_mirrors(run: Run | None, mirrors: Sequence[Any]) -> list[Any]:
-    from collapselab.store import check_mirror_available, make_mirror
-
-    if isinstance(mirrors, str):
-        mirrors = [mirrors]
-    if not mirrors:
-        return []
-    if run is None:
-        raise ValueError("mirrors forward the rows of a run: pass run=Run.create(...) too")
-    for mirror in mirrors:
-        if isinstance(mirror, str):
-            check_mirror_available(mirror)
-    attached = [make_mirror(m) if isinstance(m, str) else m for m in mirrors]
-    for mirror in attached:
-        run.add_mirror(mirror)
-    return [m for m in attached if m in run.mirrors]
