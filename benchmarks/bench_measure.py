@@ -40,7 +40,7 @@ from collapselab import measure
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _class_covariances_gemm(H, y, C):
+def class_covariances_gemm(H, y, C):
     """Per class: mean and dense D x D covariance, one BLAS matrix product per class."""
     mus, covs = [], []
     for c in range(C):
@@ -92,7 +92,7 @@ def naive_reference(
     N, D = H.shape
     C = W.shape[0]
     if style == "gemm":
-        mus, covs = _class_covariances_gemm(H, y, C)
+        mus, covs = class_covariances_gemm(H, y, C)
     else:
         mus, covs = _class_covariances_outer(H, y, C)
     counts = [int(np.sum(y == c)) for c in range(C)]

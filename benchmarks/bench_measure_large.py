@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def _status() -> dict[str, int]:
     return out
 
 
-def child(n: int, d: int, c: int, chunk_size: int | None, threads: int) -> dict:
+def child(n: int, d: int, c: int, chunk_size: int | None, threads: int, keys: str) -> dict:
     import numpy as np
     import torch
 
@@ -70,7 +71,10 @@ def child(n: int, d: int, c: int, chunk_size: int | None, threads: int) -> dict:
         f.write("5")
     before = _status()
     t0 = time.perf_counter()
-    out = measure(X, y, W, b, chunk_size=chunk_size)
+    if keys == "all":
+        out = measure(X, y, W, b, chunk_size=chunk_size)
+    else:  # a request of some keys only (no classifier)
+        out = measure(X, y, chunk_size=chunk_size, keys=keys.split(","))
     seconds = time.perf_counter() - t0
     after = _status()
     return {
@@ -81,7 +85,7 @@ def child(n: int, d: int, c: int, chunk_size: int | None, threads: int) -> dict:
         "peak_gb": after["VmHWM"] / 1e9,
         "extra_peak_gb": (after["VmHWM"] - before["VmRSS"]) / 1e9,
         "ru_maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9,
-        "nc1_dense": out["nc1_dense"],
+        "nc1_dense": out.get("nc1_dense", float("nan")),
         "keys": len(out),
         "values": {k: float(v) for k, v in out.items()},
         "numpy": np.__version__,
@@ -103,13 +107,17 @@ def run_child(args: argparse.Namespace, chunk_size: int | None) -> dict:
         f"--c={args.c}",
         f"--threads={args.threads}",
         f"--chunk-sizes={_name(chunk_size)}",
+        f"--keys={args.keys}",
     ]
+    env = dict(os.environ)
+    if args.src:  # another source tree of collapselab (e.g. an earlier commit), same run
+        env["PYTHONPATH"] = args.src
     limit = int(args.limit_gb * 1e9)
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap)
+    proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, env=env)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         return {"chunk_size": chunk_size, "error": " | ".join(tail)}
@@ -128,13 +136,22 @@ def main() -> None:
         help="measure(chunk_size=...); 'default' leaves it to measure (default_chunk_size)",
     )
     parser.add_argument("--limit-gb", type=float, default=16.0, help="address-space cap")
+    parser.add_argument(
+        "--keys", default="all", help="'all' (with a classifier) or comma-separated keys"
+    )
+    parser.add_argument(
+        "--src", default="", help="run another collapselab source tree (its src/ directory)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [None if s == "default" else int(s) for s in args.chunk_sizes.split(",")]
     if args.child:
-        print(json.dumps(child(args.n, args.d, args.c, sizes[0], args.threads)))
+        print(json.dumps(child(args.n, args.d, args.c, sizes[0], args.threads, args.keys)))
         return
-    print(f"N={args.n}, D={args.d}, C={args.c}, float32 input, threads {args.threads}")
+    print(
+        f"N={args.n}, D={args.d}, C={args.c}, float32 input, threads {args.threads}, "
+        f"keys {args.keys}" + (f", source {args.src}" if args.src else "")
+    )
     print(f"address-space limit per run: {args.limit_gb} GB")
     results = []
     for size in sizes:

@@ -72,9 +72,9 @@ def main() -> None:
     loader = LabeledData(x, y, 10).loader(batch_size=args.batch_size)
     families = args.metrics.split(",")
     monitors = {
-        "monitor (cached)": Monitor(model, loader, metrics=families, schedule=None),
+        "monitor (cached)": Monitor(model, loader, families=families, schedule=None),
         "monitor (two forwards)": Monitor(
-            model, loader, metrics=families, schedule=None, cache_bytes=0
+            model, loader, families=families, schedule=None, cache_bytes=0
         ),
     }
     times: dict[str, list[tuple[float, float]]] = {"plain forward": [], **{k: [] for k in monitors}}

@@ -1,4 +1,4 @@
-"""The shared argument checks of ``collapselab._checks``."""
+"""The shared argument checks of ``collapselab.checks``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from collapselab._checks import (
+from collapselab.checks import (
     ArgumentTypeError,
     as_real_array,
     as_real_tensor,
@@ -241,7 +241,7 @@ def test_check_labels():
 
 
 def test_check_finite_counts_in_blocks_and_passes_an_overflowing_sum(monkeypatch):
-    import collapselab._checks as checks
+    import collapselab.checks as checks
 
     monkeypatch.setattr(checks, "_COUNT_BLOCK", 8)  # several blocks for the count below
     x = torch.zeros(9, 5, dtype=torch.float64)

@@ -70,11 +70,33 @@ def test_help_lists_every_command() -> None:
         assert command in result.output
 
 
-def test_list_shows_the_demo() -> None:
-    result = runner.invoke(app, ["list"])
+def test_list_shows_the_demo_at_80_columns() -> None:
+    from collapselab.experiments import all_experiments
+
+    result = runner.invoke(app, ["list"], env={"COLUMNS": "80"})
     assert result.exit_code == 0
-    for text in ("id", "paper", "preset runtime", "demo", "quick ~10 s", "2-core"):
-        assert text in result.output
+    lines = result.output.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    for experiment in all_experiments():  # id and runtime on one line, unbroken
+        assert any(
+            line.split()[:2] == [experiment.id, experiment.runtime_quick.split()[0]]
+            for line in lines
+            if line.strip()
+        ), experiment.id
+    assert "[presets: quick]" in result.output
+    text = " ".join(result.output.split())
+    assert "Runtimes: wall time of the quick preset (beside the id) and of the standard" in text
+    assert "measured on 2 CPU cores" in text
+
+
+def test_list_metrics_shows_every_key_of_the_catalogue() -> None:
+    from collapselab.metrics import catalogue
+
+    result = runner.invoke(app, ["list", "--metrics"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    for family, key in catalogue():
+        assert key.name in result.output and family in result.output
+    assert "penultimate, train only · dense" in result.output  # what mse_loss needs
 
 
 def test_demo_run_claims_agree_with_the_measured_rows(demo_root: Path) -> None:
@@ -114,14 +136,18 @@ def test_rerunning_the_demo_skips_training(demo_root: Path) -> None:
 
 
 def test_runs_and_query(demo_root: Path) -> None:
-    result = runner.invoke(app, ["runs", "--root", str(demo_root)])
+    result = runner.invoke(app, ["runs", "--root", str(demo_root)], env={"COLUMNS": "80"})
     assert result.exit_code == 0
-    assert "run_id" in result.output and "completed" in result.output  # narrow: cells cut
-    sql = "SELECT count(*) AS n FROM metrics WHERE metric = 'accuracy' AND layer = ''"
+    assert max(len(line.rstrip()) for line in result.output.splitlines()) <= 80
+    assert "demo-quick-seed0" in result.output and "completed" in result.output
+    sql = (
+        "SELECT count(*) AS n FROM metrics WHERE metric = 'accuracy' AND layer = '' "
+        "AND split = 'test'"
+    )
     result = runner.invoke(app, ["query", sql, "--root", str(demo_root), "--format", "json"])
     assert result.exit_code == 0
-    # 31 evaluations (epoch 0 and 30 epochs) on train and test
-    assert json.loads(result.output) == [{"n": 62}]
+    # 31 evaluations of the test split (epoch 0 and 30 epochs)
+    assert json.loads(result.output) == [{"n": 31}]
 
 
 def test_report_rebuilds_run_and_root(demo_root: Path) -> None:
@@ -134,7 +160,7 @@ def test_report_rebuilds_run_and_root(demo_root: Path) -> None:
     assert result.exit_code == 0, result.output
     index = json.loads((demo_root / "index.json").read_text())
     assert [r["run_id"] for r in index["runs"]] == ["demo-quick-seed0"]
-    assert index["claim_counts"]["holds"] == 2
+    assert index["claim_counts"]["holds"] == 4  # the demo's four claims hold
     assert (demo_root / "index.html").is_file()
     missing = runner.invoke(app, ["report", str(demo_root / "nowhere")])
     assert missing.exit_code == 2

@@ -32,7 +32,7 @@ from collapselab.experiments.pfc.training import BAND, DEPTH_RHO, EARLY_MARGIN, 
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
 from collapselab.store import Run
-from collapselab.theory.ufm import pfc_metrics
+from collapselab.theory.ufm import column_pfc
 from collapselab.train import seed_everything
 
 IDS = [
@@ -170,7 +170,7 @@ def test_mufm_rows_are_the_metrics_of_the_stored_solutions(runs):
     np.testing.assert_array_equal(solutions["X"], X)
     table = run.metrics()
     for layer in ("ufm_literal", "ufm_converged", "mufm_literal", "mufm_converged"):
-        expected = pfc_metrics(solutions[layer], y)
+        expected = column_pfc(solutions[layer], y)
         rows = table[table["layer"] == layer].set_index("metric")["value"]
         for key, value in expected.items():
             assert rows[key] == pytest.approx(value, rel=1e-12)

@@ -124,3 +124,25 @@ def test_select_experiments_errors_name_the_papers(monkeypatch: pytest.MonkeyPat
         select_experiments("all")
     with pytest.raises(ValueError, match="paper must be"):
         select_experiments(" ")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("~10 s", 10.0), ("~1.5 min", 90.0), ("<1 s", 1.0), ("~2 h", 7200.0), ("fast", None)],
+)
+def test_runtime_seconds_reads_the_registered_runtimes(text: str, seconds: float | None) -> None:
+    from collapselab.experiments.reproduce import runtime_seconds
+
+    assert runtime_seconds(text) == seconds
+
+
+def test_estimates_come_from_measurements(tmp_path: Path, two_experiments: None) -> None:
+    from collapselab.experiments import estimated_seconds, get_experiment
+
+    good = get_experiment("t-repro-good")
+    assert estimated_seconds(good, "quick", tmp_path, seed=0) == 1.0  # registered runtime
+    assert estimated_seconds(good, "paper", tmp_path, seed=0) is None  # nothing known
+    reproduce("t-paper-x", root=tmp_path, seed=0)
+    assert estimated_seconds(good, "quick", tmp_path, seed=0) == 0.0  # done: skipped
+    measured = Run.open(tmp_path / "t-repro-good-quick-seed0").manifest["durations"]["total_s"]
+    assert estimated_seconds(good, "quick", tmp_path, seed=1) == measured  # another seed's

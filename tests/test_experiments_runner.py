@@ -235,7 +235,13 @@ def test_papers_are_matched_by_number_and_name(registered: list[str]) -> None:
 
 def test_demo_is_registered_with_claims_and_draw() -> None:
     demo = get_experiment("demo")
-    assert [c.name for c in demo.claims] == ["zero-training-error", "test-accuracy"]
+    assert [c.name for c in demo.claims] == [
+        "zero-training-error",
+        "test-accuracy",
+        "nc1-collapses",
+        "deeper-is-more-collapsed",
+    ]
+    assert demo.figures == ["collapse", "training"] and set(demo.captions) == set(demo.figures)
     assert demo.draw is not None
     assert demo in all_experiments()
 

@@ -9,15 +9,16 @@ import pytest
 import torch
 
 from collapselab.metrics.diversity import (
-    CosineSimilarityAccumulator,
-    GatingSimilarityAccumulator,
     feature_cosine_similarity,
     gating_similarity,
     gradient_cosine_similarity,
+    mean_cosine_similarity,
+    mean_gating_similarity,
     pseudo_neuron_similarity,
     pseudo_neuron_similarity_per_sample,
     weight_change_from_factors,
 )
+from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 
 TOL = 1e-12
 
@@ -144,13 +145,13 @@ def test_streaming_and_merge_match_one_shot():
     a, b = CosineSimilarityAccumulator(4), CosineSimilarityAccumulator(4)
     for k, idx in enumerate(np.array_split(order, [5, 6, 23, 40])):
         (a if k % 2 else b).update(torch.tensor(x[idx], dtype=torch.float64), torch.tensor(y[idx]))
-    res = a.merge(b).result()
+    res = mean_cosine_similarity(a.merge(b))
     _assert_matches(res, _brute(x, y, 4, "exclude"))
     assert res.cross_class == pytest.approx(ref.cross_class, abs=1e-14)
     assert res.n_zero == ref.n_zero
     # merging into an empty accumulator copies
     c = CosineSimilarityAccumulator(4).merge(a)
-    assert c.result().all_pairs == pytest.approx(ref.all_pairs, abs=1e-14)
+    assert mean_cosine_similarity(c).all_pairs == pytest.approx(ref.all_pairs, abs=1e-14)
 
 
 def test_float32_torch_input_accumulates_in_float64():
@@ -195,7 +196,8 @@ def test_gating_streaming_matches_one_shot():
     a.merge(b)
     for measure in ("cosine", "agreement"):
         one = gating_similarity(gates, y, 3, measure=measure)
-        assert a.result(measure).cross_class == pytest.approx(one.cross_class, abs=1e-14)
+        got = mean_gating_similarity(a, measure).cross_class
+        assert got == pytest.approx(one.cross_class, abs=1e-14)
 
 
 def test_gating_agreement_fixture():
@@ -290,7 +292,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="different n_classes"):
         acc.merge(CosineSimilarityAccumulator(5))
     with pytest.raises(ValueError, match="empty"):
-        CosineSimilarityAccumulator(2).result()
+        mean_cosine_similarity(CosineSimilarityAccumulator(2))
     with pytest.raises(ValueError, match="only 0 and 1"):
         gating_similarity(x, y)
     with pytest.raises(ValueError, match="measure must be"):

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from collapselab.metrics.diversity import (
-    CommonDirectionAccumulator,
     common_direction_decomposition,
     common_directions,
     detect_phases,
@@ -16,6 +15,7 @@ from collapselab.metrics.diversity import (
     sign_consistency,
     smooth_curve,
 )
+from collapselab.stats import CommonDirectionAccumulator
 
 LR = 0.1
 
@@ -38,7 +38,7 @@ def test_common_direction_equals_top_singular_vectors_of_concatenated_changes():
     g, f = _factors()
     big = _concatenated(g, f)
     u, s, _ = np.linalg.svd(big, full_matrices=False)
-    res = CommonDirectionAccumulator().update(g, f, lr=LR).directions(k=3)
+    res = common_directions(CommonDirectionAccumulator().update(g, f, lr=LR), k=3)
     dirs = res.directions.numpy()
     for i in range(3):
         assert abs(dirs[:, i] @ u[:, i]) == pytest.approx(1.0, abs=1e-10)
@@ -142,7 +142,7 @@ def test_direction_bad_inputs():
             np.ones((2, 4)), np.ones((2, 5))
         )
     with pytest.raises(ValueError, match="empty"):
-        CommonDirectionAccumulator().directions()
+        common_directions(CommonDirectionAccumulator())
     with pytest.raises(ValueError, match="NaN"):
         CommonDirectionAccumulator().update_weight_change(np.full((2, 2), np.nan))
 

@@ -10,22 +10,27 @@ import pytest
 import torch
 
 from collapselab.metrics.layerwise import (
-    LayerPathAccumulator,
-    class_mean_transport_cost,
-    dpfc1_along_line,
     effective_depth,
     effective_depth_from_accuracy,
-    geodesic_curve,
-    geodesic_prediction,
-    interpolate,
     mean_displacements,
     ot_regulariser,
     path_lengths,
+    path_ot_regulariser,
+    path_positions,
+    path_straightness,
     per_layer_pfc,
-    pfc1_along_line,
-    pfc2_along_line,
     relative_positions,
     straightness,
+)
+from collapselab.stats import LayerPathAccumulator
+from collapselab.theory.geodesic import (
+    class_mean_transport_cost,
+    dpfc1_along_line,
+    geodesic_curve,
+    geodesic_prediction,
+    interpolate,
+    pfc1_along_line,
+    pfc2_along_line,
     theorem1_s,
 )
 
@@ -181,7 +186,7 @@ def test_straightness_degenerate_samples():
     assert s[1] == math.inf  # goes out and comes back
     assert math.isnan(s[2])  # never moves
     acc = LayerPathAccumulator().update([h0, h1, h2])
-    assert acc.mean_straightness() == pytest.approx(1.0)
+    assert path_straightness(acc) == pytest.approx(1.0)
 
 
 def test_path_accumulator_streaming_matches_one_shot():
@@ -190,9 +195,9 @@ def test_path_accumulator_streaming_matches_one_shot():
     a.update([h[:17] for h in layers])
     b.update([torch.tensor(h[17:]) for h in layers])
     a.merge(b)
-    np.testing.assert_allclose(a.relative_positions(), relative_positions(layers), atol=1e-14)
-    assert a.ot_regulariser() == pytest.approx(ot_regulariser(layers), rel=1e-14)
-    assert a.mean_straightness() == pytest.approx(np.mean(straightness(layers)), rel=1e-13)
+    np.testing.assert_allclose(path_positions(a), relative_positions(layers), atol=1e-14)
+    assert path_ot_regulariser(a) == pytest.approx(ot_regulariser(layers), rel=1e-14)
+    assert path_straightness(a) == pytest.approx(np.mean(straightness(layers)), rel=1e-13)
     assert a.n_samples == len(layers[0])
 
 

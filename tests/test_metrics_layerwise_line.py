@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from collapselab.metrics.layerwise import (
+from collapselab.theory.geodesic import (
     dpfc1_along_line,
     geodesic_curve,
     interpolate,

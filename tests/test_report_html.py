@@ -130,9 +130,9 @@ def test_report_content(tmp_path: Path) -> None:
     assert '<span class="badge bad">does not hold</span>' in html
     assert '<span class="badge na">not evaluable</span>' in html
     assert "value = \u2014" in html  # a NaN stored as null
-    assert "<td>net.depth</td><td>3</td>" in html  # nested config flattened
-    assert "<td>total_s</td><td>12.5 s</td>" in html
-    assert "<td>torch</td>" in html  # versions
+    assert '<td class="wrap">net.depth</td><td class="wrap">3</td>' in html  # config flattened
+    assert '<td>total_s</td><td class="wrap">12.5 s</td>' in html
+    assert '<td class="wrap">torch</td>' in html  # versions
     # final model-level values: the loss of the last epoch, 1/3
     assert '<td>loss</td><td>train</td><td class="num">0.3333</td>' in html
 

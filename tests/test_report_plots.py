@@ -212,3 +212,45 @@ def test_plot_training_curves_still_works(tmp_path: Path) -> None:
     frame = pd.DataFrame(rows, columns=["step", "epoch", "split", "layer", "metric", "value"])
     path = plot_training_curves(frame, tmp_path / "t.png", zero_error_epoch=2)
     assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_layout_fits_the_report_and_legends_stay_off_the_axes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every figure is at most MAX_FIGURE_WIDTH wide with at most 3 panels per row, and no
+    legend overlaps the data area of any panel."""
+    checked: list[tuple[float, int]] = []
+    original = plots._save
+
+    def spy(fig: Any, path: Any, dpi: int = plots.DPI) -> Path:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+        boxes = [ax.get_window_extent(renderer) for ax in fig.axes if ax.get_visible()]
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            assert not any(box.overlaps(other) for other in boxes), path
+        columns = {round(ax.get_position().x0, 3) for ax in fig.axes if ax.get_visible()}
+        assert len(columns) <= plots.MAX_PANELS_PER_ROW
+        checked.append((fig.get_figwidth(), len(legends)))
+        return original(fig, path, dpi)
+
+    monkeypatch.setattr(plots, "_save", spy)
+    frame = _long(layers=9)
+    frame = pd.concat(
+        [frame, frame.assign(metric="m3"), frame.assign(metric="m4"), frame.assign(metric="m5")]
+    )
+    plot_panels(frame, tmp_path / "a.png", panel="metric", logy=True, zero_error_epoch=2)
+    plot_metric(frame, tmp_path / "b.png", "nc1", split="train")
+    plot_vs_depth(
+        frame, tmp_path / "c.png", ["nc1", "acc", "m3", "m4"], prediction=([0, 1], [1, 0])
+    )
+    values = {f"panel {k}": {f"item {i}": i + 1.0 for i in range(6)} for k in range(4)}
+    plot_comparison(values, tmp_path / "d.png", reference=0.5)
+    # a: the nc1 panel also shows the test split, so each panel has its own legend (outside);
+    # the others share one legend below their panels.
+    assert [n for _, n in checked] == [5, 1, 1, 1]
+    assert all(width <= plots.MAX_FIGURE_WIDTH + 1e-9 for width, _ in checked)
+    for name in "abcd":
+        width = int.from_bytes((tmp_path / f"{name}.png").read_bytes()[16:20], "big")
+        assert width <= plots.MAX_FIGURE_WIDTH * plots.DPI + 1

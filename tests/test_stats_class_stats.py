@@ -324,6 +324,33 @@ def test_pass2_decisions_equal_the_documented_formulas_exactly():
         )
 
 
+@pytest.mark.parametrize("collinear", [False, True])
+def test_own_means_ncc_decisions_through_the_projection_are_the_documented_ones(collinear):
+    # Projected statistics decide the nearest class mean from the projection on range(M̄)
+    # (the means' own differences lie in it); heavily overlapping classes make many rows
+    # close to a tie, and collinear means a rank-1 span.
+    rng = np.random.default_rng(31)
+    C, D, n = 5, 40, 30
+    direction = rng.normal(size=D)
+    centres = np.outer(np.arange(C), direction) if collinear else rng.normal(size=(C, D))
+    y = np.repeat(np.arange(C), n)
+    noise = 3.0 * rng.normal(size=(C, n, D))
+    noise -= noise.mean(axis=1, keepdims=True)  # class means exactly the centres
+    H = torch.from_numpy(centres[y] + noise.reshape(C * n, D))
+    W, b = rng.normal(size=(C, D)), rng.normal(size=C)
+    st = class_stats_from_features(H, y, C, mode="projected", W=W, b=b, chunk_size=7)
+    assert st.basis.shape[1] == (1 if collinear else C - 1)
+    ncc = nearest_class_mean(H, st.means).numpy()
+    pred = np.argmax(H.numpy() @ W.T + b, axis=1)
+    want = np.zeros((C, C), int)
+    np.add.at(want, (y, ncc), 1)
+    np.testing.assert_array_equal(st.ncc_confusion.numpy(), want)
+    np.testing.assert_array_equal(
+        st.mismatch_counts.numpy(), np.bincount(y[ncc != pred], minlength=C)
+    )
+    assert 0 < want.trace() < C * n  # the decisions are not trivial
+
+
 def test_pass2_exact_ties_go_to_the_lowest_class():
     # Class means (+-0.75, 0) mirror each other about the origin, (0, 4.5) and (0, 3.5)
     # about (0, 4): the samples at (0, 0) and (0, 4) are equidistant from a pair of means.

@@ -123,3 +123,85 @@ def test_two_gloo_processes_match_single_process(tmp_path):
                     report[case][key],
                     value,
                 )
+
+
+# ---------------------------------------------------------------------------------------
+# every accumulator through the one generic reduction
+
+
+def every_accumulator(shards, pairs):
+    """One of each accumulator of collapselab.stats over ``shards`` of ``(H, y)`` rows (and
+    of ``pairs`` of layer paths), all reduced by one ``stats.all_reduce`` call per pass."""
+    from collapselab.stats import (
+        CommonDirectionAccumulator,
+        ConfusionCounts,
+        CosineSimilarityAccumulator,
+        GatingSimilarityAccumulator,
+        LayerPathAccumulator,
+        all_reduce,
+    )
+
+    stats = ClassStats(C, mode="dense", dim=D, weighting="sample")
+    cos, gating = CosineSimilarityAccumulator(C), GatingSimilarityAccumulator(C)
+    path, common, confusion = (
+        LayerPathAccumulator(),
+        CommonDirectionAccumulator(),
+        ConfusionCounts(C),
+    )
+    for h, y in shards:
+        stats.update(h, y)
+        cos.update(h, y)
+        gating.update(h > 0, y)
+        common.update(h[:, :3], h[:, 3:], lr=0.5)
+        confusion.update(y, (y + 1) % C)
+    for layers in pairs:
+        path.update(layers)
+    accumulators = [stats, cos, gating, path, common, confusion]
+    if dist.is_initialized():
+        all_reduce(accumulators)
+    stats.finalize_means()
+    for h, y in shards:
+        stats.update(h, y)
+    if dist.is_initialized():
+        all_reduce([stats])
+    out = {}
+    for acc in accumulators:
+        for key, value in acc.state().items():
+            out[f"{type(acc).__name__}/{key}"] = value.double().flatten().tolist()
+    return out, {type(acc) for acc in accumulators}
+
+
+def path_layers(H):
+    return [H, 2.0 * H + 1.0, H.flip(1)]
+
+
+def worker_every(rank, world, init_file, out_dir):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        H, y, _, _ = make_data()
+        rows = np.arange(len(y))[rank::world]
+        shards = [(H[i], y[i]) for i in np.array_split(rows, 2)]
+        pairs = [path_layers(H[i]) for i in np.array_split(rows, 3)]
+        out, _ = every_accumulator(shards, pairs)
+        with open(os.path.join(out_dir, f"every{rank}.json"), "w") as f:
+            json.dump(out, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_every_accumulator_reduces_to_the_single_process_sums(tmp_path):
+    from collapselab.stats import Accumulator
+
+    mp.spawn(worker_every, args=(2, str(tmp_path / "init"), str(tmp_path)), nprocs=2, join=True)
+    H, y, _, _ = make_data()
+    want, covered = every_accumulator([(H, y)], [path_layers(H)])
+    # Every accumulator the stats layer defines takes part: a new one must join this test.
+    defined = {c for c in Accumulator.__subclasses__() if c.__module__.startswith("collapselab.")}
+    assert covered == defined
+    for rank in range(2):
+        with open(tmp_path / f"every{rank}.json") as f:
+            got = json.load(f)
+        assert got.keys() == want.keys()
+        for key, values in want.items():
+            np.testing.assert_allclose(got[key], values, rtol=1e-12, atol=1e-12, err_msg=key)

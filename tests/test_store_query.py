@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collapselab.store import RUN_COLUMNS, Run, list_runs, query
+from collapselab.store import RUN_COLUMNS, QueryError, Run, list_runs, query
 
 _METRIC_VIEW = ["run_id", "step", "epoch", "split", "layer", "metric", "value"]
 
@@ -78,15 +78,65 @@ def test_empty_root_gives_empty_views_with_columns(tmp_path: Path) -> None:
 def test_query_errors(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="does not exist"):
         list_runs(tmp_path / "missing")
-    with pytest.raises(ValueError, match="sql"):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is a file, not a directory of runs"):
+        query(tmp_path / "file", "SELECT 1")
+    with pytest.raises(QueryError, match="SQL is empty"):
         query(tmp_path, "  ")
 
 
-def test_unreadable_manifest_is_skipped_with_a_warning(tmp_path: Path) -> None:
-    Run.create(tmp_path, "exp", run_id="good")
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "manifest.json").write_text("{not json")
-    with pytest.warns(UserWarning, match="unreadable run manifest"):
-        runs = list_runs(tmp_path)
-    assert runs["run_id"].tolist() == ["good"]
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("SELEC bad sql", r"^query failed: Parser Error: syntax error at or near \"SELEC\"; views"),
+        (
+            "SELECT nosuch FROM metrics",
+            r"^query failed: Binder Error: Referenced column \"nosuch\" not found .*"
+            r"\(Candidate bindings: .*\); views: metrics\(run_id, step",
+        ),
+        ("SELECT * FROM nosuch", r"^query failed: Catalog Error: Table with name nosuch"),
+    ],
+)
+def test_query_errors_are_one_line_with_the_views(tmp_path: Path, sql: str, match: str) -> None:
+    _two_runs(tmp_path)
+    with pytest.raises(QueryError, match=match) as caught:
+        query(tmp_path, sql)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("COPY (SELECT 1) TO '{out}'", "COPY"),
+        ("SELECT 1; COPY (SELECT * FROM metrics) TO '{out}'", "COPY"),
+        ("ATTACH '{out}' AS other", "ATTACH"),
+        ("CREATE TABLE t AS SELECT 1", "CREATE"),
+        ("INSERT INTO runs VALUES (1)", "INSERT"),
+        ("EXPLAIN ANALYZE COPY (SELECT 1) TO '{out}'", "EXPLAIN COPY"),
+        ("SET enable_external_access = true", "SET"),
+        ("INSTALL httpfs", "INSTALL"),
+        ("EXPORT DATABASE '{out}'", "EXPORT"),
+    ],
+)
+def test_query_refuses_statements_that_write(tmp_path: Path, sql: str, kind: str) -> None:
+    _two_runs(tmp_path)
+    out = tmp_path / "written"
+    with pytest.raises(QueryError, match=f"read-only: {kind} statements are refused"):
+        query(tmp_path, sql.format(out=out))
+    assert not out.exists()
+
+
+def test_query_accepts_read_only_forms(tmp_path: Path) -> None:
+    _two_runs(tmp_path)
+    assert query(tmp_path, "FROM runs SELECT count(*) AS n")["n"].tolist() == [2]
+    assert query(tmp_path, "WITH r AS (SELECT * FROM runs) SELECT count(*) AS n FROM r")[
+        "n"
+    ].tolist() == [2]
+    pivot = query(
+        tmp_path,
+        "PIVOT (SELECT run_id, epoch, value FROM metrics WHERE metric = 'loss') "
+        "ON run_id USING first(value) ORDER BY epoch",
+    )
+    assert list(pivot.columns) == ["epoch", "a", "b"] and len(pivot) == 5
+    assert len(query(tmp_path, "EXPLAIN SELECT * FROM metrics")) == 1
+    assert len(query(tmp_path, "SUMMARIZE metrics")) == 7

@@ -99,6 +99,18 @@ def test_status_timings_and_manifest_updates(tmp_path: Path) -> None:
         run.update_manifest(id="other")
 
 
+def test_a_run_left_running_by_a_killed_process_records_its_resume(tmp_path: Path) -> None:
+    run = Run.create(tmp_path, "exp")
+    run.set_status("running")
+    run.close()  # the process "dies" here: the manifest still says running
+    again = Run.open(run.path)
+    assert again.status == "running"
+    again.set_status("running")
+    again.set_status("running")  # nested set-up in the same session: not a second resume
+    timings = Run.open(run.path).manifest["timings"]
+    assert len(timings["resumed"]) == 1 and timings["finished"] is None
+
+
 def test_context_manager_marks_failure_and_flushes(tmp_path: Path) -> None:
     run = Run.create(tmp_path, "exp")
     run.set_status("running")
@@ -216,7 +228,7 @@ def test_crash_during_metric_write_keeps_old_file(
 def test_killed_process_leaves_old_file_and_only_a_hidden_temp(tmp_path: Path) -> None:
     run = Run.create(tmp_path, "exp")
     run.log(0, "loss", 1.0)
-    run.flush()
+    run.close()  # lets the child process take the run's write lock
     before = (run.path / "metrics.parquet").read_bytes()
     script = textwrap.dedent(
         f"""
@@ -237,7 +249,9 @@ def test_killed_process_leaves_old_file_and_only_a_hidden_temp(tmp_path: Path) -
     assert proc.returncode == 3, proc.stderr.decode()
     assert (run.path / "metrics.parquet").read_bytes() == before
     leftovers = [
-        p.name for p in run.path.iterdir() if p.name not in ("manifest.json", "metrics.parquet")
+        p.name
+        for p in run.path.iterdir()
+        if p.name not in ("manifest.json", "metrics.parquet", ".lock")
     ]
     assert len(leftovers) == 1 and leftovers[0].startswith(".metrics.parquet.")
     assert leftovers[0].endswith(".tmp")
@@ -320,3 +334,50 @@ def test_record_zero_error_epoch_keeps_the_earliest(tmp_path: Path) -> None:
         run.record_zero_error_epoch(epoch)
         assert run.manifest["zero_error_epoch"] == kept
     assert Run.open(run.path).manifest["zero_error_epoch"] == 5
+
+
+# ------------------------------------------------------------------------- write lock
+_HOLD_LOCK = """
+import sys, time
+from collapselab.store import Run
+run = Run.open(sys.argv[1])
+run.log(5, "loss", 0.1)
+run.flush()
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_second_process_cannot_write_the_same_run(tmp_path: Path) -> None:
+    from collapselab.store import RunLockedError
+
+    run = Run.create(tmp_path, "exp")
+    run.close()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(run.path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "locked"
+        other = Run.open(run.path)
+        assert other.metrics()["step"].tolist() == [5]  # reading needs no lock
+        with pytest.raises(RunLockedError, match=rf"pid {child.pid} since .*wait for it"):
+            other.set_status("running")
+        with pytest.raises(RunLockedError):
+            other.write_json("claims", {})
+    finally:
+        child.kill()  # SIGKILL: the operating system releases the lock
+        child.wait()
+    other.set_status("running")
+    assert Run.open(run.path).status == "running"
+    assert "pid" in (run.path / ".lock").read_text()
+
+
+def test_runs_of_one_process_share_the_lock(tmp_path: Path) -> None:
+    a = Run.create(tmp_path, "exp")
+    b = Run.open(a.path)
+    a.log(0, "loss", 1.0)
+    a.flush()
+    b.write_json("claims", {"ok": True})  # same process: allowed
+    a.close()
+    b.write_text("note.txt", "x")
+    b.close()

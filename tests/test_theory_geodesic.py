@@ -6,20 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from collapselab.metrics.layerwise import (
-    class_mean_transport_cost,
-    dpfc1_along_line,
-    pfc2_along_line,
-    theorem1_s,
-)
 from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
 from collapselab.theory.geodesic import (
+    class_mean_transport_cost,
+    dpfc1_along_line,
     dpfc1_appendix_a,
     ideal_endpoint,
+    pfc2_along_line,
     pfc2_end_curvature,
     simplex_etf,
     straight_line_model,
     theorem1_monte_carlo,
+    theorem1_s,
     theorem2_study,
     verify_straight_line,
 )

@@ -11,9 +11,9 @@ import torch
 from collapselab.data.synthetic import gaussian_mixture
 from collapselab.theory.ufm import (
     alignment,
+    column_pfc,
     gradient_flow,
     mufm_model,
-    pfc_metrics,
     solve_converged,
     solve_literal,
     solve_mufm,
@@ -213,7 +213,7 @@ def test_converged_beats_literal_at_the_papers_lambda():
     assert literal.grad_norm > 1e4 * conv.grad_norm
     v = verify_mufm(problem, conv)
     assert v.first_order < 1e-5  # Appendix C: Kn ∇L(H) + λ(H - X) = 0
-    assert v.pfc_data == pfc_metrics(X, y)
+    assert v.pfc_data == column_pfc(X, y)
 
 
 @pytest.mark.parametrize(
@@ -226,7 +226,7 @@ def test_ufm_reaches_exact_collapse(options):
     problem = ufm_model(y, 20, lambda_w=0.005, lambda_h=0.001, **options)
     sol = solve_converged(problem, tol=1e-9)
     assert sol.converged
-    m = pfc_metrics(sol.H, y)
+    m = column_pfc(sol.H, y)
     assert m["nc1_trace_ratio"] < 1e-10
     assert m["nc2_etf_distance"] < 1e-6
     assert m["ncc_accuracy"] == 1.0
@@ -234,9 +234,9 @@ def test_ufm_reaches_exact_collapse(options):
 
 def test_mufm_is_more_collapsed_than_the_data_and_moves_to_it_as_lambda_grows():
     X, y = _data(5, 20, 30, seed=0)
-    data = pfc_metrics(X, y)
+    data = column_pfc(X, y)
     sol = solve_converged(mufm_model(X, y, lambda_w=0.005, lam=0.001), tol=1e-10)
-    m = pfc_metrics(sol.H, y)
+    m = column_pfc(sol.H, y)
     assert m["nc1_trace_ratio"] < data["nc1_trace_ratio"]
     assert m["nc2_etf_distance"] < data["nc2_etf_distance"]
     assert m["ncc_accuracy"] > data["ncc_accuracy"]
@@ -249,7 +249,7 @@ def test_mufm_is_more_collapsed_than_the_data_and_moves_to_it_as_lambda_grows():
         previous = solve_converged(mufm_model(X, y, 0.005, lam), tol=1e-10, init=previous or "data")
         assert previous.converged
         align.append(alignment(previous.H, X))
-        pfc1.append(pfc_metrics(previous.H, y)["nc1_trace_ratio"])
+        pfc1.append(column_pfc(previous.H, y)["nc1_trace_ratio"])
     assert np.all(np.diff(align) < 0)
     assert np.all(np.diff(pfc1) > 0)
     assert pfc1[-1] < data["nc1_trace_ratio"]
@@ -323,7 +323,7 @@ def test_theorem4_gradient_flow_lemma1_and_large_lambda_limit():
         sol = solve_converged(problem, tol=1e-11)
         at = gradient_flow(problem, [1.0 / lam]).H[-1]
         errors.append(np.linalg.norm(sol.H - at) / np.linalg.norm(sol.H - X))
-        assert pfc_metrics(sol.H, y)["nc1_trace_ratio"] < pfc_metrics(X, y)["nc1_trace_ratio"]
+        assert column_pfc(sol.H, y)["nc1_trace_ratio"] < column_pfc(X, y)["nc1_trace_ratio"]
     assert errors[0] < 0.03
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     np.testing.assert_allclose(ratios, 2.0, rtol=0.1)

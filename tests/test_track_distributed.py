@@ -11,11 +11,12 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from collapselab.data.dataset import LabeledData
+from collapselab.metrics import MSE, Diversity
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.track import Monitor
 
-KW = {"metrics": ["nc", "pfc", "diversity", "mse"], "lam": 1e-2, "gradients": True}
+KW = {"families": ["nc", "pfc", Diversity(gradients=True), MSE(lam=1e-2)]}
 
 
 def make():

@@ -17,10 +17,18 @@ from collapselab.track import Monitor
 HAS_LIGHTNING = importlib.util.find_spec("lightning") is not None
 
 
-@pytest.mark.skipif(HAS_LIGHTNING, reason="checks the message shown when lightning is absent")
-def test_missing_lightning_gives_a_clear_import_error():
-    import collapselab.track as track
+def test_missing_lightning_gives_a_clear_import_error(monkeypatch):
+    """Lightning hidden (importing it fails), whether or not it is installed."""
+    import sys
 
+    import collapselab.track as track
+    import collapselab.track.lightning as lightning_module
+
+    for name in ("lightning", "lightning.pytorch", "lightning.pytorch.callbacks"):
+        monkeypatch.setitem(sys.modules, name, None)
+    for name in ("pytorch_lightning", "pytorch_lightning.callbacks"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(lightning_module, "_CLASS", None)
     with pytest.raises(ImportError, match=r"pip install 'collapselab\[lightning\]'"):
         track.CollapseCallback  # noqa: B018
     with pytest.raises(AttributeError):
@@ -34,36 +42,24 @@ def _data() -> LabeledData:
     return LabeledData(x, y, 3)
 
 
-def test_collapse_callback_records_the_monitor_rows(tmp_path):
-    pl = pytest.importorskip("lightning.pytorch")
-    from collapselab.track.lightning import CollapseCallback
+def _fit(net, loader, callback, epochs):
+    """Lightning fits ``net`` (as the module's ``net``) with SGD at lr 0.1, cross-entropy."""
+    import lightning.pytorch as pl
 
     class Wrapper(pl.LightningModule):
         def __init__(self, net):
             super().__init__()
             self.net = net
 
-        def forward(self, x):
-            return self.net(x)
-
         def training_step(self, batch, batch_idx):
             x, y = batch
-            return F.cross_entropy(self(x), y)
+            return F.cross_entropy(self.net(x), y)
 
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.1)
 
-    data = _data()
-    train_loader = data.loader(batch_size=16, shuffle=True, seed=1)
-    measure_loader = data.loader(batch_size=20)
-    torch.manual_seed(0)
-    net = MLP(5, 3, width=8, depth=3, bias=True)
-    run = Run.create(tmp_path, "lightning")
-    callback = CollapseCallback(
-        measure_loader, model_attr="net", schedule="all", run=run, metrics=["nc", "pfc"]
-    )
     trainer = pl.Trainer(
-        max_epochs=3,
+        max_epochs=epochs,
         accelerator="cpu",
         devices=1,
         logger=False,
@@ -72,7 +68,23 @@ def test_collapse_callback_records_the_monitor_rows(tmp_path):
         enable_model_summary=False,
         callbacks=[callback],
     )
-    trainer.fit(Wrapper(net), train_dataloaders=train_loader)
+    trainer.fit(Wrapper(net), train_dataloaders=loader)
+
+
+def test_collapse_callback_records_the_monitor_rows(tmp_path):
+    pytest.importorskip("lightning.pytorch")
+    from collapselab.track.lightning import CollapseCallback
+
+    data = _data()
+    train_loader = data.loader(batch_size=16, shuffle=True, seed=1)
+    measure_loader = data.loader(batch_size=20)
+    torch.manual_seed(0)
+    net = MLP(5, 3, width=8, depth=3, bias=True)
+    run = Run.create(tmp_path, "lightning")
+    callback = CollapseCallback(
+        measure_loader, model_attr="net", schedule="all", run=run, families=["nc", "pfc"]
+    )
+    _fit(net, train_loader, callback, epochs=3)
     run.flush()
     rows = run.metrics()
     nc1 = rows[(rows.metric == "nc1") & (rows.layer == net.penultimate)]
@@ -80,7 +92,7 @@ def test_collapse_callback_records_the_monitor_rows(tmp_path):
     assert list(nc1.epoch) == [0, 1, 2, 3]
     assert list(nc1.step) == [0, 3, 6, 9]
     # The last rows equal a plain Monitor on the trained network.
-    final = Monitor(net, measure_loader, metrics=["nc", "pfc"], schedule=None).measure_now()
+    final = Monitor(net, measure_loader, families=["nc", "pfc"], schedule=None).measure_now()
     last = rows[rows.epoch == 3]
     for layer, values in final["train"].items():
         for key, value in values.items():
@@ -91,6 +103,67 @@ def test_collapse_callback_records_the_monitor_rows(tmp_path):
     assert callback.state_dict()["zero_error_epoch"] == (
         -1 if callback.monitor.zero_error_epoch is None else callback.monitor.zero_error_epoch
     )
+
+
+@pytest.mark.skipif(not HAS_LIGHTNING, reason="lightning is not installed (.ci/run installs it)")
+def test_lightning_fit_equals_the_plain_training_loop(tmp_path):
+    """Same network, same batches, same SGD: every Monitor row of a Lightning fit equals the
+    row the plain loop's Monitor records (3 epochs of 3 steps, measured at every epoch)."""
+    import copy
+
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from collapselab.data.dataset import DataSplits
+    from collapselab.track.lightning import CollapseCallback
+    from collapselab.train import TrainConfig, train
+    from collapselab.train._rng import epoch_permutation
+
+    data = _data()
+    measure_loader = data.loader(batch_size=20)
+    torch.manual_seed(0)
+    net_plain = MLP(5, 3, width=8, depth=3, bias=True)
+    net_lightning = copy.deepcopy(net_plain)
+    epochs, batch, seed = 3, 16, 7
+
+    plain_run = Run.create(tmp_path, "plain")
+    monitor = Monitor(net_plain, measure_loader, families=["nc", "pfc"], schedule="all")
+    config = TrainConfig(epochs=epochs, lr=0.1, batch_size=batch, seed=seed)
+    train(net_plain, DataSplits(data), config, [monitor.callback()], run=plain_run)
+
+    class SameBatches:
+        """The plain loop's batches: epoch e visits epoch_permutation(n, seed, e)."""
+
+        def __init__(self):
+            self.epoch = 0
+
+        def __iter__(self):
+            self.epoch += 1
+            order = epoch_permutation(len(data), seed, self.epoch)
+            return iter([order[i : i + batch].tolist() for i in range(0, len(data), batch)])
+
+        def __len__(self):
+            return -(-len(data) // batch)
+
+    loader = DataLoader(TensorDataset(data.x, data.y), batch_sampler=SameBatches())
+    lightning_run = Run.create(tmp_path, "lightning")
+    callback = CollapseCallback(
+        measure_loader, model_attr="net", schedule="all", run=lightning_run, families=["nc", "pfc"]
+    )
+    _fit(net_lightning, loader, callback, epochs)
+    lightning_run.flush()
+
+    def monitor_rows(run):
+        rows = run.metrics()
+        rows = rows[rows.layer != ""]
+        return rows.set_index(["step", "epoch", "split", "layer", "metric"])["value"].sort_index()
+
+    plain, fitted = monitor_rows(plain_run), monitor_rows(lightning_run)
+    assert len(plain) > 100 and list(plain.index) == list(fitted.index)
+    assert sorted(set(plain.index.get_level_values("epoch"))) == [0, 1, 2, 3]
+    for a, b in zip(plain.to_numpy(), fitted.to_numpy(), strict=True):
+        assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+    for p, q in zip(net_plain.parameters(), net_lightning.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
 
 
 class _StubTrainer:
@@ -132,7 +205,7 @@ def test_hook_logic_against_a_stub_of_the_lightning_api(tmp_path, monkeypatch):
     net = MLP(5, 3, width=8, depth=3, bias=True)
     run = Run.create(tmp_path, "stub")
     cb = callback_cls(
-        every_iterations=2, run=run, metrics=["nc"], log_to_logger=True, batch_size=24
+        every_iterations=2, run=run, families=["nc"], log_to_logger=True, batch_size=24
     )  # schedule "log", budget from max_epochs; trainer's loader
     trainer = _StubTrainer(max_epochs=4)
     trainer.train_dataloader = data.loader(batch_size=24)
@@ -161,6 +234,6 @@ def test_hook_logic_against_a_stub_of_the_lightning_api(tmp_path, monkeypatch):
     assert trainer.logged[-1][1][key] == nc1.value.iloc[-1]
     assert cb.monitor.schedule.at_epoch(4) and not cb.monitor.schedule.at_epoch(5)
     saved = cb.state_dict()
-    fresh = callback_cls(run=run, metrics=["nc"])
+    fresh = callback_cls(run=run, families=["nc"])
     fresh.load_state_dict(saved)
     assert fresh.state_dict() == saved

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from collapselab.data.dataset import LabeledData
-from collapselab.metrics import measure
+from collapselab.metrics import MSE, NC, PFC, Diversity, measure
 from collapselab.metrics.diversity import (
     feature_cosine_similarity,
     gating_similarity,
@@ -100,7 +100,7 @@ def test_fc_resnet_every_layer_equals_measure_with_classifier_and_mse():
     model = FCResNet(6, 8, 3, 3).double()
     warm_batchnorm(model, train.x.double())
     lam = 2.5e-3
-    monitor = Monitor(model, train, test, metrics=["nc", "mse"], lam=lam, batch_size=7)
+    monitor = Monitor(model, train, test, families=["nc", MSE(lam=lam)], batch_size=7)
     assert monitor.layers == ["stem", "blocks.0", "blocks.1", "blocks.2"]
     results, checked = assert_matches_measure(model, monitor, train, test, lam=lam)
     assert checked >= 100
@@ -117,7 +117,7 @@ def test_conv_resnet_dense_and_projected_layers_equal_measure():
     train, test = blobs(1, 20, 6, (2, 6, 6))
     model = ConvResNet(2, 3, [(3, 2, 1), (4, 2, 2)]).double()
     warm_batchnorm(model, train.x.double())
-    monitor = Monitor(model, train, test, metrics=["nc", "pfc"], dense_max_dim=50, batch_size=16)
+    monitor = Monitor(model, train, test, families=["nc", "pfc"], dense_max_dim=50, batch_size=16)
     assert monitor.layers == [*model.feature_layers, "flatten"]
     results, _ = assert_matches_measure(model, monitor, train, test, dense_max_dim=50)
     assert results["train"]["stem"]["nc1_dense"] == 0.0  # D = 108 > 50: projected
@@ -130,7 +130,7 @@ def test_batch_size_invariance():
     torch.manual_seed(2)
     train, test = blobs(2, 15, 6, (5,))
     model = MLP(5, 3, width=6, depth=4, bias=True).double()
-    kwargs = {"metrics": ["nc", "pfc", "diversity"], "gradients": True}
+    kwargs = {"families": ["nc", "pfc", Diversity(gradients=True)]}
     a = Monitor(model, train, test, batch_size=4, **kwargs).measure_now()
     b = Monitor(model, train, test, batch_size=45, **kwargs).measure_now()
     count = 0
@@ -150,7 +150,7 @@ def test_pfc_path_metrics_equal_layerwise_functions():
     torch.manual_seed(3)
     train, test = blobs(3, 20, 6, (6,))
     model = FCResNet(6, 8, 4, 3, block="linear_relu").double()
-    monitor = Monitor(model, train, test, metrics=["pfc"], batch_size=11, effective_depth_eps=0.2)
+    monitor = Monitor(model, train, test, families=[PFC(effective_depth_eps=0.2)], batch_size=11)
     res = monitor.measure_now()
     layers = model.feature_layers
     assert monitor.path_layers == layers
@@ -181,7 +181,7 @@ def test_diversity_family_equals_metric_functions():
     train, _ = blobs(4, 12, 5, (5,))
     model = MLP(5, 3, width=7, depth=4).double()
     monitor = Monitor(
-        model, train, None, metrics=["diversity"], gradients=True, batch_size=8, loss="mse"
+        model, train, None, families=[Diversity(gradients=True)], batch_size=8, loss="mse"
     )
     res = monitor.measure_now()["train"]
     layers = model.feature_layers
@@ -213,7 +213,7 @@ def test_eval_mode_is_used_and_training_flags_and_running_stats_survive():
     model.layers[1].norm.eval()  # mixed flags
     flags = {n: m.training for n, m in model.named_modules()}
     running = model.layers[0].norm.running_mean.clone()
-    res = Monitor(model, train, metrics=["nc"]).measure_now()
+    res = Monitor(model, train, families=["nc"]).measure_now()
     assert {n: m.training for n, m in model.named_modules()} == flags
     assert torch.equal(model.layers[0].norm.running_mean, running)
     # The values are those of the eval-mode features.
@@ -225,12 +225,12 @@ def test_pattern_addressing_and_no_classifier_keys_without_penultimate():
     torch.manual_seed(6)
     train, _ = blobs(6, 10, 2, (6,))
     model = FCResNet(6, 8, 3, 3).double()
-    monitor = Monitor(model, train, layers=re.compile(r"blocks\.[01]"), metrics=["nc"])
+    monitor = Monitor(model, train, layers=re.compile(r"blocks\.[01]"), families=["nc"])
     assert monitor.layers == ["blocks.0", "blocks.1"]
     res = monitor.measure_now()
     assert "accuracy" not in res["train"]["blocks.1"]
     assert set(res["train"]) == {"blocks.0", "blocks.1", ""}
-    monitor = Monitor(model, train, layers=nn.ReLU, metrics=["nc"])
+    monitor = Monitor(model, train, layers=nn.ReLU, families=["nc"])
     assert monitor.layers == [f"blocks.{i}.act{j}" for i in range(3) for j in (1, 2)]
 
 
@@ -264,7 +264,7 @@ def test_zero_error_epoch_on_a_separable_problem(tmp_path):
     model = MLP(2, 3, width=16, depth=3, bias=True, gamma=0.05)
     run = Run.create(tmp_path, "zero-error")
     odd = list(range(1, 21, 2))
-    monitor = Monitor(model, data, run=run, schedule=odd, metrics=["nc"])
+    monitor = Monitor(model, data, run=run, schedule=odd, families=["nc"])
     opt = torch.optim.SGD(model.parameters(), lr=0.02)
     monitor.before_training()
     all_correct = {}
@@ -295,7 +295,7 @@ def test_degenerate_layer_is_skipped_with_a_warning():
     with torch.no_grad():
         model.layers[0].linear.weight.fill_(-1.0)  # dead ReLU layer: all features zero
         train.x.abs_()
-    monitor = Monitor(model, train, metrics=["nc", "diversity"])
+    monitor = Monitor(model, train, families=["nc", "diversity"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = monitor.measure_now()
@@ -311,24 +311,24 @@ def test_degenerate_layer_is_skipped_with_a_warning():
 def test_bad_arguments():
     train, _ = blobs(10, 4, 2, (3,))
     model = MLP(3, 3, width=4, depth=3).double()
-    with pytest.raises(ValueError, match="non-empty subset"):
-        Monitor(model, train, metrics=["ncx"])
+    with pytest.raises(ValueError, match="unknown metric family 'ncx'"):
+        Monitor(model, train, families=["ncx"])
     with pytest.raises(ValueError, match="needs lam"):
-        Monitor(model, train, metrics=["mse"])
-    with pytest.raises(ValueError, match="gradient cosines"):
-        Monitor(model, train, metrics=["nc"], gradients=True)
+        Monitor(model, train, families=["mse"])
+    with pytest.raises(ValueError, match="gradients must be a bool"):
+        Monitor(model, train, families=[Diversity(gradients="yes")])
     for kwargs, message in [
-        ({"lam": -1.0}, "lam must be"),
-        ({"pairs": "some"}, "pairs must be"),
-        ({"zero_vectors": "drop"}, "zero_vectors must be"),
-        ({"ddof": -1}, "ddof must be"),
+        ({"families": lambda: [MSE(lam=-1.0)]}, "lam must be"),
+        ({"families": lambda: [NC(pairs="some")]}, "pairs must be"),
+        ({"families": lambda: [Diversity(zero_vectors="drop")]}, "zero_vectors must be"),
+        ({"families": lambda: [NC(ddof=-1)]}, "ddof must be"),
         ({"chunk_bytes": -5}, "chunk_bytes must be"),
         ({"distributed": True}, "distributed must be"),
-        ({"loss": "hinge", "metrics": ["diversity"], "gradients": True}, "loss must be"),
+        ({"loss": "hinge", "families": lambda: [Diversity(gradients=True)]}, "loss must be"),
         ({"schedule": [0, 2]}, "each scheduled epoch"),
     ]:
         with pytest.raises(ValueError, match=message):
-            Monitor(model, train, **kwargs)
+            Monitor(model, train, **{k: v() if callable(v) else v for k, v in kwargs.items()})
     lazy = Monitor(model, train, schedule="log")  # the budget may come later
     assert lazy.before_training() is not None
     with pytest.raises(ValueError, match="pass epochs="):
@@ -348,7 +348,9 @@ def test_bad_arguments():
     m = ConvResNet(2, 3, [(3, 1, 1), (4, 1, 2)]).double()
     data, _ = blobs(11, 4, 2, (2, 4, 4))
     with pytest.raises(ValueError, match="share one feature dimension"):
-        Monitor(m, data, path_layers=["stem", "stages.1.transition"]).measure_now()
+        Monitor(
+            m, data, families=["nc", PFC(path_layers=["stem", "stages.1.transition"])]
+        ).measure_now()
     with pytest.warns(UserWarning, match="no two consecutive measured layers"):
         Monitor(m, data, layers=["stem", "flatten"]).measure_now()
     twice = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3)).double()
@@ -370,7 +372,7 @@ def test_imbalanced_classes_use_sample_weights_and_warn_once():
     x = 2.0 * torch.randn(3, 4, generator=g)[y] + torch.randn(len(y), 4, generator=g)
     data = LabeledData(x, y, 3)
     model = MLP(4, 3, width=5, depth=3).double()
-    monitor = Monitor(model, data, metrics=["nc"], batch_size=8)
+    monitor = Monitor(model, data, families=["nc"], batch_size=8)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = monitor.measure_now()
@@ -388,7 +390,7 @@ def test_imbalanced_classes_use_sample_weights_and_warn_once():
         assert b is None
         for key, value in ref.items():
             assert close(res["train"][layer][key], value), (layer, key)
-    balanced = Monitor(model, data, metrics=["nc"], weighting="balanced", batch_size=8)
+    balanced = Monitor(model, data, families=["nc"], weighting="balanced", batch_size=8)
     with pytest.warns(UserWarning, match="'balanced'-weighted variants as requested"):
         other = balanced.measure_now()
     assert other["train"]["layers.1.act"]["nc1"] != res["train"]["layers.1.act"]["nc1"]
@@ -419,7 +421,7 @@ def test_feature_cache_saves_the_second_forward_pass_and_changes_nothing():
     counter = _CountForwards(model)
     batches = {"train": math.ceil(48 / 10), "test": math.ceil(18 / 10)}
     per_sweep = batches["train"] + batches["test"]
-    kwargs = {"metrics": ["nc", "pfc", "diversity"], "batch_size": 10, "dense_max_dim": 50}
+    kwargs = {"families": ["nc", "pfc", "diversity"], "batch_size": 10, "dense_max_dim": 50}
     mon = Monitor(model, train, test, **kwargs)
     cached = mon.measure_now()
     assert counter.n == per_sweep  # one forward per batch
@@ -437,7 +439,7 @@ def test_feature_cache_saves_the_second_forward_pass_and_changes_nothing():
             assert w == v or (math.isnan(v) and math.isnan(w)), key
     # The same with pass 1 taking per-sample gradients (features from autograd).
     counter.n = 0
-    grads = {**kwargs, "gradients": True}
+    grads = {**kwargs, "families": ["nc", "pfc", Diversity(gradients=True)]}
     cached = _flat(Monitor(model, train, test, **grads).measure_now())
     assert counter.n == per_sweep
     twice = _flat(Monitor(model, train, test, cache_bytes=0, **grads).measure_now())
@@ -464,7 +466,7 @@ def test_feature_cache_detects_outputs_modified_in_place():
     torch.manual_seed(5)
     train, _ = blobs(5, 12, 3, (5,))
     model = _InPlaceAfter().double()
-    kwargs = {"layers": ["hidden"], "metrics": ["nc"], "batch_size": 9, "n_classes": 3}
+    kwargs = {"layers": ["hidden"], "families": ["nc"], "batch_size": 9, "n_classes": 3}
     counter = _CountForwards(model)
     mon = Monitor(model, train, **kwargs)
     first = mon.measure_now()

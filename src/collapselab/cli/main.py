@@ -1,12 +1,25 @@
-"""The ``collapselab`` command line (Typer + Rich)."""
+"""The ``collapselab`` command line (Typer + Rich).
+
+A user's mistake (an unknown experiment, bad SQL, a root that is not a directory, a damaged
+run, a run another process is writing) is reported in one line on standard error, saying
+what failed, which file or argument, and what to do, with exit code 2; never a traceback.
+Warnings (a damaged run skipped, a device not used) are one line each too. SIGTERM is
+handled like Ctrl-C: the run being written is marked ``interrupted`` and keeps its
+checkpoint, so running the same command again resumes it.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -22,6 +35,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 console = Console()
+err_console = Console(stderr=True)
 
 DEFAULT_ROOT = Path(os.environ.get("COLLAPSELAB_ROOT", "collapselab-runs"))
 
@@ -43,9 +57,58 @@ DataDirOption = Annotated[
         "the Debian package folders, e.g. /usr/share/datasets/fashion-mnist)."
     ),
 ]
-DeviceOption = Annotated[str, typer.Option(help="cpu or cuda.")]
-SeedOption = Annotated[int, typer.Option(help="Random seed.")]
-ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar.")]
+DeviceOption = Annotated[
+    str, typer.Option(help="cpu, cuda, cuda:<i> or auto (experiments that train).")
+]
+SeedOption = Annotated[int, typer.Option(min=0, help="Random seed (>= 0).")]
+ProgressOption = Annotated[bool, typer.Option(help="Show progress bars.")]
+MirrorOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mirror",
+        help="Also send every metric to tensorboard, mlflow or wandb (repeatable; "
+        "pip install 'collapselab[tracking]').",
+    ),
+]
+
+# Errors a user can cause (arguments, files, SQL, other processes): one line, exit code 2.
+_USAGE_EXIT = 2
+
+
+def _e(value: object) -> str:
+    # Dynamic text (errors, paths, titles) must not be read as Rich markup.
+    return escape(str(value))
+
+
+def _fail(message: object, code: int = _USAGE_EXIT) -> NoReturn:
+    err_console.print(f"[red]error:[/red] {_e(message)}", soft_wrap=True)
+    raise typer.Exit(code=code)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from collapselab.store import DamagedRunError, QueryError, RunLockedError
+
+    return (
+        DamagedRunError,
+        QueryError,
+        RunLockedError,
+        FileNotFoundError,
+        NotADirectoryError,
+        KeyError,
+        ValueError,
+        ImportError,
+    )
+
+
+def _message(error: BaseException) -> str:
+    # KeyError's str() adds quotes around its message.
+    return str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+
+
+def _root_message(error: BaseException, root: Path) -> str:
+    if isinstance(error, (FileNotFoundError, NotADirectoryError)):
+        return f"{error}; give the directory holding the runs with --root (now {root})"
+    return _message(error)
 
 
 @app.command()
@@ -53,53 +116,88 @@ def demo(
     out: RootOption = DEFAULT_ROOT,
     seed: SeedOption = 0,
     progress: ProgressOption = True,
+    mirror: MirrorOption = None,
 ) -> None:
-    """Train a small MLP on scikit-learn's digits for a few epochs and write a run."""
-    _run_and_report("demo", "quick", out, seed=seed, device="cpu", data_dir=None, progress=progress)
+    """Train a small MLP on scikit-learn's digits and watch its layers collapse (~15 s)."""
+    _run_and_report("demo", "quick", out, seed, "cpu", None, progress, mirror or [])
 
 
 @app.command("list")
-def list_experiments() -> None:
-    """List the registered experiments: paper, figure, presets with their measured runtimes."""
-    from collapselab.experiments import all_experiments
+def list_experiments(
+    metrics: Annotated[
+        bool, typer.Option("--metrics", help="List the metric catalogue (families and keys).")
+    ] = False,
+) -> None:
+    """List the registered experiments by paper: figure, quick runtime, claims, presets."""
+    if metrics:
+        _list_metrics()
+        return
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from collapselab.experiments import all_experiments, find_paper
     from collapselab.experiments.papers import paper_label
+    from collapselab.experiments.registry import RUNTIME_MACHINE
 
-    table = Table(caption=RUNTIME_MACHINE)
-    # Identifiers and runtimes must stay readable (and copyable) in a narrow terminal; the
-    # figure title is the column that wraps.
-    table.add_column("id", no_wrap=True)
-    table.add_column("paper", no_wrap=True)
-    table.add_column("figure / table", ratio=1)
-    table.add_column("preset runtime", no_wrap=True)
-    table.add_column("claims", no_wrap=True)
+    # A block per experiment rather than a table: ids and runtimes stay on one line (easy
+    # to copy) and the title wraps under them at any width, 80 columns included.
+    paper = None
     for experiment in all_experiments():
-        shown = experiment.title
-        if experiment.figure:
-            shown = f"{experiment.figure}: {experiment.title}"
-        table.add_row(
-            _e(experiment.id),
-            _e(paper_label(experiment.paper)),
-            _e(shown),
-            _e("\n".join(_preset_line(experiment, p) for p in experiment.presets)),
-            _claim_count(experiment.claims),
+        if experiment.paper != paper:
+            paper = experiment.paper
+            found = find_paper(paper)
+            heading = paper_label(paper) + (f": {found.title}" if found is not None else "")
+            console.print(Text(heading, style="bold"))
+        claims = f"{len(experiment.claims)} claim" + ("" if len(experiment.claims) == 1 else "s")
+        errata = sum(claim.kind == "erratum" for claim in experiment.claims)
+        console.print(
+            Text.assemble(
+                "  ",
+                (f"{experiment.id:<20}", "cyan"),
+                f" {experiment.runtime_quick:>9}  {claims:>9}",
+            ),
+            no_wrap=True,
+            overflow="ellipsis",
         )
-    console.print(table)
+        shown = (
+            f"{experiment.figure}: {experiment.title}" if experiment.figure else experiment.title
+        )
+        presets = ", ".join(_preset_text(experiment, p) for p in experiment.presets)
+        shown += f" [presets: {presets}]"
+        if errata:
+            shown += f" [{errata} of the claims demonstrate errata]"
+        console.print(Padding(Text(shown, style="dim"), (0, 0, 0, 6)))
+    console.print(
+        Text(
+            "Runtimes: wall time of the quick preset (beside the id) and of the standard "
+            f"preset, measured on {RUNTIME_MACHINE}."
+        )
+    )
 
 
-RUNTIME_MACHINE = (
-    "Runtimes: wall time measured on a 2-core x86-64 CPU shared with other jobs (load "
-    "average about 2); paper presets are for a GPU."
-)
-
-
-def _claim_count(claims: list) -> str:
-    errata = sum(claim.kind == "erratum" for claim in claims)
-    return f"{len(claims) - errata}+{errata} err." if errata else str(len(claims))
-
-
-def _preset_line(experiment: object, preset: str) -> str:
-    runtime = experiment.runtime(preset)  # type: ignore[attr-defined]
+def _preset_text(experiment: Any, preset: str) -> str:
+    # The quick runtime is shown beside the id; the others beside their preset.
+    runtime = experiment.runtime(preset) if preset != "quick" else ""
     return f"{preset} {runtime}" if runtime else preset
+
+
+def _list_metrics() -> None:
+    """The metric catalogue: every family's keys, where each applies and what it needs."""
+    from collapselab.metrics import catalogue
+
+    table = Table()
+    table.add_column("key", no_wrap=True)
+    table.add_column("where · needs", ratio=1, min_width=24)
+    family = None
+    for name, key in catalogue():
+        if name != family:
+            if family is not None:
+                table.add_section()
+            table.add_row(f"[bold]{_e(name)}[/bold]", "")
+            family = name
+        where = key.where if key.splits != ("train",) else f"{key.where}, train only"
+        table.add_row(_e(key.name), _e(f"{where} · {key.needs.describe()}"))
+    console.print(table)
 
 
 @app.command()
@@ -111,28 +209,54 @@ def run(
     seed: SeedOption = 0,
     out: RootOption = DEFAULT_ROOT,
     progress: ProgressOption = True,
+    mirror: MirrorOption = None,
 ) -> None:
     """Run one experiment with a preset and write it to the run store."""
-    _run_and_report(experiment_id, preset, out, seed, device, data_dir, progress)
+    _run_and_report(experiment_id, preset, out, seed, device, data_dir, progress, mirror or [])
 
 
 @app.command()
 def runs(root: RootOption = DEFAULT_ROOT) -> None:
-    """List the runs under a root directory."""
+    """List the runs under a root directory (damaged runs are named, with their problem)."""
     from collapselab.store import list_runs
 
-    frame = list_runs(root)
+    try:
+        frame = list_runs(root)
+    except (FileNotFoundError, NotADirectoryError) as error:
+        _fail(_root_message(error, root))
     if frame.empty:
         console.print(f"no runs under {_e(root)}")
         return
-    shown = [c for c in _RUNS_COLUMNS if c in frame.columns]
-    table = Table(*shown)
-    for row in frame[shown].itertuples(index=False):
-        table.add_row(*[_format_cell(v) for v in row])
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("run", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("finished (UTC)", no_wrap=True)
+    for row in frame.itertuples(index=False):
+        colour = _STATUS_COLOURS.get(str(row.status), "white")
+        table.add_row(
+            _e(row.run_id), f"[{colour}]{_e(row.status)}[/{colour}]", _e(_minute(row.finished))
+        )
+    console.print(f"{len(frame)} run(s) under {_e(root)}")
     console.print(table)
+    for row in frame.itertuples(index=False):
+        if isinstance(row.error, str) and row.error:
+            console.print(f"{_e(row.run_id)} ({_e(row.status)}): {_e(row.error)}", soft_wrap=False)
 
 
-_RUNS_COLUMNS = ("run_id", "experiment", "preset", "seed", "status", "finished", "path")
+_STATUS_COLOURS = {
+    "completed": "green",
+    "failed": "red",
+    "damaged": "red",
+    "interrupted": "yellow",
+    "running": "cyan",
+}
+
+
+def _minute(timestamp: Any) -> str:
+    """``2026-11-24T14:38:30.936+00:00`` as ``2026-11-24 14:38``."""
+    if not isinstance(timestamp, str) or len(timestamp) < 16:
+        return "\u2014"
+    return timestamp[:16].replace("T", " ")
 
 
 @app.command()
@@ -141,30 +265,46 @@ def query(
     root: RootOption = DEFAULT_ROOT,
     output: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
 ) -> None:
-    """Run SQL over the metrics of every run under a root (views: metrics, runs)."""
+    """Run read-only SQL over the metrics of every run under a root (views: metrics, runs)."""
+    from collapselab.store import QueryError
     from collapselab.store import query as run_query
 
-    frame = run_query(root, sql)
+    if output not in ("table", "csv", "json"):
+        _fail(f"--format must be table, csv or json, got {output!r}")
+    try:
+        frame = run_query(root, sql)
+    except (FileNotFoundError, NotADirectoryError, QueryError) as error:
+        _fail(_root_message(error, root))
     if output == "csv":
         typer.echo(frame.to_csv(index=False), nl=False)
     elif output == "json":
         typer.echo(frame.to_json(orient="records"))
-    elif output == "table":
-        table = Table(*[str(c) for c in frame.columns])
+    else:
+        table = Table(*[str(c) for c in frame.columns], box=box.SIMPLE_HEAD, pad_edge=False)
         for row in frame.itertuples(index=False):
             table.add_row(*[_format_cell(v) for v in row])
         console.print(table)
-    else:
-        raise typer.BadParameter(f"--format must be table, csv or json, got {output!r}")
-
-
-def _e(value: object) -> str:
-    # Dynamic text (errors, paths, titles) must not be read as Rich markup.
-    return escape(str(value))
 
 
 def _format_cell(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else _e(value)
+
+
+def _check_run_options(device: str, mirrors: list[str], experiments: list[Any]) -> None:
+    """Check --device (when one of ``experiments`` trains) and --mirror before running."""
+    from collapselab.store import check_mirror_available
+    from collapselab.train import resolve_device
+
+    try:
+        if any(e.uses_device for e in experiments):
+            resolve_device(device)
+    except ValueError as error:
+        _fail(f"--device {device}: {error}")
+    for name in mirrors:
+        try:
+            check_mirror_available(name)
+        except (ValueError, ImportError) as error:
+            _fail(f"--mirror {name}: {error}")
 
 
 def _run_and_report(
@@ -175,24 +315,35 @@ def _run_and_report(
     device: str,
     data_dir: Path | None,
     progress: bool,
+    mirrors: list[str],
 ) -> None:
-    from collapselab.experiments import run_experiment
+    from collapselab.cli.progress import ProgressBoard
+    from collapselab.experiments import MissingDataError, get_experiment, run_experiment, run_id_for
 
-    callbacks = _progress_callbacks(experiment_id, progress)
     try:
-        result = run_experiment(
-            experiment_id,
-            preset=preset,
-            root=root,
-            seed=seed,
-            device=device,
-            data_dir=data_dir,
-            callbacks=callbacks,
-            raise_on_error=False,
-        )
-    except (KeyError, ValueError, FileNotFoundError) as error:
-        console.print(f"[red]error:[/red] {_e(error.args[0] if error.args else error)}")
-        raise typer.Exit(code=2) from error
+        experiment = get_experiment(experiment_id)
+    except KeyError as error:
+        _fail(_message(error))
+    _check_run_options(device, mirrors, [experiment])
+    board = ProgressBoard(console, enabled=progress)
+    with _interruptible(f"run {run_id_for(experiment_id, preset, seed)}"), board:
+        try:
+            result = run_experiment(
+                experiment_id,
+                preset=preset,
+                root=root,
+                seed=seed,
+                device=device,
+                data_dir=data_dir,
+                callbacks=[board.training(experiment_id)],
+                raise_on_error=False,
+                mirrors=mirrors,
+                progress=board,
+            )
+        except MissingDataError as error:  # no run exists: say what is missing, in one line
+            _fail(error.one_line())
+        except _user_errors() as error:
+            _fail(_message(error))
     status = result.manifest.get("status")
     colour = "green" if status == "completed" else "red"
     console.print(
@@ -201,7 +352,10 @@ def _run_and_report(
     if status != "completed":
         console.print(f"[red]error:[/red] {_e(result.manifest.get('error'))}")
     _print_data(result.manifest.get("data"))
-    _print_claims(result.path)
+    if status == "completed":
+        _print_claims(result.path)
+    else:  # said once, not once per claim
+        console.print(f"claims: not evaluated (the run is {status})")
     report = result.path / "report.html"
     if report.is_file():
         console.print(f"report: {_e(report)}")
@@ -217,12 +371,6 @@ def _print_data(data: object) -> None:
         console.print(f"[yellow]note:[/yellow] {_e(note)}")
 
 
-def _progress_callbacks(description: str, progress: bool) -> list[object]:
-    from collapselab.cli.progress import RichProgress
-
-    return [RichProgress(description=description)] if progress else []
-
-
 _VERDICT_COLOURS = {"holds": "green", "does not hold": "red", "not evaluable": "yellow"}
 
 
@@ -234,7 +382,7 @@ def _print_claims(run_path: Path) -> None:
         console.print(f"[yellow]{_e(problem)}[/yellow]")
     if not document or not document["claims"]:
         return
-    table = Table("claim", "verdict", "detail")
+    table = Table("claim", "verdict", "detail", box=box.SIMPLE_HEAD, pad_edge=False)
     for entry in document["claims"]:
         verdict = str(entry.get("verdict"))
         colour = _VERDICT_COLOURS.get(verdict, "white")
@@ -254,6 +402,7 @@ def reproduce(
     seed: SeedOption = 0,
     out: RootOption = DEFAULT_ROOT,
     progress: ProgressOption = True,
+    mirror: MirrorOption = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -269,17 +418,49 @@ def reproduce(
     experiment whose dataset files are missing is reported once, and its paper's other
     experiments are not run. The demo is not part of 'all' (run it with `collapselab demo`).
     """
-    from collapselab.experiments import Experiment, ExperimentOutcome
+    import time
+
+    from collapselab.cli.progress import ProgressBoard
+    from collapselab.experiments import (
+        Experiment,
+        ExperimentOutcome,
+        estimated_seconds,
+        select_experiments,
+    )
     from collapselab.experiments import reproduce as run_reproduce
 
     if dry_run:
         _dry_run(paper, preset, data_dir, seed)
         return
+    mirrors = mirror or []
+    try:
+        chosen = select_experiments(paper)
+    except ValueError as error:
+        _fail(error)
+    _check_run_options(device, mirrors, chosen)
+    estimates = {e.id: estimated_seconds(e, preset, out, seed) for e in chosen}
+    position = {e.id: i for i, e in enumerate(chosen, start=1)}
+    current: dict[str, Any] = {"index": 0, "started": time.perf_counter()}
+    board = ProgressBoard(console, enabled=progress)
+
+    def remaining() -> float | None:
+        """Estimates of the experiments not finished, less the time the current one ran."""
+        ahead = [e.id for e in chosen[current["index"] :]]
+        if not ahead or any(estimates[k] is None for k in ahead):
+            return None if ahead else 0.0
+        ran = time.perf_counter() - current["started"]
+        return max(estimates[ahead[0]] - ran, 0.0) + sum(estimates[k] for k in ahead[1:])
 
     def started(experiment: Experiment) -> None:
-        console.print(f"[bold]{_e(experiment.id)}[/bold] ({_e(experiment.title)})")
+        current["index"] = position[experiment.id] - 1
+        current["started"] = time.perf_counter()
+        step(position[experiment.id])
+        board.note(
+            f"[{position[experiment.id]}/{len(chosen)}] {experiment.id} ({experiment.title})"
+        )
 
     def finished(outcome: ExperimentOutcome) -> None:
+        current["index"] = position[outcome.experiment]
         colour = {"completed": "green", "skipped": "cyan", "not run": "yellow"}.get(
             outcome.outcome, "red"
         )
@@ -297,21 +478,24 @@ def reproduce(
                 text += f"\n  [yellow]note:[/yellow] {_e(note)}"
         console.print(text)
 
-    try:
-        result = run_reproduce(
-            paper,
-            preset=preset,
-            root=out,
-            seed=seed,
-            device=device,
-            data_dir=data_dir,
-            callbacks=lambda e: _progress_callbacks(e.id, progress),
-            on_start=started,
-            on_done=finished,
-        )
-    except ValueError as error:
-        console.print(f"[red]error:[/red] {_e(error)}")
-        raise typer.Exit(code=2) from error
+    with _interruptible(f"reproduce {paper}"), board:
+        with board.overall(f"reproduce {paper}", len(chosen), remaining) as step:
+            try:
+                result = run_reproduce(
+                    paper,
+                    preset=preset,
+                    root=out,
+                    seed=seed,
+                    device=device,
+                    data_dir=data_dir,
+                    callbacks=lambda e: [board.training(e.id)],
+                    on_start=started,
+                    on_done=finished,
+                    mirrors=mirrors,
+                    progress=board,
+                )
+            except _user_errors() as error:
+                _fail(_message(error))
     counts = {k: sum(o.outcome == k for o in result.outcomes) for k in ("completed", "skipped")}
     console.print(
         f"{len(result.outcomes)} experiment(s): {counts['completed']} ran, "
@@ -332,20 +516,16 @@ def reproduce(
 
 def _dry_run(paper: str, preset: str, data_dir: Path | None, seed: int) -> None:
     """``reproduce --dry-run``: plan and build every experiment of ``paper``; train nothing."""
-    from collapselab.experiments import dry_run_experiment
-    from collapselab.experiments.reproduce import select_experiments
+    from collapselab.experiments import dry_run_experiment, select_experiments
 
     try:
         chosen = select_experiments(paper)
     except ValueError as error:
-        console.print(f"[red]error:[/red] {_e(error)}")
-        raise typer.Exit(code=2) from error
+        _fail(error)
     failed = 0
     for experiment in chosen:
-        if preset not in experiment.presets and preset not in experiment.fallbacks:
-            console.print(
-                f"[bold]{_e(experiment.id)}[/bold]: [yellow]no preset {_e(preset)}[/yellow]"
-            )
+        if preset not in experiment.presets:
+            console.print(f"[bold]{_e(experiment.id)}[/bold]: no preset {_e(preset)}")
             continue
         result = dry_run_experiment(experiment, preset, data_dir, seed)
         console.print(f"[bold]{_e(experiment.id)}[/bold] (preset {_e(result.preset)})")
@@ -408,32 +588,93 @@ def report(
     """Rebuild report.html of a run (or of every run under a root, and the index); no training."""
     from collapselab.experiments import refresh_run
     from collapselab.report.index import write_index
-    from collapselab.store import list_runs
+    from collapselab.store import DAMAGED, MANIFEST_FILE, list_runs
 
     if not path.exists():
-        console.print(f"[red]error:[/red] {_e(path)} does not exist")
-        raise typer.Exit(code=2)
-    if (path / "manifest.json").is_file():
-        written = refresh_run(path, redraw=redraw, reevaluate=claims)
+        _fail(f"{path} does not exist; give a run directory or a root holding runs")
+    if (path / MANIFEST_FILE).is_file():
+        try:
+            written = refresh_run(path, redraw=redraw, reevaluate=claims)
+        except _user_errors() as error:
+            _fail(_message(error))
         console.print(f"report: {_e(written)}")
         return
-    frame = list_runs(path)
+    try:
+        frame = list_runs(path)
+    except NotADirectoryError as error:
+        _fail(_root_message(error, path))
     if frame.empty:
-        console.print(f"[red]error:[/red] no runs under {_e(path)}")
-        raise typer.Exit(code=2)
+        _fail(f"no runs under {path}; give a run directory or a root holding runs")
     problems = 0
-    for run_path in frame["path"]:
+    for run_path, status, error_text in zip(
+        frame["path"], frame["status"], frame["error"], strict=True
+    ):
+        if status == DAMAGED:
+            problems += 1
+            err_console.print(f"[red]skipped:[/red] damaged run {_e(run_path)}: {_e(error_text)}")
+            continue
         try:
             written = refresh_run(run_path, redraw=redraw, reevaluate=claims)
         except Exception as error:  # one damaged run must not stop the others
             problems += 1
-            console.print(f"[red]error:[/red] {_e(run_path)}: {type(error).__name__}: {_e(error)}")
+            err_console.print(f"[red]error:[/red] {_e(run_path)}: {_e(_message(error))}")
             continue
         console.print(f"report: {_e(written)}")
     index_html, _ = write_index(path)
     console.print(f"index: {_e(index_html)}")
     if problems:
         raise typer.Exit(code=1)
+
+
+# ---------------------------------------------------------------- signals, warnings
+_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_received: list[int] = []
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM as Ctrl-C: unwind through the run's handlers (status ``interrupted``,
+    checkpoint kept). A second SIGTERM during that clean-up ends the process at once."""
+    _received.append(signum)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def _interruptible(what: str) -> Iterator[None]:
+    """Turn Ctrl-C / SIGTERM into one line and exit code 130 / 143."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        signum = _received[-1] if _received else signal.SIGINT
+        name = signal.Signals(signum).name
+        err_console.print(
+            f"[yellow]interrupted ({name}):[/yellow] {_e(what)} is marked interrupted and "
+            "keeps its last checkpoint; run the same command again to resume it"
+        )
+        raise typer.Exit(code=_SIGNAL_EXIT.get(signum, 130)) from None
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line on standard error (no source line)."""
+    text = " ".join(str(message).split())
+    err_console.print(f"[yellow]warning:[/yellow] {_e(text)}", soft_wrap=True)
+
+
+@app.callback()
+def _setup() -> None:
+    # Runs before every command (also under typer's test runner).
+    warnings.showwarning = _show_warning
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
 
 
 def main() -> None:

@@ -1,60 +1,212 @@
-"""A Rich progress bar as a training callback."""
+"""The command line's progress display: one Rich live display per command, 80 columns wide.
+
+Every long job is a row with a bar, ``done/total unit`` (``epoch 12/600``), the elapsed
+time and the remaining time::
+
+    reproduce 001          ━━━━━━━━━━━━━━━━ experiment 3/6   0:00:41 eta ~0:00:52
+    pfc-training-fc        ━━━━━━━━━━━━━━━━ epoch 120/600    0:00:06 eta 0:00:24
+    train loss 0.0123 · train accuracy 1 · test accuracy 0.97
+
+Training reports through :class:`TrainingProgress` (a :class:`collapselab.train.Callback`),
+solvers and sweeps through :meth:`ProgressBoard.task` (the experiments'
+:class:`~collapselab.experiments.progress.ProgressDisplay`), ``reproduce`` through
+:meth:`ProgressBoard.overall` with a remaining time from measured estimates. Rows vanish
+when their job ends (the command prints its own summary lines), so in a log file, where
+nothing is animated, only the summaries and notes such as "resuming ... from epoch k"
+appear.
+"""
 
 from __future__ import annotations
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
+from rich.table import Column
+from rich.text import Text
 
 from collapselab.train.callbacks import Callback, TrainState
 
+DESCRIPTION_WIDTH = 22
+COUNT_WIDTH = 16
+BAR_WIDTH = 16
 
-class RichProgress(Callback):
-    """Shows optimiser steps done / total, elapsed and remaining time, and the last metrics."""
 
-    def __init__(self, description: str = "training") -> None:
+def _clock(seconds: float) -> str:
+    seconds = max(round(seconds), 0)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class RemainingColumn(ProgressColumn):
+    """``eta H:MM:SS``: a task's own estimate (field ``remaining``, a callable returning
+    seconds or ``None``, shown with ``~``) or Rich's from the rate so far."""
+
+    def render(self, task: Task) -> Text:
+        estimate = task.fields.get("remaining")
+        if callable(estimate):
+            seconds = estimate()
+            return Text("eta ?" if seconds is None else f"eta ~{_clock(seconds)}", style="cyan")
+        if task.finished:
+            return Text("")
+        seconds = task.time_remaining
+        return Text("eta ?" if seconds is None else f"eta {_clock(seconds)}", style="cyan")
+
+
+class _Display(Progress):
+    """A Progress with one status line (the latest training metrics) under its rows."""
+
+    status = ""
+
+    def get_renderables(self) -> Iterator[RenderableType]:
+        table = self.make_tasks_table(self.tasks)
+        if self.status:
+            yield Group(table, Text(self.status, no_wrap=True, overflow="ellipsis"))
+        else:
+            yield table
+
+
+class ProgressBoard:
+    """The live display of one command; use as a context manager around the work.
+
+    ``enabled=False`` (``--no-progress``) shows nothing but the notes.
+    """
+
+    def __init__(self, console: Console, enabled: bool = True) -> None:
+        self.console = console
+        self.enabled = enabled
+        self._display = _Display(
+            TextColumn(
+                "[bold]{task.description}",
+                table_column=Column(width=DESCRIPTION_WIDTH, no_wrap=True, overflow="ellipsis"),
+            ),
+            BarColumn(bar_width=BAR_WIDTH),
+            TextColumn(
+                "{task.fields[count]}",
+                table_column=Column(width=COUNT_WIDTH, no_wrap=True, overflow="ellipsis"),
+            ),
+            TimeElapsedColumn(),
+            RemainingColumn(),
+            console=console,
+            transient=True,
+            disable=not enabled,
+        )
+
+    def __enter__(self) -> ProgressBoard:
+        self._display.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._display.status = ""
+        self._display.stop()
+
+    def note(self, text: str) -> None:
+        """Print a line above the display (also when it is disabled or not a terminal)."""
+        self.console.print(text, markup=False, highlight=False)
+
+    def set_status(self, text: str) -> None:
+        self._display.status = text
+
+    # ------------------------------------------------------------------ tasks
+    def add(self, description: str, total: int, count: str, **fields: Any) -> Any:
+        return self._display.add_task(description, total=max(total, 1), count=count, **fields)
+
+    def update(self, task_id: Any, **fields: Any) -> None:
+        self._display.update(task_id, **fields)
+
+    def remove(self, task_id: Any) -> None:
+        self._display.remove_task(task_id)
+
+    @contextlib.contextmanager
+    def task(
+        self, description: str, total: int, unit: str = ""
+    ) -> Iterator[Callable[[int, int], None]]:
+        """A row for a solver or sweep; yields ``callback(done, total)``."""
+        suffix = f" {unit}" if unit else ""
+        task_id = self.add(description, total, f"0/{total}{suffix}")
+
+        def advance(done: int, new_total: int) -> None:
+            count = f"{done}/{new_total}{suffix}"
+            self.update(task_id, completed=done, total=max(new_total, 1), count=count)
+
+        try:
+            yield advance
+        finally:
+            self.remove(task_id)
+
+    def training(self, description: str) -> TrainingProgress:
+        """A training callback showing ``epoch k/n`` and the latest metrics."""
+        return TrainingProgress(self, description)
+
+    @contextlib.contextmanager
+    def overall(
+        self, description: str, total: int, remaining: Callable[[], float | None]
+    ) -> Iterator[Callable[[int], None]]:
+        """The ``reproduce`` row: ``experiment i/n`` with ``remaining()`` as its eta;
+        yields ``started(i)`` to call when experiment ``i`` (from 1) starts."""
+        task_id = self.add(description, total, f"experiment 0/{total}", remaining=remaining)
+
+        def started(i: int) -> None:
+            self.update(task_id, completed=i - 1, count=f"experiment {i}/{total}")
+
+        try:
+            yield started
+        finally:
+            self.remove(task_id)
+
+
+_SHOWN_METRICS = {
+    "train_loss": "train loss",
+    "train_accuracy": "train accuracy",
+    "test_accuracy": "test accuracy",
+}
+
+
+class TrainingProgress(Callback):
+    """One row per training session: ``epoch k/n``, elapsed, remaining (from the optimiser
+    steps done so far); the latest evaluation on the status line. A session that resumes
+    from a checkpoint prints ``resuming <description> from epoch k of n`` first."""
+
+    def __init__(self, board: ProgressBoard, description: str) -> None:
+        self.board = board
         self.description = description
-        self._progress: Progress | None = None
-        self._task: int | None = None
+        self._task: Any = None
+        self._epochs = 0
 
     def on_train_start(self, state: TrainState) -> None:
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[status]}"),
-            transient=False,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task(
+        self._epochs = state.config.epochs
+        if state.resumed:
+            self.board.note(
+                f"resuming {self.description} from epoch {state.epoch} of {self._epochs}"
+            )
+        self._task = self.board.add(
             self.description,
-            total=state.total_iterations,
+            state.total_iterations,
+            self._count(state.epoch),
             completed=state.iteration,
-            status="",
         )
+
+    def _count(self, epoch: int) -> str:
+        return f"epoch {epoch}/{self._epochs}"
 
     def on_iteration_end(self, state: TrainState) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=state.iteration)
+        if self._task is not None:
+            self.board.update(self._task, completed=state.iteration)
 
     def on_epoch_end(self, state: TrainState) -> None:
-        if self._progress is None or self._task is None:
+        if self._task is None:
             return
+        self.board.update(self._task, count=self._count(state.epoch))
         shown = [
-            f"{key.replace('_', ' ')} {value:.3g}"
-            for key, value in state.last_eval.items()
-            if key in ("train_loss", "train_accuracy", "test_accuracy")
+            f"{label} {state.last_eval[key]:.3g}"
+            for key, label in _SHOWN_METRICS.items()
+            if key in state.last_eval
         ]
-        self._progress.update(self._task, status=f"epoch {state.epoch}  " + "  ".join(shown))
+        self.board.set_status(" \u00b7 ".join(shown))
 
     def on_train_end(self, state: TrainState) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        if self._task is not None:
+            self.board.remove(self._task)
+            self.board.set_status("")
+            self._task = None

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from collapselab._checks import check_float, check_int, check_seed
+from collapselab.checks import check_float, check_int, check_seed
 from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 

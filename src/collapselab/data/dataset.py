@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from collapselab._checks import check_labels
+from collapselab.checks import check_labels
 
 
 @dataclass

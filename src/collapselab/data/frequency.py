@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from collapselab._checks import check_int, check_seed
+from collapselab.checks import check_int, check_seed
 from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int
+from collapselab.checks import check_choice, check_float, check_int
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.transforms import FittedTransform, Standardize, _blocks, _note, _samples
 

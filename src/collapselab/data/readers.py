@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from collapselab._checks import check_choice, check_int, check_seed
+from collapselab.checks import check_choice, check_int, check_seed
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
 from collapselab.data.locations import Place, install_hint, search_places

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int, check_seed
+from collapselab.checks import check_choice, check_float, check_int, check_seed
 from collapselab.data._rng import numpy_rng
 from collapselab.data.dataset import DataSplits, LabeledData
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from collapselab._checks import (
+from collapselab.checks import (
     ArgumentTypeError,
     as_tensor,
     check_choice,

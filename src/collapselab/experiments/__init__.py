@@ -8,7 +8,10 @@ Public API:
 - :func:`run_experiment`, :func:`refresh_run`, :func:`run_id_for`: run one experiment
   resumably (claims and report included); rebuild a finished run's figures, claims and
   report without training.
-- :func:`reproduce`, :class:`ReproduceResult`: run a paper's experiments and write the index.
+- :func:`reproduce`, :class:`ReproduceResult`, :func:`select_experiments`,
+  :func:`estimated_seconds`: run a paper's experiments and write the index; what a
+  reproduction runs and how long each experiment takes, from measurements.
+- :class:`ProgressDisplay`, :class:`NoProgress`: where solvers and sweeps show progress.
 - :class:`Claim`, :class:`Erratum` (marks an erratum demonstration), :class:`ClaimResult`,
   :class:`RunResults`, :class:`NotEvaluable`,
   :func:`evaluate_claim`, :func:`evaluate_claims` and the claim builders
@@ -47,6 +50,7 @@ from collapselab.experiments.claims import (
 from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
 from collapselab.experiments.dry_run import DryRunResult, dry_run_experiment
 from collapselab.experiments.papers import PAPERS, Paper, find_paper
+from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     BUILTIN_PACKAGES,
     Experiment,
@@ -57,7 +61,13 @@ from collapselab.experiments.registry import (
     register,
     unregister,
 )
-from collapselab.experiments.reproduce import ExperimentOutcome, ReproduceResult, reproduce
+from collapselab.experiments.reproduce import (
+    ExperimentOutcome,
+    ReproduceResult,
+    estimated_seconds,
+    reproduce,
+    select_experiments,
+)
 from collapselab.experiments.runner import refresh_run, run_experiment, run_id_for
 
 __all__ = [
@@ -74,8 +84,10 @@ __all__ = [
     "ExperimentOutcome",
     "Final",
     "MissingDataError",
+    "NoProgress",
     "NotEvaluable",
     "Paper",
+    "ProgressDisplay",
     "ReproduceResult",
     "RunContext",
     "RunResults",
@@ -88,6 +100,7 @@ __all__ = [
     "decays_faster",
     "decreases_by",
     "dry_run_experiment",
+    "estimated_seconds",
     "evaluate_claim",
     "evaluate_claims",
     "experiments_for_paper",
@@ -100,6 +113,7 @@ __all__ = [
     "reproduce",
     "run_experiment",
     "run_id_for",
+    "select_experiments",
     "unregister",
     "value_above",
     "value_below",

@@ -48,7 +48,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from collapselab._checks import check_choice, check_float
+from collapselab.checks import check_choice, check_float
 
 Verdict = Literal["holds", "does not hold", "not evaluable"]
 HOLDS: Verdict = "holds"

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from collapselab._checks import check_choice
+from collapselab.checks import check_choice
 from collapselab.experiments.claims import Claim
 from collapselab.experiments.papers import find_paper, same_paper
+from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.store import Run
 
 BUILTIN_PACKAGES: tuple[str, ...] = (
@@ -35,10 +36,21 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
 )
 """Modules imported (when present) to register the built-in experiments, one per paper."""
 
+RUNTIME_MACHINE = (
+    "2 CPU cores (x86-64, Python 3.11, torch 2.13 CPU) shared with other work "
+    "(load average 1 to 3), 2026-11-24"
+)
+"""Where the :attr:`Experiment.runtime_quick` times were measured (shown by ``list``)."""
+
 
 @dataclass
 class RunContext:
-    """What a run function receives besides its run directory."""
+    """What a run function receives besides its run directory.
+
+    ``callbacks`` go to the experiment's training loops (a progress bar); ``progress`` is
+    where its other long jobs (solvers, sweeps) show their progress
+    (:mod:`collapselab.experiments.progress`).
+    """
 
     preset: str
     config: dict[str, Any]
@@ -46,6 +58,7 @@ class RunContext:
     device: str = "cpu"
     data_dir: Path | None = None
     callbacks: list[Any] = field(default_factory=list)
+    progress: ProgressDisplay = field(default_factory=NoProgress)
 
 
 class RunFunction(Protocol):
@@ -81,6 +94,10 @@ class Experiment:
         draw: draws ``figures/*.png`` from the stored results of a run; called after
             :attr:`run` and again by ``collapselab report``, so figures can be redrawn
             without training. ``None`` when :attr:`run` draws them itself.
+        captions: a caption per figure name, shown under the figure in the report
+            (what is drawn, how to read it); a figure without one is captioned by its name.
+        uses_device: False for experiments that train no network (theory, solvers): they
+            run on the CPU whatever ``--device`` says, and the runner says so.
     """
 
     id: str
@@ -103,6 +120,9 @@ class Experiment:
             return self.runtime_quick
         return self.runtimes.get(preset, "")
 
+    captions: dict[str, str] = field(default_factory=dict)
+    uses_device: bool = True
+
     def config(self, preset: str) -> dict[str, Any]:
         if preset not in self.presets:
             raise KeyError(
@@ -121,6 +141,7 @@ class Experiment:
             "title": self.title,
             "figure": self.figure,
             "figures": list(self.figures),
+            "captions": dict(self.captions),
             "runtime_quick": self.runtime_quick,
             "runtimes": {p: self.runtime(p) for p in self.presets if self.runtime(p)},
         }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -25,9 +26,10 @@ from typing import Any, Literal
 
 from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
 from collapselab.experiments.papers import PAPERS, find_paper, paper_label
+from collapselab.experiments.progress import ProgressDisplay
 from collapselab.experiments.registry import Experiment, all_experiments, experiments_for_paper
 from collapselab.experiments.runner import run_experiment, run_id_for
-from collapselab.store import Run
+from collapselab.store import DamagedRunError, Mirror, Run
 
 Outcome = Literal["completed", "skipped", "failed", "not run"]
 
@@ -118,6 +120,9 @@ def reproduce(
     callbacks: Callable[[Experiment], Sequence[Any]] | None = None,
     on_start: Callable[[Experiment], None] | None = None,
     on_done: Callable[[ExperimentOutcome], None] | None = None,
+    *,
+    mirrors: Sequence[str | Mirror] = (),
+    progress: ProgressDisplay | None = None,
 ) -> ReproduceResult:
     """Run every experiment of ``paper`` with ``preset`` under ``root`` and write the index.
 
@@ -127,6 +132,7 @@ def reproduce(
         preset, root, seed, device, data_dir: as for :func:`run_experiment`.
         callbacks: training callbacks per experiment (a progress bar, say).
         on_start, on_done: called before and after each experiment (for printing).
+        mirrors, progress: as for :func:`run_experiment`, for every experiment.
 
     Returns:
         A :class:`ReproduceResult`; check :attr:`ReproduceResult.ok`.
@@ -150,7 +156,16 @@ def reproduce(
                 else:
                     extra = list(callbacks(experiment)) if callbacks is not None else []
                     outcome = _run_one(
-                        experiment, plan, preset, root, seed, device, data_dir, extra
+                        experiment,
+                        plan,
+                        preset,
+                        root,
+                        seed,
+                        device,
+                        data_dir,
+                        extra,
+                        mirrors,
+                        progress,
                     )
             else:  # its data is missing: fail now, once, without a run directory
                 outcome = ExperimentOutcome(
@@ -224,6 +239,8 @@ def _run_one(
     device: str,
     data_dir: str | os.PathLike[str] | None,
     callbacks: list[Any],
+    mirrors: Sequence[str | Mirror],
+    progress: ProgressDisplay | None,
 ) -> ExperimentOutcome:
     notes = plan.notes() if plan is not None else None
     # The run is the fallback preset's when the requested preset's data is missing.
@@ -240,6 +257,8 @@ def _run_one(
             data_dir=data_dir,
             callbacks=callbacks,
             raise_on_error=False,
+            mirrors=mirrors,
+            progress=progress,
         )
     except Exception as error:  # before the run existed: bad preset, conflicting run dir
         return ExperimentOutcome(
@@ -268,6 +287,46 @@ def _completed(path: Path) -> bool:
         return Run.open(path).status == "completed"
     except (FileNotFoundError, ValueError):
         return False
+
+
+_RUNTIME = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|sec|min|h)\b")
+_UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def runtime_seconds(text: str) -> float | None:
+    """Seconds of a runtime written like :attr:`Experiment.runtime_quick` (``"~30 s"``,
+    ``"~1.5 min"``, ``"<1 s"``), or ``None`` when it states none."""
+    match = _RUNTIME.search(text or "")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)] if match else None
+
+
+def estimated_seconds(
+    experiment: Experiment, preset: str, root: str | os.PathLike[str], seed: int
+) -> float | None:
+    """How long ``experiment`` will take in a reproduction, from measurements.
+
+    0 when its run under ``root`` already completed (it is skipped); else the most recent
+    measured ``total_s`` of a completed run of the same experiment and preset under
+    ``root`` (any seed); else the preset's registered runtime
+    (:meth:`~Experiment.runtime`, measured on 2 CPU cores); else ``None``.
+    """
+    root = Path(root)
+    if _completed(root / run_id_for(experiment.id, preset, seed)):
+        return 0.0
+    measured: list[tuple[str, float]] = []
+    prefix = run_id_for(experiment.id, preset, 0)[: -len("0")]
+    for path in root.glob(f"{prefix}*") if root.is_dir() else []:
+        try:
+            manifest = Run.open(path).manifest
+        except (FileNotFoundError, DamagedRunError, ValueError):
+            continue
+        total = (manifest.get("durations") or {}).get("total_s")
+        finished = (manifest.get("timings") or {}).get("finished") or ""
+        if manifest.get("status") == "completed" and isinstance(total, (int, float)):
+            measured.append((finished, float(total)))
+    if measured:
+        return max(measured)[1]
+    return runtime_seconds(experiment.runtime(preset))
 
 
 def _claim_counts(run: Run) -> dict[str, int] | None:

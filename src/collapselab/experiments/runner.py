@@ -6,11 +6,15 @@ The sequence of :func:`run_experiment`:
    dataset of the preset without loading it; a missing one makes the preset's fallback run
    instead (``quick`` -> ``quick-bundled``), or, without a fallback, raises
    :class:`~collapselab.experiments.data_plan.MissingDataError` before any run exists;
-1. open the run ``<root>/<id>-<preset>-seed<N>`` of the preset that runs (create it the
-   first time) and record the data plan in its manifest (``data``);
+1. check the arguments (seed, device, mirrors) before anything is written; open the run
+   ``<root>/<id>-<preset>-seed<N>`` of the preset that runs (create it the first time) and
+   record the data plan in its manifest (``data``). A damaged run
+   (:mod:`collapselab.store.integrity`) is moved to ``<root>/.damaged/`` with a warning and
+   started again: its results are not trusted;
 2. a run that already completed is not run again (its ``claims.json`` and ``report.html``
-   are written if missing); a created, failed or interrupted one is (re)started, and the
-   experiment's training loops resume from their last checkpoint;
+   are written if missing); a created, failed or interrupted one (or one left running by a
+   killed process) is (re)started, and the experiment's training loops resume from their
+   last checkpoint;
 3. call the experiment's run function, then its ``draw`` function (figures from the stored
    results), and mark the run completed;
 4. whatever happened in 3, evaluate the claims (on completed runs only) into
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from collapselab.checks import check_int
 from collapselab.experiments.claims import (
     RunResults,
     claim_entry,
@@ -35,17 +40,26 @@ from collapselab.experiments.claims import (
     not_evaluable,
 )
 from collapselab.experiments.data_plan import plan_data
+from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     Experiment,
     RunContext,
     find_experiment,
     get_experiment,
 )
-from collapselab.store import Run
-from collapselab.train import seed_everything
-
-CLAIMS_FILE = "claims.json"
-REPORT_FILE = "report.html"
+from collapselab.store import (
+    CLAIMS_FILE,
+    MANIFEST_FILE,
+    REPORT_FILE,
+    Mirror,
+    Run,
+    check_mirror_available,
+    check_run,
+    make_mirror,
+    run_problem,
+    set_aside,
+)
+from collapselab.train import resolve_device, seed_everything
 
 
 def run_id_for(experiment_id: str, preset: str, seed: int) -> str:
@@ -62,6 +76,9 @@ def run_experiment(
     data_dir: str | Path | None = None,
     callbacks: Sequence[Any] = (),
     raise_on_error: bool = True,
+    *,
+    mirrors: Sequence[str | Mirror] = (),
+    progress: ProgressDisplay | None = None,
 ) -> Run:
     """Run ``experiment_id`` with ``preset`` under ``root`` and return its :class:`Run`.
 
@@ -75,6 +92,13 @@ def run_experiment(
     ``report.html`` is written. An exception of the run function marks the run failed and
     is re-raised when ``raise_on_error`` (default); otherwise the failed run is returned.
 
+    ``mirrors``: names (:data:`collapselab.store.MIRROR_NAMES`) or
+    :class:`~collapselab.store.Mirror` objects that receive every metric row the run
+    writes. ``progress``: where solvers and sweeps show their progress. An experiment that
+    trains no network (``uses_device=False``) runs on the CPU: another ``device`` is
+    recorded as ``cpu`` with a warning. A second process writing the same run gets a
+    :class:`~collapselab.store.RunLockedError` before anything is written.
+
     The preset that runs is ``preset``, or its fallback when ``preset``'s dataset files are
     not found (the run's ``preset`` and id say which; the manifest's ``data`` says why).
 
@@ -86,12 +110,16 @@ def run_experiment(
     plan = plan_data(experiment, preset, data_dir)
     preset = plan.preset
     config = experiment.config(preset)
-    run = Run.open_or_create(
-        root, experiment.id, preset, config, seed, run_id=run_id_for(experiment.id, preset, seed)
-    )
+    seed = check_int("seed", seed, minimum=0)
+    device = device_for(experiment, device)
+    for mirror in mirrors:
+        if isinstance(mirror, str):
+            check_mirror_available(mirror)
+    run = _open_run(root, experiment, preset, config, seed)
     if run.status == "completed":
         if not (run.path / CLAIMS_FILE).is_file() or not (run.path / REPORT_FILE).is_file():
             _finalize(run, experiment)
+        run.close()
         return run
     run.update_manifest(
         experiment_info=experiment.info(),
@@ -100,6 +128,8 @@ def run_experiment(
         data=plan.record(),
         traceback=None,
     )
+    for mirror in mirrors:
+        run.add_mirror(make_mirror(mirror) if isinstance(mirror, str) else mirror)
     context = RunContext(
         preset=preset,
         config=config,
@@ -107,6 +137,7 @@ def run_experiment(
         device=device,
         data_dir=Path(data_dir) if data_dir is not None else None,
         callbacks=list(callbacks),
+        progress=progress if progress is not None else NoProgress(),
     )
     started = time.perf_counter()
     try:
@@ -118,7 +149,43 @@ def run_experiment(
     finally:
         run.add_duration("total_s", time.perf_counter() - started)
         _finalize(run, experiment)
+        run.close()  # closes the mirrors; lets another process write the run now
     return run
+
+
+def device_for(experiment: Experiment, device: str) -> str:
+    """The device ``experiment`` runs on when asked for ``device``.
+
+    An experiment that trains no network runs on ``"cpu"``; asking it for another device
+    gives a warning saying so. For the others, raises ``ValueError`` for a device that is
+    unknown or absent (CUDA on a machine without it).
+    """
+    if experiment.uses_device or device == "cpu":
+        resolve_device(device)
+        return device
+    warnings.warn(
+        f"experiment {experiment.id} trains no network and runs on the CPU: "
+        f"device {device!r} is not used (recorded as 'cpu')",
+        stacklevel=3,
+    )
+    return "cpu"
+
+
+def _open_run(
+    root: str | Path, experiment: Experiment, preset: str, config: dict[str, Any], seed: int
+) -> Run:
+    """Open (or create) the run; a damaged one is set aside and started again."""
+    run_id = run_id_for(experiment.id, preset, seed)
+    path = Path(root) / run_id
+    if (path / MANIFEST_FILE).is_file():
+        problem = run_problem(path, thorough=True)
+        if problem is not None:
+            moved = set_aside(path)
+            warnings.warn(
+                f"run {path} is damaged ({problem}); moved it to {moved} and starting it again",
+                stacklevel=3,
+            )
+    return Run.open_or_create(root, experiment.id, preset, config, seed, run_id=run_id)
 
 
 def _execute(run: Run, experiment: Experiment, context: RunContext) -> None:
@@ -193,12 +260,16 @@ def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = T
     Nothing is trained. ``redraw``: call the experiment's ``draw`` function again (completed
     runs of experiments that have one). ``reevaluate``: evaluate the claims again (when the
     experiment is registered; otherwise the stored ``claims.json`` is kept). Problems are
-    noted in the report instead of raised. Returns the path of ``report.html``.
+    noted in the report instead of raised; a damaged run raises
+    :class:`~collapselab.store.DamagedRunError`. Returns the path of ``report.html``.
     """
     from collapselab.report.html import write_run_report
 
     if not isinstance(run, Run):
+        check_run(run, thorough=True)  # a damaged run is named, not half-redrawn
         run = Run.open(run)
+    else:
+        check_run(run.path, thorough=True)
     experiment = find_experiment(run.experiment)
     notes: list[str] = []
     if experiment is None:
@@ -207,6 +278,8 @@ def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = T
             "and the stored claims were kept"
         )
     else:
+        # Titles and captions follow the registered experiment, like the figures and claims.
+        run.update_manifest(experiment_info=experiment.info())
         if redraw and experiment.draw is not None and run.status == "completed":
             try:
                 experiment.draw(run)

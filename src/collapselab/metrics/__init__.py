@@ -1,5 +1,26 @@
-"""collapselab.metrics layer: pure metric families (see DESIGN.md, metric catalogue)."""
+"""collapselab.metrics layer: pure metric formulas and the metric families (DESIGN.md).
 
+- :func:`measure`: the catalogue metrics of one feature matrix.
+- Families (:mod:`collapselab.metrics.families`): :class:`NC`, :class:`MSE`, :class:`PFC`,
+  :class:`Diversity`; the protocol a family implements, :class:`Family` with :class:`Key`
+  and :class:`Needs` (:mod:`collapselab.metrics.family`); the registry that is the metric
+  catalogue, :func:`register_family` and :func:`catalogue`
+  (:mod:`collapselab.metrics.catalogue`).
+- Formulas: :mod:`collapselab.metrics.nc` (NC1-NC4, PFC1-3), :mod:`collapselab.metrics.mse`
+  (the MSE decomposition, SNR), :mod:`collapselab.metrics.diversity` (paper 000),
+  :mod:`collapselab.metrics.layerwise` (paper 001's per-layer and layer-path metrics).
+"""
+
+from collapselab.metrics.catalogue import (
+    catalogue,
+    family_class,
+    family_names,
+    register_family,
+    unregister_family,
+)
+from collapselab.metrics.families import MSE, NC, PFC, Diversity
+from collapselab.metrics.families.nc import nc_metrics
+from collapselab.metrics.family import Family, Key, LayerView, Layout, ModelAccess, Needs, SplitView
 from collapselab.metrics.measure import measure
 from collapselab.metrics.mse import (
     MSEDecomposition,
@@ -13,6 +34,7 @@ from collapselab.metrics.mse import (
     snr_singular_values,
 )
 from collapselab.metrics.nc import (
+    PFC_KEYS,
     cdnv,
     equiangularity,
     equinorm,
@@ -21,9 +43,11 @@ from collapselab.metrics.nc import (
     nc1_pinv,
     nc1_trace_ratio,
     nc2_etf_distance,
-    nc_metrics,
     ncc_accuracy,
+    ncc_mismatch,
     orthogonal_frame_distance,
+    pfc_metrics,
+    pfc_values,
     self_duality,
     self_duality_classwise,
     trace_ratio,
@@ -31,12 +55,27 @@ from collapselab.metrics.nc import (
 )
 
 __all__ = [
+    "MSE",
+    "NC",
+    "PFC",
+    "PFC_KEYS",
+    "Diversity",
+    "Family",
+    "Key",
+    "LayerView",
+    "Layout",
     "MSEDecomposition",
+    "ModelAccess",
+    "Needs",
+    "SplitView",
+    "catalogue",
     "cdnv",
     "central_path_losses",
     "equiangularity",
     "equinorm",
     "etf_distance",
+    "family_class",
+    "family_names",
     "least_squares_classifier",
     "max_equiangularity",
     "measure",
@@ -48,12 +87,17 @@ __all__ = [
     "nc2_etf_distance",
     "nc_metrics",
     "ncc_accuracy",
+    "ncc_mismatch",
     "orthogonal_frame_distance",
     "paper_lambda",
+    "pfc_metrics",
+    "pfc_values",
+    "register_family",
     "self_duality",
     "self_duality_classwise",
     "snr_matrix",
     "snr_singular_values",
     "trace_ratio",
+    "unregister_family",
     "weighted_accuracy",
 ]

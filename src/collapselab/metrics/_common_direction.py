@@ -22,79 +22,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from collapselab._checks import check_int
-from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix, as_vector
-
-
-class CommonDirectionAccumulator:
-    """Streams the Gram ``G = sum ΔW ΔWᵀ`` of weight changes (Eq. 5, R10).
-
-    Feed per-sample changes through their rank-1 factors with :meth:`update` (never forming
-    a d x h matrix per sample), or whole changes (a mini-batch update, a batch-mean change)
-    with :meth:`update_weight_change`. The window ``[T_start, T_end]`` and the sample subset
-    (all samples, one class) are whatever the caller feeds.
-    """
-
-    def __init__(self) -> None:
-        self.gram: torch.Tensor | None = None  # (h, h)
-        self.n_changes = 0
-
-    def _add(self, gram: torch.Tensor, count: int) -> None:
-        if self.gram is None:
-            self.gram = torch.zeros_like(gram)
-        elif gram.shape != self.gram.shape:
-            raise ValueError(
-                f"weight changes have output width {gram.shape[0]} but earlier ones had "
-                f"{self.gram.shape[0]}"
-            )
-        self.gram += gram.to(self.gram.device)
-        self.n_changes += count
-
-    def update(
-        self, pre_grads: ArrayLike, inputs: ArrayLike, lr: float = 1.0
-    ) -> CommonDirectionAccumulator:
-        """Add the per-sample changes ``ΔW|_x = -lr g_x F_xᵀ`` of a batch.
-
-        Args:
-            pre_grads: ``(B, h)`` pre-activation gradients ``g_x = D Ḟ`` (of the per-sample
-                loss; the scale only rescales G).
-            inputs: ``(B, d)`` layer inputs ``F_x^(l-1)``.
-            lr: learning rate η (matters only when mixing with :meth:`update_weight_change`).
-        """
-        device = None if self.gram is None else self.gram.device
-        g = as_matrix("pre_grads", pre_grads, device)
-        f = as_matrix("inputs", inputs, g.device)
-        if f.shape[0] != g.shape[0]:
-            raise ValueError(
-                f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; "
-                "expected one per sample"
-            )
-        weights = float(lr) ** 2 * (f * f).sum(dim=1)
-        self._add((g * weights[:, None]).T @ g, g.shape[0])
-        return self
-
-    def update_weight_change(self, delta_w: ArrayLike) -> CommonDirectionAccumulator:
-        """Add one whole weight change ``ΔW`` of shape ``(h, d)``: ``G += ΔW ΔWᵀ``."""
-        device = None if self.gram is None else self.gram.device
-        w = as_matrix("delta_w", delta_w, device)
-        self._add(w @ w.T, 1)
-        return self
-
-    def merge(self, other: CommonDirectionAccumulator) -> CommonDirectionAccumulator:
-        """Add another accumulator's Gram into this one; returns ``self``."""
-        if not isinstance(other, CommonDirectionAccumulator):
-            raise TypeError(
-                f"other must be a CommonDirectionAccumulator, got {type(other).__name__}"
-            )
-        if other.gram is not None:
-            self._add(other.gram, other.n_changes)
-        return self
-
-    def directions(self, k: int = 1, sign_reference: ArrayLike | None = None) -> CommonDirections:
-        """The top-k common directions of the accumulated changes (:func:`common_directions`)."""
-        if self.gram is None:
-            raise ValueError("the accumulator is empty; call update() with data first")
-        return common_directions(self.gram, k, sign_reference)
+from collapselab.checks import ArrayLike, as_labels, as_matrix, as_vector, check_int
+from collapselab.stats import CommonDirectionAccumulator
 
 
 @dataclass(frozen=True)
@@ -137,18 +66,25 @@ def _fix_sign(c: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:
 
 
 def common_directions(
-    gram: ArrayLike, k: int = 1, sign_reference: ArrayLike | None = None
+    gram: ArrayLike | CommonDirectionAccumulator,
+    k: int = 1,
+    sign_reference: ArrayLike | None = None,
 ) -> CommonDirections:
     """Common directions as the top eigenvectors of a weight-change Gram (Eq. 5, R10-R11).
 
     Args:
-        gram: ``(h, h)`` symmetric positive semi-definite ``sum ΔW ΔWᵀ``.
+        gram: ``(h, h)`` symmetric positive semi-definite ``sum ΔW ΔWᵀ``, or a
+            :class:`~collapselab.stats.CommonDirectionAccumulator` holding it.
         k: number of directions (``1 <= k <= h``).
         sign_reference: optional ``(h,)`` vector. C is defined only up to sign; each
             direction is oriented so that ``<C_i, sign_reference> > 0`` (e.g. pass the mean
             pre-activation gradient ``-sum g_x``). Without one, or when the inner product is
             exactly 0, the entry of largest magnitude is made positive.
     """
+    if isinstance(gram, CommonDirectionAccumulator):
+        if gram.is_empty:
+            raise ValueError("the accumulator is empty; call update() with data first")
+        gram = gram.gram
     g = as_matrix("gram", gram)
     h = g.shape[0]
     if g.shape[1] != h:

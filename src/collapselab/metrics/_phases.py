@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collapselab._checks import check_float, check_int
-from collapselab.metrics._family_inputs import ArrayLike, as_series
+from collapselab.checks import ArrayLike, as_series, check_float, check_int
 
 
 def smooth_curve(values: ArrayLike, window: int = 1) -> np.ndarray:

@@ -6,8 +6,9 @@ similarities exactly and in time linear in the number of samples:
 
 * :func:`feature_cosine_similarity` (M2) and :func:`gradient_cosine_similarity` (M3): the
   mean cosine similarity over cross-class, within-class and all sample pairs, from sums of
-  normalised vectors (see :mod:`collapselab.metrics._pairwise` for the identity), also as a
-  streaming, mergeable :class:`CosineSimilarityAccumulator`;
+  normalised vectors (see :mod:`collapselab.metrics._pairwise` for the identity); streamed,
+  from the sums of a :class:`~collapselab.stats.CosineSimilarityAccumulator`
+  (:func:`mean_cosine_similarity`);
 * :func:`gating_similarity` (M14, R19): similarity of the ReLU on/off patterns;
 * :func:`pseudo_neuron_similarity` (M4): the mean cosine between columns of a weight change;
 * the common direction and its decompositions (M6, M7, Lemmas 1-2, R10, R12, R17);
@@ -36,9 +37,8 @@ from typing import Literal
 
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int
+from collapselab.checks import ArrayLike, as_labels, as_matrix, check_choice, check_float
 from collapselab.metrics._common_direction import (
-    CommonDirectionAccumulator,
     CommonDirections,
     DirectionDecomposition,
     SignConsistency,
@@ -48,7 +48,6 @@ from collapselab.metrics._common_direction import (
     residual_singular_values,
     sign_consistency,
 )
-from collapselab.metrics._family_inputs import ArrayLike, as_labels, as_matrix
 from collapselab.metrics._pairwise import (
     PairwiseSimilarity,
     pair_counts,
@@ -56,13 +55,11 @@ from collapselab.metrics._pairwise import (
     similarity_from_sums,
 )
 from collapselab.metrics._phases import PhaseDetection, detect_phases, smooth_curve
+from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 
 __all__ = [
-    "CommonDirectionAccumulator",
     "CommonDirections",
-    "CosineSimilarityAccumulator",
     "DirectionDecomposition",
-    "GatingSimilarityAccumulator",
     "PairwiseSimilarity",
     "PhaseDetection",
     "SignConsistency",
@@ -72,6 +69,8 @@ __all__ = [
     "feature_cosine_similarity",
     "gating_similarity",
     "gradient_cosine_similarity",
+    "mean_cosine_similarity",
+    "mean_gating_similarity",
     "primary_coefficients",
     "pseudo_neuron_similarity",
     "pseudo_neuron_similarity_per_sample",
@@ -85,118 +84,47 @@ ZeroRule = Literal["exclude", "zero_cosine"]
 _ZERO_RULES = ("exclude", "zero_cosine")
 
 
-def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows scaled to unit norm (zero rows stay zero) and the mask of zero rows."""
-    norms = torch.linalg.vector_norm(x, dim=1)
-    zero = norms <= zero_atol
-    u = x / torch.where(zero, torch.ones_like(norms), norms)[:, None]
-    u[zero] = 0.0
-    return u, zero
+def mean_cosine_similarity(
+    acc: CosineSimilarityAccumulator, zero_vectors: ZeroRule = "exclude"
+) -> PairwiseSimilarity:
+    """Mean pairwise cosine similarity over the cross-class, within-class and all pairs.
 
-
-class CosineSimilarityAccumulator:
-    """Streaming, mergeable statistics for mean pairwise cosine similarity.
-
-    Holds, per class c, the sum of the unit vectors ``S_c = sum_{i in c} x_i/||x_i||``, the
-    sum of their squared norms (1 per non-zero vector, kept as computed so that the
-    pair identity cancels exactly), and the numbers of non-zero and zero vectors. The
-    statistics add, so batches can be fed in any order and partial accumulators (other
-    processes, other chunks) merged: the result does not depend on the batching.
+    From the per-class sums of unit vectors of ``acc`` (see :mod:`collapselab.metrics._pairwise`
+    for the identity). Under ``zero_vectors="exclude"`` the zero vectors are left out of
+    every pair; under ``"zero_cosine"`` they stay in the pair counts with cosine 0.
 
     Args:
-        n_classes: number of classes C (fixed, as a batch need not contain every class).
-        zero_atol: a vector with norm ``<= zero_atol`` counts as zero.
-
-    Example::
-
-        acc = CosineSimilarityAccumulator(n_classes=10)
-        for feats, y in batches:
-            acc.update(feats, y)
-        m2 = acc.result().cross_class
+        acc: a filled :class:`~collapselab.stats.CosineSimilarityAccumulator`.
+        zero_vectors: ``"exclude"`` or ``"zero_cosine"`` (see the module docstring).
     """
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    return _cosine_from_sums(_filled(acc), "", zero_vectors)
 
-    def __init__(self, n_classes: int, zero_atol: float = 0.0) -> None:
-        self.n_classes = check_int("n_classes", n_classes, minimum=1)
-        self.zero_atol = check_float("zero_atol", zero_atol, minimum=0.0)
-        self.unit_sums: torch.Tensor | None = None  # (C, D)
-        self.sq_norms: torch.Tensor | None = None  # (C,)
-        self.n_nonzero: torch.Tensor | None = None  # (C,) int64
-        self.n_zero: torch.Tensor | None = None  # (C,) int64
 
-    @property
-    def dim(self) -> int | None:
-        """Vector dimension D (None before the first update)."""
-        return None if self.unit_sums is None else int(self.unit_sums.shape[1])
+def _filled(
+    acc: CosineSimilarityAccumulator | GatingSimilarityAccumulator,
+) -> dict[str, torch.Tensor]:
+    if acc.is_empty:
+        raise ValueError("the accumulator is empty; call update() with data first")
+    return acc.state()
 
-    def update(self, vectors: ArrayLike, labels: ArrayLike) -> CosineSimilarityAccumulator:
-        """Add a batch of vectors ``(B, D)`` with labels ``(B,)``; returns ``self``."""
-        device = None if self.unit_sums is None else self.unit_sums.device
-        x = as_matrix("vectors", vectors, device)
-        y, _ = as_labels("labels", labels, x.shape[0], self.n_classes, x.device)
-        if self.unit_sums is None:
-            c, d = self.n_classes, x.shape[1]
-            self.unit_sums = torch.zeros(c, d, dtype=torch.float64, device=x.device)
-            self.sq_norms = torch.zeros(c, dtype=torch.float64, device=x.device)
-            self.n_nonzero = torch.zeros(c, dtype=torch.int64, device=x.device)
-            self.n_zero = torch.zeros(c, dtype=torch.int64, device=x.device)
-        elif x.shape[1] != self.unit_sums.shape[1]:
-            raise ValueError(
-                f"vectors have dimension {x.shape[1]} but earlier batches had "
-                f"{self.unit_sums.shape[1]}"
-            )
-        u, zero = _unit_rows(x, self.zero_atol)
-        self.unit_sums.index_add_(0, y, u)
-        self.sq_norms.index_add_(0, y, (u * u).sum(dim=1))
-        self.n_nonzero += torch.bincount(y[~zero], minlength=self.n_classes)
-        self.n_zero += torch.bincount(y[zero], minlength=self.n_classes)
-        return self
 
-    def merge(self, other: CosineSimilarityAccumulator) -> CosineSimilarityAccumulator:
-        """Add another accumulator's statistics into this one; returns ``self``."""
-        if not isinstance(other, CosineSimilarityAccumulator):
-            raise TypeError(
-                f"other must be a CosineSimilarityAccumulator, got {type(other).__name__}"
-            )
-        if other.n_classes != self.n_classes or other.zero_atol != self.zero_atol:
-            raise ValueError(
-                "cannot merge accumulators with different n_classes or zero_atol: "
-                f"({self.n_classes}, {self.zero_atol}) vs ({other.n_classes}, {other.zero_atol})"
-            )
-        if other.unit_sums is None:
-            return self
-        if self.unit_sums is None:
-            self.unit_sums = other.unit_sums.clone()
-            self.sq_norms = other.sq_norms.clone()
-            self.n_nonzero = other.n_nonzero.clone()
-            self.n_zero = other.n_zero.clone()
-            return self
-        if other.unit_sums.shape != self.unit_sums.shape:
-            raise ValueError(f"cannot merge accumulators of dimension {other.dim} and {self.dim}")
-        dev = self.unit_sums.device
-        self.unit_sums += other.unit_sums.to(dev)
-        self.sq_norms += other.sq_norms.to(dev)
-        self.n_nonzero += other.n_nonzero.to(dev)
-        self.n_zero += other.n_zero.to(dev)
-        return self
-
-    def result(self, zero_vectors: ZeroRule = "exclude") -> PairwiseSimilarity:
-        """Mean pairwise cosine similarity over the cross-class, within-class and all pairs.
-
-        Args:
-            zero_vectors: ``"exclude"`` or ``"zero_cosine"`` (see the module docstring).
-        """
-        check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
-        if self.unit_sums is None:
-            raise ValueError("the accumulator is empty; call update() with data first")
-        n_zero = int(self.n_zero.sum())
-        counts = self.n_nonzero if zero_vectors == "exclude" else self.n_nonzero + self.n_zero
-        return similarity_from_sums(
-            pair_dot_sums(self.unit_sums, self.sq_norms),
-            pair_counts(counts),
-            counts,
-            n_zero=n_zero,
-            n_excluded=n_zero if zero_vectors == "exclude" else 0,
-        )
+def _cosine_from_sums(
+    sums: dict[str, torch.Tensor], prefix: str, zero_vectors: ZeroRule
+) -> PairwiseSimilarity:
+    """Mean cosines from the unit-vector sums ``sums[prefix + ...]`` of an accumulator."""
+    n_zero_c = sums[prefix + "n_zero"]
+    n_zero = int(n_zero_c.sum())
+    counts = sums[prefix + "n_nonzero"]
+    if zero_vectors != "exclude":
+        counts = counts + n_zero_c
+    return similarity_from_sums(
+        pair_dot_sums(sums[prefix + "unit_sums"], sums[prefix + "sq_norms"]),
+        pair_counts(counts),
+        counts,
+        n_zero=n_zero,
+        n_excluded=n_zero if zero_vectors == "exclude" else 0,
+    )
 
 
 def feature_cosine_similarity(
@@ -225,7 +153,9 @@ def feature_cosine_similarity(
     """
     f = as_matrix("features", features)
     _, c = as_labels("labels", labels, f.shape[0], n_classes, f.device)
-    return CosineSimilarityAccumulator(c, zero_atol).update(f, labels).result(zero_vectors)
+    return mean_cosine_similarity(
+        CosineSimilarityAccumulator(c, zero_atol).update(f, labels), zero_vectors
+    )
 
 
 def gradient_cosine_similarity(
@@ -254,89 +184,30 @@ def gradient_cosine_similarity(
     return feature_cosine_similarity(grads, labels, n_classes, zero_vectors, zero_atol)
 
 
-def _as_gates(gates: ArrayLike, device: torch.device | None) -> torch.Tensor:
-    g = as_matrix("gates", gates, device)
-    if not bool(((g == 0) | (g == 1)).all()):
-        raise ValueError("gates must hold only 0 and 1 (the ReLU gating pattern, e.g. preact > 0)")
-    return g
+def mean_gating_similarity(
+    acc: GatingSimilarityAccumulator,
+    measure: Literal["cosine", "agreement"] = "cosine",
+    zero_vectors: ZeroRule = "exclude",
+) -> PairwiseSimilarity:
+    """Mean pairwise gating similarity from the sums of ``acc``; see :func:`gating_similarity`.
 
-
-class GatingSimilarityAccumulator:
-    """Streaming, mergeable statistics for the similarity of ReLU gating patterns.
-
-    Keeps a :class:`CosineSimilarityAccumulator` of the 0/1 patterns plus, per class, the
-    sum of the patterns ``A_c`` (units on, per unit), the number of "on" entries and the
-    sample count, from which the mean agreement follows (see :func:`gating_similarity`).
-
-    Args:
-        n_classes: number of classes C.
+    ``"agreement"``: ``agree(a, b) = (<a, b> + <1 - a, 1 - b>) / h``, whose pair sums follow
+    from the per-class sums of the patterns ``A_c`` and of their complements.
     """
-
-    def __init__(self, n_classes: int) -> None:
-        self._cos = CosineSimilarityAccumulator(n_classes)
-        self.n_classes = self._cos.n_classes
-        self.on_sums: torch.Tensor | None = None  # (C, h)
-        self.on_counts: torch.Tensor | None = None  # (C,)
-        self.counts: torch.Tensor | None = None  # (C,)
-
-    def update(self, gates: ArrayLike, labels: ArrayLike) -> GatingSimilarityAccumulator:
-        """Add a batch of gating patterns ``(B, h)`` (0/1 or bool) with labels ``(B,)``."""
-        device = None if self.on_sums is None else self.on_sums.device
-        g = _as_gates(gates, device)
-        y, _ = as_labels("labels", labels, g.shape[0], self.n_classes, g.device)
-        self._cos.update(g, y)
-        if self.on_sums is None:
-            self.on_sums = torch.zeros(
-                self.n_classes, g.shape[1], dtype=torch.float64, device=g.device
-            )
-            self.on_counts = torch.zeros(self.n_classes, dtype=torch.float64, device=g.device)
-            self.counts = torch.zeros(self.n_classes, dtype=torch.float64, device=g.device)
-        self.on_sums.index_add_(0, y, g)
-        self.on_counts.index_add_(0, y, g.sum(dim=1))
-        self.counts += torch.bincount(y, minlength=self.n_classes).to(torch.float64)
-        return self
-
-    def merge(self, other: GatingSimilarityAccumulator) -> GatingSimilarityAccumulator:
-        """Add another accumulator's statistics into this one; returns ``self``."""
-        if not isinstance(other, GatingSimilarityAccumulator):
-            raise TypeError(
-                f"other must be a GatingSimilarityAccumulator, got {type(other).__name__}"
-            )
-        self._cos.merge(other._cos)
-        if other.on_sums is None:
-            return self
-        if self.on_sums is None:
-            self.on_sums = other.on_sums.clone()
-            self.on_counts = other.on_counts.clone()
-            self.counts = other.counts.clone()
-            return self
-        dev = self.on_sums.device
-        self.on_sums += other.on_sums.to(dev)
-        self.on_counts += other.on_counts.to(dev)
-        self.counts += other.counts.to(dev)
-        return self
-
-    def result(
-        self,
-        measure: Literal["cosine", "agreement"] = "cosine",
-        zero_vectors: ZeroRule = "exclude",
-    ) -> PairwiseSimilarity:
-        """Mean pairwise gating similarity; see :func:`gating_similarity` for ``measure``."""
-        if check_choice("measure", measure, ("cosine", "agreement")) == "cosine":
-            return self._cos.result(zero_vectors)
-        check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
-        if self.on_sums is None:
-            raise ValueError("the accumulator is empty; call update() with data first")
-        h = self.on_sums.shape[1]
-        if h == 0:
-            raise ValueError("gates have zero units; agreement needs h >= 1")
-        # agree(a, b) = (<a, b> + <1 - a, 1 - b>) / h: pair sums of the patterns and of
-        # their complements, whose per-class sums and squared norms follow from A_c.
-        off_sums = self.counts[:, None] - self.on_sums
-        off_counts = self.counts * h - self.on_counts
-        dots = pair_dot_sums(self.on_sums, self.on_counts) + pair_dot_sums(off_sums, off_counts)
-        counts = self.counts.to(torch.int64)
-        return similarity_from_sums(dots.scaled(1.0 / h), pair_counts(counts), counts, 0, 0)
+    measure = check_choice("measure", measure, ("cosine", "agreement"))
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    s = _filled(acc)
+    if measure == "cosine":
+        return _cosine_from_sums(s, "cosine_", zero_vectors)
+    on_sums, on_counts, n = s["on_sums"], s["on_counts"], s["counts"]
+    h = on_sums.shape[1]
+    if h == 0:
+        raise ValueError("gates have zero units; agreement needs h >= 1")
+    off_sums = n[:, None] - on_sums
+    off_counts = n * h - on_counts
+    dots = pair_dot_sums(on_sums, on_counts) + pair_dot_sums(off_sums, off_counts)
+    counts = n.to(torch.int64)
+    return similarity_from_sums(dots.scaled(1.0 / h), pair_counts(counts), counts, 0, 0)
 
 
 def gating_similarity(
@@ -366,9 +237,11 @@ def gating_similarity(
         measure: ``"cosine"`` or ``"agreement"``.
         zero_vectors: zero-vector rule for ``"cosine"``.
     """
-    g = _as_gates(gates, None)
+    g = as_matrix("gates", gates)
     _, c = as_labels("labels", labels, g.shape[0], n_classes, g.device)
-    return GatingSimilarityAccumulator(c).update(g, labels).result(measure, zero_vectors)
+    return mean_gating_similarity(
+        GatingSimilarityAccumulator(c).update(g, labels), measure, zero_vectors
+    )
 
 
 def pseudo_neuron_similarity(
@@ -401,7 +274,8 @@ def pseudo_neuron_similarity(
     """
     w = as_matrix("delta_w", delta_w)
     y = torch.zeros(w.shape[1], dtype=torch.int64, device=w.device)
-    return CosineSimilarityAccumulator(1, zero_atol).update(w.T, y).result(zero_vectors).all_pairs
+    acc = CosineSimilarityAccumulator(1, zero_atol).update(w.T, y)
+    return mean_cosine_similarity(acc, zero_vectors).all_pairs
 
 
 def pseudo_neuron_similarity_per_sample(

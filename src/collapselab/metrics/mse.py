@@ -29,10 +29,14 @@ from dataclasses import dataclass
 
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int
-from collapselab.metrics._validate import require_between
+from collapselab.checks import (
+    check_between_rank,
+    check_choice,
+    check_classifier,
+    check_float,
+    check_int,
+)
 from collapselab.stats import ClassStats
-from collapselab.stats._validate import check_classifier
 
 _EPS = torch.finfo(torch.float64).eps
 
@@ -265,7 +269,7 @@ def snr_singular_values(stats: ClassStats) -> torch.Tensor:
     ``r = rank M̄`` (``C - 1`` generically). They are invariant under any invertible linear
     map of the features (note 003 §3.4).
     """
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     r = stats.basis.shape[1]
     return torch.linalg.svdvals(snr_matrix(stats))[:r]
 
@@ -316,7 +320,15 @@ def _dense_within(stats: ClassStats) -> torch.Tensor:
             f"the MSE family and the SNR matrix need the dense within-class covariance; "
             f"these statistics are projected (D = {stats.dim}); collect them with mode='dense'"
         )
-    return stats.within_cov
+    within = stats.within_cov
+    if not bool(torch.isfinite(within).all()):
+        peak = float(stats.means.abs().max())
+        raise ValueError(
+            "the within-class covariance overflows float64 (features of magnitude about "
+            f"{peak:.3g}: their squares exceed 1.8e308); the MSE decomposition depends on the "
+            "features' scale, so they cannot be rescaled for it: scale them down"
+        )
+    return within
 
 
 def _cholesky_solve(k: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor | None:

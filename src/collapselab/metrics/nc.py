@@ -12,31 +12,36 @@ classifier ``W`` and the centred means ``M̄^T`` have the same layout.
 Three layers of API:
 
 * metrics of a finished :class:`~collapselab.stats.ClassStats` (:func:`nc1_pinv`,
-  :func:`trace_ratio`, :func:`cdnv`, :func:`weighted_accuracy`) and all of them at once,
-  :func:`nc_metrics`;
+  :func:`trace_ratio`, :func:`cdnv`, :func:`ncc_mismatch`, :func:`weighted_accuracy`,
+  :func:`pfc_metrics`); the NC family (:mod:`collapselab.metrics.families.nc`) maps them
+  to the catalogue keys;
 * geometry of ``(C, D)`` vector sets (:func:`equinorm`, :func:`equiangularity`,
   :func:`max_equiangularity`, :func:`etf_distance`, :func:`orthogonal_frame_distance`,
   :func:`self_duality`, :func:`self_duality_classwise`);
 * one-call functions of raw features and labels (:func:`nc1_trace_ratio`,
-  :func:`nc2_etf_distance`, :func:`ncc_accuracy`).
+  :func:`nc2_etf_distance`, :func:`ncc_accuracy`, :func:`pfc_values`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
-from collapselab._checks import check_choice, check_int, check_labels
-from collapselab.metrics._validate import (
+from collapselab.checks import (
     PAIRS,
+    WEIGHTINGS,
+    check_between_rank,
+    check_choice,
+    check_features,
+    check_int,
+    check_labels,
     infer_n_classes,
-    require_between,
-    warn_if_imbalanced,
+    resolve_weighting,
     warn_imbalanced_counts,
 )
 from collapselab.stats import ClassStats, class_stats_from_features, nearest_class_mean
-from collapselab.stats._validate import WEIGHTINGS, check_features, resolve_weighting
 
 # ---------------------------------------------------------------------------------------
 # metrics of class statistics
@@ -55,7 +60,7 @@ def nc1_pinv(stats: ClassStats, divide_by_c: bool = True) -> float:
         divide_by_c: divide by ``C`` (the PNAS label, default) or not (the MSE-NC notebook
             plots ``Tr(Sigma_W Sigma_B^+)``).
     """
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     s = stats.between_singular_values
     value = float((torch.diagonal(stats.within_projected) / (s * s)).sum())
     return value / stats.n_classes if divide_by_c else value
@@ -63,7 +68,7 @@ def nc1_pinv(stats: ClassStats, divide_by_c: bool = True) -> float:
 
 def trace_ratio(stats: ClassStats) -> float:
     r"""PFC1 ``= Tr(Sigma_W) / Tr(Sigma_B)`` (note 001 §2.5, Eq. 7/17)."""
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     return stats.within_trace / stats.between_trace
 
 
@@ -74,7 +79,7 @@ def cdnv(stats: ClassStats) -> float:
     ``sigma_c^2 = (1/n_c) sum_{i in c} ||h_i - mu_c||^2``; ordered and unordered pairs give
     the same average. ``inf`` when two class means coincide.
     """
-    require_between(stats)
+    check_between_rank(stats.between_rank)
     var = stats.class_variances
     centred = stats.centred_means
     gram = centred @ centred.T
@@ -103,60 +108,44 @@ def weighted_accuracy(confusion: torch.Tensor, weights: torch.Tensor) -> float:
     return float((w * per_class).sum() / w.sum())
 
 
-def nc_metrics(
-    stats: ClassStats,
-    *,
-    nc1_divide_by_c: bool = True,
-    ddof: int = 1,
-    pairs: str = "unordered",
-) -> dict[str, float]:
-    """Every NC catalogue key that ``stats`` allows (DESIGN.md metric catalogue).
+PFC_KEYS: tuple[str, ...] = ("nc1_trace_ratio", "nc2_etf_distance", "ncc_accuracy")
+"""Catalogue keys of PFC1, PFC2 and PFC3 (paper 001, Eqs. 7-9)."""
 
-    Always: ``nc1``, ``nc1_trace_ratio``, ``nc1_cdnv``, ``nc2_equinorm_means``,
-    ``nc2_equiangle_means``, ``nc2_maxangle_means``, ``nc2_etf_distance``,
-    ``nc2_orthogonal_frame``, ``ncc_accuracy`` (against ``stats.ncc_means``).
-    With a classifier (``W`` given to :meth:`ClassStats.finalize_means`): also
-    ``nc2_equinorm_classifiers``, ``nc2_equiangle_classifiers``,
-    ``nc2_maxangle_classifiers``, ``nc3_self_duality``, ``nc3_self_duality_classwise``,
-    ``nc4_ncc_mismatch``, ``accuracy``. ``nc1_snr`` is added by
-    :func:`collapselab.metrics.measure` (it needs the dense, nonsingular ``Sigma_W``).
 
-    Args:
-        stats: statistics after both passes.
-        nc1_divide_by_c: see :func:`nc1_pinv`.
-        ddof: delta degrees of freedom of the standard deviations (1: unbiased, as
-            ``torch.std`` in the papers' code).
-        pairs: ``"unordered"`` (each pair once) or ``"ordered"`` (both orders, as the
-            notebook's coherence) for the pairwise-cosine statistics.
+def ncc_mismatch(stats: ClassStats) -> float:
+    r"""NC4 ``= sum_c pi_c |{i in c: argmax(W h_i + b) != argmin_k ||h_i - mu_k||}| / n_c``.
+
+    The classifier given to :meth:`~collapselab.stats.ClassStats.finalize_means` against
+    the nearest-class-mean rule (note 003 §2.3; the plain fraction for balanced classes).
     """
-    ddof = check_int("ddof", ddof, minimum=0)
-    pairs = check_choice("pairs", pairs, PAIRS)
-    require_between(stats)
-    centred = stats.centred_means
-    pi = stats.class_weights
-    out = {
-        "nc1": nc1_pinv(stats, nc1_divide_by_c),
-        "nc1_trace_ratio": trace_ratio(stats),
-        "nc1_cdnv": cdnv(stats),
-        "nc2_equinorm_means": equinorm(centred, ddof, "centred means"),
-        "nc2_equiangle_means": equiangularity(centred, pairs, ddof, "centred means"),
-        "nc2_maxangle_means": max_equiangularity(centred, "centred means"),
-        "nc2_etf_distance": etf_distance(centred),
-        "nc2_orthogonal_frame": orthogonal_frame_distance(stats.means),
-        "ncc_accuracy": weighted_accuracy(stats.ncc_confusion, pi),
+    return _weighted_fraction(stats.mismatch_counts, stats.counts, stats.class_weights)
+
+
+def check_pfc_keys(keys: Sequence[str], name: str = "metrics") -> tuple[str, ...]:
+    """``keys`` as a tuple, checked to be a non-empty subset of :data:`PFC_KEYS`."""
+    if isinstance(keys, str):
+        keys = [keys]
+    unknown = [k for k in keys if k not in PFC_KEYS]
+    if unknown or not keys:
+        raise ValueError(f"{name} must be a non-empty subset of {PFC_KEYS}, got {list(keys)}")
+    return tuple(keys)
+
+
+def pfc_metrics(stats: ClassStats, keys: Sequence[str] = PFC_KEYS) -> dict[str, float]:
+    r"""PFC1-3 (paper 001, Eqs. 7-9) of class statistics, for the requested ``keys``.
+
+    ``nc1_trace_ratio`` ``= Tr Sigma_W / Tr Sigma_B`` (:func:`trace_ratio`),
+    ``nc2_etf_distance`` (:func:`etf_distance` of the centred means) and ``ncc_accuracy``
+    (:func:`weighted_accuracy` of the nearest-class-mean decisions of pass 2).
+    """
+    keys = check_pfc_keys(keys, "keys")
+    check_between_rank(stats.between_rank)
+    formulas = {
+        "nc1_trace_ratio": lambda: trace_ratio(stats),
+        "nc2_etf_distance": lambda: etf_distance(stats.centred_means),
+        "ncc_accuracy": lambda: weighted_accuracy(stats.ncc_confusion, stats.class_weights),
     }
-    if stats.has_classifier:
-        W, _ = stats.classifier
-        out |= {
-            "nc2_equinorm_classifiers": equinorm(W, ddof, "W"),
-            "nc2_equiangle_classifiers": equiangularity(W, pairs, ddof, "W"),
-            "nc2_maxangle_classifiers": max_equiangularity(W, "W"),
-            "nc3_self_duality": self_duality(W, centred),
-            "nc3_self_duality_classwise": self_duality_classwise(W, centred),
-            "nc4_ncc_mismatch": _weighted_fraction(stats.mismatch_counts, stats.counts, pi),
-            "accuracy": weighted_accuracy(stats.classifier_confusion, pi),
-        }
-    return out
+    return {k: formulas[k]() for k in keys}
 
 
 def _weighted_fraction(hits: torch.Tensor, counts: torch.Tensor, pi: torch.Tensor) -> float:
@@ -169,10 +158,17 @@ def _weighted_fraction(hits: torch.Tensor, counts: torch.Tensor, pi: torch.Tenso
 
 
 def _rows(vectors: object, name: str) -> torch.Tensor:
-    v = check_features(vectors, name).to(torch.float64)
+    """The rows in float64, rescaled by a power of two to a largest entry in ``[0.5, 1)``.
+
+    Every function of this section is invariant to the scale of its argument; the exact
+    rescaling (a power of two changes no mantissa) keeps their squares and Gram entries
+    within float64's range for rows of any finite magnitude (1e-200 or 1e200 as well).
+    """
+    v = check_features(vectors, name, detach=True).to(torch.float64)
     if v.shape[0] < 2:
         raise ValueError(f"{name} must have at least two rows (classes), got {v.shape[0]}")
-    return v
+    peak = float(v.abs().max())
+    return v * math.ldexp(1.0, -math.frexp(peak)[1]) if peak > 0 else v
 
 
 def _unit_rows(v: torch.Tensor, name: str) -> torch.Tensor:
@@ -333,9 +329,9 @@ def nc1_trace_ratio(
             coincide, else ``"sample"``), ``"balanced"`` (``pi_c = 1/C``) or ``"sample"``
             (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
-    stats = _stats(features, labels, n_classes, weighting)
-    warn_if_imbalanced({"": stats})
-    return trace_ratio(stats)
+    return _pfc(features, labels, ("nc1_trace_ratio",), n_classes, weighting, True)[
+        "nc1_trace_ratio"
+    ]
 
 
 def nc2_etf_distance(
@@ -357,9 +353,9 @@ def nc2_etf_distance(
             coincide, else ``"sample"``), ``"balanced"`` (``pi_c = 1/C``) or ``"sample"``
             (``pi_c = n_c/N``). Imbalanced classes give one warning naming the counts.
     """
-    stats = _stats(features, labels, n_classes, weighting, min_count=1)
-    warn_if_imbalanced({"": stats})
-    return _etf_of(stats)
+    return _pfc(features, labels, ("nc2_etf_distance",), n_classes, weighting, True)[
+        "nc2_etf_distance"
+    ]
 
 
 def ncc_accuracy(
@@ -390,9 +386,7 @@ def ncc_accuracy(
     """
     weighting = check_choice("weighting", weighting, WEIGHTINGS)
     if means is None:
-        stats = _stats(features, labels, n_classes, weighting, min_count=1)
-        warn_if_imbalanced({"": stats})
-        return weighted_accuracy(stats.ncc_confusion, stats.class_weights)
+        return _pfc(features, labels, ("ncc_accuracy",), n_classes, weighting, True)["ncc_accuracy"]
     confusion = _ncc_confusion(features, labels, means, n_classes)
     counts = confusion.sum(dim=1)
     warn_imbalanced_counts({"": counts}, weighting)
@@ -418,52 +412,45 @@ def _ncc_confusion(
     return torch.bincount(y * c + pred, minlength=c * c).view(c, c)
 
 
-def _etf_of(stats: ClassStats) -> float:
-    require_between(stats)
-    return etf_distance(stats.centred_means)
-
-
-def _stats(
+def pfc_values(
     features: object,
     labels: object,
+    keys: Sequence[str] = PFC_KEYS,
+    *,
+    n_classes: int | None = None,
+    weighting: str = "auto",
+    warn: bool = True,
+) -> dict[str, float]:
+    r"""PFC1-3 (:func:`pfc_metrics`) of one ``(N, D)`` feature matrix, from one set of
+    projected class statistics.
+
+    Every class needs two samples for ``nc1_trace_ratio`` and one otherwise. ``weighting``
+    is resolved from the class counts (:func:`collapselab.checks.resolve_weighting`);
+    imbalanced classes give one warning naming the counts unless ``warn=False`` (for
+    callers that evaluate many matrices and warn once themselves).
+    """
+    return _pfc(features, labels, keys, n_classes, weighting, warn)
+
+
+def _pfc(
+    features: object,
+    labels: object,
+    keys: Sequence[str],
     n_classes: int | None,
     weighting: str,
-    min_count: int = 2,
-) -> ClassStats:
-    """Projected statistics of one feature matrix, without the imbalance warning."""
+    warn: bool,
+) -> dict[str, float]:
+    """:func:`pfc_values`, warning (when ``warn``) two frames above this one."""
     c = infer_n_classes(labels, n_classes)
-    return class_stats_from_features(
+    stats = class_stats_from_features(
         features,
         labels,
         c,
         weighting=weighting,
         mode="projected",
-        min_count=min_count,
+        min_count=2 if "nc1_trace_ratio" in keys else 1,
         warn_imbalanced=False,
     )
-
-
-def _pfc_values(
-    features: object, labels: object, names: tuple[str, ...], weighting: str
-) -> dict[str, float]:
-    """The PFC keys ``names`` of one feature matrix from one set of statistics, silently.
-
-    For callers that evaluate many feature matrices in one call and warn once themselves
-    (:mod:`collapselab.metrics.layerwise`); ``weighting`` should already be resolved.
-    Values equal those of :func:`nc1_trace_ratio`, :func:`nc2_etf_distance` and
-    :func:`ncc_accuracy` (their class-count requirements included).
-    """
-    stats = _stats(
-        features, labels, None, weighting, min_count=2 if "nc1_trace_ratio" in names else 1
-    )
-    out = {}
-    for name in names:
-        if name == "nc1_trace_ratio":
-            out[name] = trace_ratio(stats)
-        elif name == "nc2_etf_distance":
-            out[name] = _etf_of(stats)
-        elif name == "ncc_accuracy":
-            out[name] = weighted_accuracy(stats.ncc_confusion, stats.class_weights)
-        else:
-            raise ValueError(f"unknown PFC metric {name!r}")
-    return out
+    if warn:
+        warn_imbalanced_counts({"": stats.counts}, stats.requested_weighting, stacklevel=4)
+    return pfc_metrics(stats, keys)

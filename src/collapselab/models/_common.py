@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from collapselab._checks import check_float
+from collapselab.checks import check_float
 
 
 def _scaled_channels(channels: int, width_multiplier: float) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from collapselab._checks import check_choice, check_int, check_probability
+from collapselab.checks import check_choice, check_int, check_probability
 from collapselab.models._common import _check_features_input, _normal_, _uniform_
 
 _INITS = ("def3", "def3_uniform", "glorot_uniform", "glorot_normal", "he")

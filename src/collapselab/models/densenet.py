@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_choice, check_float, check_int
+from collapselab.checks import check_bool, check_choice, check_float, check_int
 from collapselab.models._common import _check_image_input, _kaiming_conv_bn_init
 
 _STEMS = ("small", "imagenet")

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_int
+from collapselab.checks import check_bool, check_int
 from collapselab.models._common import (
     _check_image_input,
     _check_width_multiplier,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_choice, check_int
+from collapselab.checks import check_bool, check_choice, check_int
 from collapselab.models._common import (
     _check_features_input,
     _check_width_multiplier,

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from collapselab._checks import check_bool, check_int, check_probability
+from collapselab.checks import check_bool, check_int, check_probability
 from collapselab.models._common import _check_image_input, _check_width_multiplier, _scaled_channels
 
 #: (channels, kernel) of the two convolutions of each of st-VGG's four stages.

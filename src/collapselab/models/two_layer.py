@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_float, check_int
+from collapselab.checks import check_bool, check_float, check_int
 from collapselab.models._common import _check_features_input
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab._checks import check_int
+from collapselab.checks import check_int
 from collapselab.models._common import _check_image_input, _check_width_multiplier, _scaled_channels
 
 #: Simonyan & Zisserman's configurations A (VGG-11) and B (VGG-13); "M" is a 2x2 max-pool.

@@ -10,6 +10,8 @@ Public API:
   pre-activation gradients (:class:`GradientCapture`).
 - :func:`eval_mode`: eval mode that restores every submodule's own train/eval flag.
 - :func:`batch_coupling_modules`: modules whose output mixes the samples of a batch.
+- :func:`deepfool`, :func:`deepfool_robustness`: minimal adversarial perturbations of a
+  model's inputs and the robustness measure of paper 003.
 """
 
 from collapselab.probe.capture import FeatureCapture, flatten_batch
@@ -20,6 +22,7 @@ from collapselab.probe.gradients import (
     per_sample_gradients,
 )
 from collapselab.probe.modes import batch_coupling_modules, eval_mode
+from collapselab.probe.robustness import deepfool, deepfool_robustness
 from collapselab.probe.select import LayerSpec, resolve_layers
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "LayerSpec",
     "batch_coupling_modules",
     "cross_entropy_per_sample",
+    "deepfool",
+    "deepfool_robustness",
     "eval_mode",
     "flatten_batch",
     "per_sample_gradients",

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from collapselab._checks import check_bool, check_choice
+from collapselab.checks import check_bool, check_choice
 from collapselab.probe._inplace import InPlaceGuard
 from collapselab.probe.select import LayerSpec, resolve_layers
 

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from collapselab._checks import check_bool, check_choice
+from collapselab.checks import check_bool, check_choice
 from collapselab.probe.capture import FeatureCapture, flatten_batch
 from collapselab.probe.modes import batch_coupling_modules, eval_mode
 from collapselab.probe.select import LayerSpec, resolve_layers

@@ -6,6 +6,8 @@ Public API:
   :func:`select_curves`, :func:`relative_positions`: figures from long-format metric tables
   or arrays (:mod:`collapselab.report.plots`); :func:`plot_training_curves`: loss and
   accuracy of a training run.
+- Layout rules for any figure of a report: :data:`MAX_FIGURE_WIDTH`, :func:`panel_grid`,
+  :func:`shared_legend`, :func:`place_legends`, :data:`DPI`.
 - :func:`render_run_report`, :func:`write_run_report`: a run's ``report.html``.
 - :func:`collect_index`, :func:`render_index`, :func:`write_index`: ``index.html`` and
   ``index.json`` across the runs under a root.
@@ -15,16 +17,25 @@ from collapselab.report.figures import plot_training_curves
 from collapselab.report.html import render_run_report, write_run_report
 from collapselab.report.index import collect_index, render_index, write_index
 from collapselab.report.plots import (
+    DPI,
+    MAX_FIGURE_WIDTH,
+    panel_grid,
+    place_legends,
     plot_comparison,
     plot_metric,
     plot_panels,
     plot_vs_depth,
     relative_positions,
     select_curves,
+    shared_legend,
 )
 
 __all__ = [
+    "DPI",
+    "MAX_FIGURE_WIDTH",
     "collect_index",
+    "panel_grid",
+    "place_legends",
     "plot_comparison",
     "plot_metric",
     "plot_panels",
@@ -34,6 +45,7 @@ __all__ = [
     "render_index",
     "render_run_report",
     "select_curves",
+    "shared_legend",
     "write_index",
     "write_run_report",
 ]

@@ -5,10 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 VERDICT_CLASS = {
@@ -19,19 +16,25 @@ VERDICT_CLASS = {
 STATUS_CLASS = {
     "completed": "ok",
     "failed": "bad",
+    "damaged": "bad",
     "interrupted": "warn",
     "running": "na",
     "created": "na",
 }
 
+# The page is 1400 px wide at most: figures (at most 1368 px, collapselab.report.plots) show
+# at full size. Long unbroken text (paths, errors, JSON, settings) may break anywhere, in the
+# cells that hold it (class "wrap"), small print, <pre> and <code>, so it never widens the
+# page; other cells keep their words whole.
 CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif;
-       margin: 2em auto; max-width: 1150px; padding: 0 1em; color: #1f2328; line-height: 1.4; }
+       margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #1f2328; line-height: 1.4; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; }
 .sub { color: #59636e; margin-top: 0; }
-table { border-collapse: collapse; margin: .5em 0; font-size: 0.92em; }
-th, td { border: 1px solid #d0d7de; padding: .3em .6em; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; margin: .5em 0; font-size: 0.88em; max-width: 100%; }
+th, td { border: 1px solid #d0d7de; padding: .3em .5em; text-align: left; vertical-align: top; }
+td.wrap, .small, code { overflow-wrap: anywhere; }
 th { background: #f6f8fa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .badge { display: inline-block; padding: .05em .5em; border-radius: 1em; font-weight: 600;
@@ -40,10 +43,12 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .bad { background: #ffebe9; color: #a40e26; }
 .warn { background: #fff8c5; color: #7d4e00; }
 .na { background: #eaeef2; color: #424a53; }
-pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: .85em; }
-figure { margin: 1em 0; }
-figure img { max-width: 100%; border: 1px solid #d0d7de; }
-figcaption { color: #59636e; font-size: .9em; }
+pre { background: #f6f8fa; padding: .8em; font-size: .85em; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; display: block; }
+figcaption { color: #1f2328; font-size: .9em; max-width: 80em; margin-top: .3em; }
+figcaption .name { color: #59636e; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; padding: .5em .8em; margin: .5em 0; }
 .small { font-size: .85em; color: #59636e; }
 """
@@ -93,26 +98,33 @@ def status_badge(status: str) -> str:
     return badge(status, STATUS_CLASS.get(status, "na"))
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], raw: bool = True) -> str:
-    """An HTML table. ``rows`` hold HTML fragments when ``raw`` (already escaped), else text."""
+def table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    raw: bool = True,
+    wrap: Iterable[int] = (),
+) -> str:
+    """An HTML table. ``rows`` hold HTML fragments when ``raw`` (already escaped), else text;
+    the cells of the columns ``wrap`` may break long words anywhere (class ``wrap``)."""
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    wrapped = set(wrap)
     body = []
     for row in rows:
         cells = row if raw else [esc(c) for c in row]
-        body.append("<tr>" + "".join(_cell(c) for c in cells) + "</tr>")
+        body.append("<tr>" + "".join(_cell(c, i in wrapped) for i, c in enumerate(cells)) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _cell(fragment: str) -> str:
+def _cell(fragment: str, wrap: bool = False) -> str:
     if fragment.startswith("<td"):
         return fragment
-    return f"<td>{fragment}</td>"
+    return f'<td class="wrap">{fragment}</td>' if wrap else f"<td>{fragment}</td>"
 
 
 def key_value_table(items: Mapping[str, Any]) -> str:
     """Two-column table of ``key: value`` (values formatted as numbers or text)."""
     rows = [(esc(k), esc(fmt_number(v))) for k, v in items.items()]
-    return table(("key", "value"), rows)
+    return table(("key", "value"), rows, wrap=(0, 1))
 
 
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -136,21 +148,6 @@ def page(title: str, body: str) -> str:
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n"
         "</body>\n</html>\n"
     )
-
-
-def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` via a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def json_clean(value: Any) -> Any:

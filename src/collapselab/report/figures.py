@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # figures are files; never open a window
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from collapselab.report.plots import ZERO_ERROR_STYLE
+from collapselab.report.plots import ZERO_ERROR_STYLE, _save, shared_legend
 
 
 def plot_training_curves(
@@ -47,10 +47,7 @@ def plot_training_curves(
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0].set_yscale("log")
-    axes[1].legend(loc="lower right")
+    shared_legend(fig, axes)
     if title:
         fig.suptitle(title)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

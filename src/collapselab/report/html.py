@@ -2,18 +2,21 @@
 
 The page shows the experiment, paper and figure, the data the run used (and why, when a
 preset fell back to bundled data), the status (and the error of a failed run, once), the
-zero-error epoch, the empirical claims and, apart, the erratum demonstrations (their outcome
-in their own words: "published formula confirmed wrong" / "... not refuted"), every
-``figures/*.png`` embedded as a base64 ``<img>``, the final model-level metric values, the
-configuration, timings and versions.
-Plain HTML with inline CSS: no script, no external resource, opens from disk. All text is
-escaped with :func:`html.escape`.
+zero-error epoch (runs that train), the empirical claims and, apart, the erratum
+demonstrations (their outcome in their own words: "published formula confirmed wrong" /
+"... not refuted"), every ``figures/*.png`` embedded as a base64 ``<img>`` at its own size
+with its caption and a link to the file (to open it full size), the final model-level
+metric values, the configuration, timings and versions. Plain HTML with inline CSS: no
+script, no external resource, opens from disk. All text is escaped with
+:func:`html.escape`. Written with the store's atomic write, so the file has the same mode
+as every other file of the run.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,12 +34,9 @@ from collapselab.report._html import (
     status_badge,
     table,
     verdict_badge,
-    write_atomic,
 )
-from collapselab.store import Run
+from collapselab.store import CLAIMS_FILE, FIGURES_DIR, REPORT_FILE, Run, atomic_write
 
-REPORT_FILE = "report.html"
-CLAIMS_FILE = "claims.json"
 _MAX_FINAL_ROWS = 60
 _SHOWN_ELSEWHERE = {
     "id",
@@ -54,6 +54,7 @@ _SHOWN_ELSEWHERE = {
     "traceback",
     "final_metrics",
     "zero_error_epoch",
+    "metrics_rows",
 }
 
 
@@ -74,7 +75,7 @@ def read_claims(run_path: str | Path) -> tuple[dict[str, Any] | None, str | None
 
 def figure_files(run_path: str | Path, order: Sequence[str] = ()) -> list[Path]:
     """``figures/*.png`` of a run: those named in ``order`` first, then the rest by name."""
-    directory = Path(run_path) / "figures"
+    directory = Path(run_path) / FIGURES_DIR
     if not directory.is_dir():
         return []
     found = {p.stem: p for p in directory.glob("*.png") if p.is_file()}
@@ -109,7 +110,7 @@ def render_run_report(
         _error_section(manifest),
         _overview_section(manifest),
         _claims_section(claims),
-        _figures_section(run.path, info.get("figures") or ()),
+        _figures_section(run.path, info.get("figures") or (), info.get("captions") or {}),
         _final_values_section(run),
         _config_section(manifest),
         _timings_section(manifest),
@@ -122,7 +123,7 @@ def write_run_report(run: Run | str | Path, notes: Sequence[str] = ()) -> Path:
     """Write ``report.html`` into the run directory and return its path."""
     if not isinstance(run, Run):
         run = Run.open(run)
-    return write_atomic(run.path / REPORT_FILE, render_run_report(run, notes=notes))
+    return atomic_write(run.path / REPORT_FILE, render_run_report(run, notes=notes))
 
 
 # ------------------------------------------------------------------------- sections
@@ -151,7 +152,7 @@ def _error_section(manifest: Mapping[str, Any]) -> str:
     error, trace = manifest.get("error"), manifest.get("traceback")
     if not error and not trace:
         return ""
-    out = ["<h2>Error</h2>", f"<pre>{esc(error or 'see traceback')}</pre>"]
+    out = ["<h2>Error</h2>", f'<pre class="error">{esc(error or "see traceback")}</pre>']
     if trace:
         out.append(f"<details><summary>traceback</summary><pre>{esc(trace)}</pre></details>")
     return "\n".join(out)
@@ -159,24 +160,28 @@ def _error_section(manifest: Mapping[str, Any]) -> str:
 
 def _overview_section(manifest: Mapping[str, Any]) -> str:
     durations = manifest.get("durations") or {}
-    items: dict[str, Any] = {
-        "status": manifest.get("status"),
-        "zero-error epoch": manifest.get("zero_error_epoch"),
-        "total time": fmt_seconds(durations.get("total_s")),
-    }
+    # Only a run that trains has a zero-error epoch (the training loop records the field,
+    # also when the epoch is not reached); theory runs say nothing about it.
+    trains = "zero_error_epoch" in manifest
+    items: dict[str, Any] = {"status": manifest.get("status")}
+    if trains:
+        items["zero-error epoch"] = manifest.get("zero_error_epoch")
+    items["total time"] = fmt_seconds(durations.get("total_s"))
     for key, value in manifest.items():
         if key in _SHOWN_ELSEWHERE or isinstance(value, (dict, list)):
             continue
         items[key.replace("_", " ")] = value
     rows = [(esc(k), esc(fmt_number(v))) for k, v in items.items()]
-    zero = manifest.get("zero_error_epoch")
-    caption = (
-        '<p class="small">Zero-error epoch: the first epoch with training accuracy exactly 1 '
-        "(start of the terminal phase of training); "
-        + ("not reached." if zero is None else f"epoch {esc(zero)}.")
-        + "</p>"
-    )
-    return "<h2>Overview</h2>\n" + table(("field", "value"), rows) + caption
+    caption = ""
+    if trains:
+        zero = manifest.get("zero_error_epoch")
+        caption = (
+            '<p class="small">Zero-error epoch: the first epoch with training accuracy exactly '
+            "1 (start of the terminal phase of training); "
+            + ("not reached." if zero is None else f"epoch {esc(zero)}.")
+            + "</p>"
+        )
+    return "<h2>Overview</h2>\n" + table(("field", "value"), rows, wrap=(1,)) + caption
 
 
 def data_summary(manifest: Mapping[str, Any]) -> str:
@@ -259,19 +264,38 @@ def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
             )
         )
     header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
-    return table(header, rows)
+    return table(header, rows, wrap=(1, 2, 3, 5))
 
 
-def _figures_section(run_path: Path, order: Sequence[str]) -> str:
+def png_size(data: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` in pixels from a PNG's header, ``None`` if it is not a PNG."""
+    if len(data) < 24 or data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", data[16:24])
+
+
+def _figures_section(run_path: Path, order: Sequence[str], captions: Mapping[str, str] = {}) -> str:
     files = figure_files(run_path, order)
     if not files:
         return "<h2>Figures</h2>\n<p>No figures.</p>"
     blocks = []
     for path in files:
-        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        data = path.read_bytes()
+        encoded = base64.b64encode(data).decode("ascii")
+        size = png_size(data)
+        # Width and height attributes: the figure shows at its own size (scaled down only
+        # in a narrower window) and the page does not jump while images decode.
+        dims = f' width="{size[0]}" height="{size[1]}"' if size else ""
+        link = f"{FIGURES_DIR}/{path.name}"
+        caption = captions.get(path.stem)
+        text = esc(caption) if caption else f"Figure <code>{esc(path.stem)}</code>."
         blocks.append(
-            f'<figure><img src="data:image/png;base64,{encoded}" alt="{esc(path.stem)}">'
-            f"<figcaption>{esc(path.name)}</figcaption></figure>"
+            f'<figure id="fig-{esc(path.stem)}"><a href="{esc(link)}" title="open full size">'
+            f'<img src="data:image/png;base64,{encoded}" alt="{esc(caption or path.stem)}"'
+            f"{dims}></a><figcaption>{text} "
+            f'<span class="name">(<a href="{esc(link)}">{esc(path.name)}</a>, '
+            f"{size[0] if size else '?'}×{size[1] if size else '?'} px; click to open "
+            "full size)</span></figcaption></figure>"
         )
     return "<h2>Figures</h2>\n" + "\n".join(blocks)
 
@@ -335,7 +359,7 @@ def _timings_section(manifest: Mapping[str, Any]) -> str:
     durations = manifest.get("durations") or {}
     rows = [(esc(k), esc(fmt_number(v))) for k, v in flatten(timings).items()]
     rows += [(esc(k), esc(fmt_seconds(v))) for k, v in durations.items()]
-    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows)
+    return "<h2>Timings</h2>\n" + table(("what", "when / how long"), rows, wrap=(1,))
 
 
 def _versions_section(manifest: Mapping[str, Any]) -> str:

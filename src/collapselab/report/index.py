@@ -28,10 +28,9 @@ from collapselab.report._html import (
     status_badge,
     table,
     verdict_badge,
-    write_atomic,
 )
-from collapselab.report.html import REPORT_FILE, data_summary, erratum_badge, read_claims
-from collapselab.store import Run, list_runs
+from collapselab.report.html import data_summary, erratum_badge, read_claims
+from collapselab.store import DAMAGED, REPORT_FILE, DamagedRunError, Run, atomic_write, list_runs
 
 INDEX_HTML = "index.html"
 INDEX_JSON = "index.json"
@@ -48,7 +47,13 @@ def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | N
             outcome, wall time), stored under ``"reproduce"``.
     """
     root = Path(root)
-    runs = [_entry(root, Path(path)) for path in list_runs(root)["path"]]
+    listed = list_runs(root)
+    runs = [
+        _entry(root, Path(path), problem if status == DAMAGED else None)
+        for path, status, problem in zip(
+            listed["path"], listed["status"], listed["error"], strict=True
+        )
+    ]
     runs.sort(key=_sort_key)
     status_counts: dict[str, int] = {}
     claim_counts = dict.fromkeys(_VERDICTS, 0)
@@ -112,11 +117,14 @@ def _sort_key(run: Mapping[str, Any]) -> tuple:
     return (str(run["paper"]), str(run["experiment"]), str(run["preset"]), seed, str(run["run_id"]))
 
 
-def _entry(root: Path, path: Path) -> dict[str, Any]:
+def _entry(root: Path, path: Path, damage: str | None = None) -> dict[str, Any]:
+    """The index row of the run at ``path``; ``damage``: its problem, if it is damaged."""
     try:
         manifest = Run.open(path).manifest
-    except (OSError, ValueError) as error:  # a damaged manifest still gets a row
-        manifest = {"id": path.name, "experiment": "?", "status": "unreadable", "error": str(error)}
+    except (DamagedRunError, OSError):  # a damaged manifest still gets a row
+        manifest = {"id": path.name, "experiment": "?"}
+    if damage is not None:
+        manifest |= {"status": DAMAGED, "error": damage}
     info = manifest.get("experiment_info") or {}
     claims, problem = read_claims(path)
     claim_part = None
@@ -244,7 +252,7 @@ def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
         )
         for item in reproduce.get("experiments") or []
     ]
-    body = table(("experiment", "run", "outcome", "time", "error"), rows)
+    body = table(("experiment", "run", "outcome", "time", "error"), rows, wrap=(4,))
     return "<h2>Last reproduce</h2>\n" + head + body
 
 
@@ -305,7 +313,8 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
         "claims",
         "time",
     )
-    return table(header, rows)
+    # Ten columns must fit a narrow window too: their text may break anywhere.
+    return table(header, rows, wrap=(0, 1, 2, 3, 5, 8))
 
 
 def write_index(
@@ -319,10 +328,10 @@ def write_index(
     if reproduce is None:
         reproduce = _previous_reproduce(root / INDEX_JSON)
     document = collect_index(root, reproduce)
-    json_path = write_atomic(
+    json_path = atomic_write(
         root / INDEX_JSON, json.dumps(document, indent=2, allow_nan=False) + "\n"
     )
-    html_path = write_atomic(root / INDEX_HTML, render_index(document))
+    html_path = atomic_write(root / INDEX_HTML, render_index(document))
     return html_path, json_path
 
 

@@ -16,6 +16,13 @@ used to split panels) or plain arrays. Every function returns the path it wrote.
 
 On a log axis, non-positive values cannot be drawn: they are left out (a log-x axis drops
 epoch 0) rather than clipped to a misleading floor.
+
+Layout rules, so that a figure reads at full size in a report (:mod:`collapselab.report.html`):
+no figure is wider than :data:`MAX_FIGURE_WIDTH` inches (at 120 dpi it fits the report's
+page without being scaled down), panels wrap into rows of at most
+:data:`MAX_PANELS_PER_ROW` (:func:`panel_grid`), and legends sit outside the axes, never
+on the curves: one legend below the panels when one panel shows every series of the figure
+(:func:`shared_legend`), otherwise one right of each panel.
 """
 
 from __future__ import annotations
@@ -32,14 +39,61 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from collapselab._checks import check_choice, check_int
-from collapselab.report._html import write_atomic
+from collapselab.checks import check_choice, check_int
+from collapselab.store import atomic_write
 
 Curves = Mapping[str, tuple[Any, Any]]
 """Plain-array input: ``{label: (x, y)}``."""
 
 ZERO_ERROR_STYLE = {"color": "red", "linestyle": ":", "linewidth": 1.3}
 _LONG_COLUMNS = ("epoch", "split", "layer", "metric", "value")
+
+DPI = 120
+"""Resolution of the saved figures (pixels per inch)."""
+
+MAX_FIGURE_WIDTH = 11.4
+"""Widest figure in inches: 1368 px at :data:`DPI`, within the report's 1400 px page."""
+
+MAX_PANELS_PER_ROW = 3
+"""Panels side by side at most; more wrap into further rows."""
+
+
+def panel_grid(
+    n_panels: int, panel_width: float, ncols: int = MAX_PANELS_PER_ROW
+) -> tuple[int, int, float]:
+    """``(rows, cols, panel width)`` for ``n_panels`` panels of ``panel_width`` inches:
+    at most ``ncols`` and :data:`MAX_PANELS_PER_ROW` per row, panels narrowed so that the
+    row fits :data:`MAX_FIGURE_WIDTH`."""
+    n_panels = check_int("n_panels", n_panels, minimum=1)
+    cols = max(1, min(n_panels, ncols, MAX_PANELS_PER_ROW))
+    rows = -(-n_panels // cols)
+    return rows, cols, min(float(panel_width), MAX_FIGURE_WIDTH / cols)
+
+
+def shared_legend(fig: Any, axes: Any, ncol: int = 4) -> None:
+    """One legend for the whole figure, below the panels: each distinct label once, in the
+    order the panels first show it. Needs ``constrained_layout=True`` (it makes room)."""
+    handles: dict[str, Any] = {}
+    for ax in np.ravel(axes):
+        if not ax.get_visible():
+            continue
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncol=min(ncol, len(handles)),
+            fontsize="small",
+            frameon=False,
+        )
+
+
+def _one_set_of_series(axes: Any) -> bool:
+    """True when one panel shows every series any panel shows (same label, same series)."""
+    sets = [set(ax.get_legend_handles_labels()[1]) for ax in np.ravel(axes) if ax.get_visible()]
+    return bool(sets) and set().union(*sets) in sets
 
 
 # ----------------------------------------------------------------------- selection
@@ -163,12 +217,30 @@ def _draw_curves(
 
 
 def _legend(ax: Any, n: int) -> None:
+    """A legend right of the axes (outside: it never covers a curve)."""
     if n == 0:
         return
-    ax.legend(fontsize="small" if n <= 8 else "x-small", ncol=1 if n <= 8 else 2, framealpha=0.8)
+    ax.legend(
+        fontsize="small" if n <= 8 else "x-small",
+        ncol=1 if n <= 12 else 2,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        frameon=False,
+    )
 
 
-def _save(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+def place_legends(fig: Any, axes: Any) -> None:
+    """A shared legend when one panel shows every series of the figure, else one per panel."""
+    if _one_set_of_series(axes):
+        shared_legend(fig, axes)
+        return
+    for ax in np.ravel(axes):
+        if ax.get_visible():
+            _legend(ax, len(ax.get_legend_handles_labels()[1]))
+
+
+def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ValueError(f"path must end in .png, got {str(path)!r}")
@@ -177,7 +249,7 @@ def _save(fig: Any, path: str | Path, dpi: int = 120) -> Path:
         fig.savefig(buffer, format="png", dpi=dpi)
     finally:
         plt.close(fig)
-    return write_atomic(path, buffer.getvalue())
+    return atomic_write(path, buffer.getvalue())
 
 
 def plot_metric(
@@ -276,12 +348,11 @@ def plot_panels(
         names = list(panels) if panels is not None else list(data)
         content = {str(n): _as_curves(data[n]) for n in names}
     n = len(content)
-    cols = min(ncols, n)
-    rows_n = -(-n // cols)
+    rows_n, cols, width = panel_grid(n, panel_size[0], ncols)
     fig, axes = plt.subplots(
         rows_n,
         cols,
-        figsize=(panel_size[0] * cols, panel_size[1] * rows_n),
+        figsize=(width * cols, panel_size[1] * rows_n),
         squeeze=False,
         sharey=sharey,
         constrained_layout=True,
@@ -295,9 +366,9 @@ def plot_panels(
         ax.set_xlabel(xlabel or x)
         label = _per_panel(ylabel, name, None)
         ax.set_ylabel(label if label is not None else (metric or ""))
-        _legend(ax, len(curves) + (zero is not None))
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
+    place_legends(fig, axes)
     if suptitle:
         fig.suptitle(suptitle)
     return _save(fig, path)
@@ -370,10 +441,13 @@ def plot_vs_depth(
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
         raise ValueError("metrics must name at least one metric")
+    rows_n, cols, width = panel_grid(len(names), 3.8)
     fig, axes = plt.subplots(
-        1, len(names), figsize=(4.2 * len(names), 3.4), squeeze=False, constrained_layout=True
+        rows_n, cols, figsize=(width * cols, 3.4 * rows_n), squeeze=False, constrained_layout=True
     )
-    for ax, name in zip(axes.flat, names, strict=True):
+    for ax in list(axes.flat)[len(names) :]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names, strict=False):
         if isinstance(data, pd.DataFrame):
             order, values = _layer_values(data, name, split, epoch, layers)
             x = _positions(order, positions)
@@ -402,7 +476,7 @@ def plot_vs_depth(
         ax.set_xlabel(xlabel)
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+    place_legends(fig, axes)
     if title:
         fig.suptitle(title)
     return _save(fig, path)
@@ -446,14 +520,13 @@ def plot_comparison(
     nested = all(isinstance(v, Mapping) for v in values.values())
     groups = dict(values) if nested else {"": values}
     error_groups = (errors if nested else {"": errors}) if errors is not None else {}
+    rows_n, cols, width = panel_grid(len(groups), max(3.6, 1.1 * _widest(groups)))
     fig, axes = plt.subplots(
-        1,
-        len(groups),
-        figsize=(max(3.6, 1.1 * _widest(groups)) * len(groups), 3.4),
-        squeeze=False,
-        constrained_layout=True,
+        rows_n, cols, figsize=(width * cols, 3.4 * rows_n), squeeze=False, constrained_layout=True
     )
-    for ax, (name, items) in zip(axes.flat, groups.items(), strict=True):
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.set_visible(False)
+    for ax, (name, items) in zip(axes.flat, groups.items(), strict=False):
         labels = [str(k) for k in items]
         heights = np.array([float(v) for v in items.values()], dtype=np.float64)
         err = error_groups.get(name) if error_groups else None
@@ -469,7 +542,6 @@ def plot_comparison(
         ref = _per_panel(reference, name, None)
         if ref is not None:
             ax.axhline(float(ref), color="red", linewidth=1.3, label=reference_label)
-            ax.legend(fontsize="small")
         ax.set_xticks(positions, labels, rotation=30 if len(labels) > 4 else 0)
         if log:
             ax.set_yscale("log")
@@ -477,6 +549,7 @@ def plot_comparison(
             ax.set_title(name)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, axis="y")
+    place_legends(fig, axes)
     if title:
         fig.suptitle(title)
     return _save(fig, path)

@@ -54,23 +54,29 @@ What each mode supports:
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
-from collapselab._checks import check_choice, check_int, check_labels
-from collapselab.stats._validate import (
+from collapselab.checks import (
     MODES,
     WEIGHTINGS,
+    check_bool,
+    check_choice,
     check_class_counts,
     check_classifier,
     check_features,
+    check_int,
+    check_labels,
     counts_balanced,
     imbalance_message,
     resolve_weighting,
 )
+from collapselab.stats.accumulator import Accumulator
+from collapselab.stats.scratch import scratch
 
 DENSE_MAX_DIM = 2048
 """Largest feature dimension for which ``mode="auto"`` accumulates the dense ``Sigma_W``."""
@@ -112,7 +118,7 @@ def nearest_class_mean(features: torch.Tensor, means: torch.Tensor) -> torch.Ten
     return torch.argmin(scores, dim=1)
 
 
-class ClassStats:
+class ClassStats(Accumulator):
     r"""Two-pass, mergeable class statistics of features, accumulated in float64.
 
     Args:
@@ -135,6 +141,16 @@ class ClassStats:
             :meth:`all_reduce` (otherwise taken from the first batch).
         device: device of the accumulators (batches are moved there); default: that of
             the first batch, or CPU when ``dim`` is given.
+        ncc: count the nearest-class-mean decisions in pass 2 (``ncc_confusion``; with a
+            classifier also ``mismatch_counts``). ``False`` skips their ``C x D`` scores
+            per sample when no requested metric reads them.
+        norms: keep the per-class sums of squared norms in pass 1, from which
+            :attr:`class_variances` can be read before pass 2. ``False`` saves a pass over
+            each batch when pass 2 will run anyway.
+        check_finite: check every batch for NaN/Inf as it comes. ``False`` (for callers
+            that feed the same features to both passes, as the measurement engine does)
+            checks only the class sums when pass 1 ends, which catches the same inputs: a
+            NaN or Inf entry makes its class sum non-finite.
 
     Usage::
 
@@ -161,12 +177,19 @@ class ClassStats:
         dim: int | None = None,
         device: torch.device | str | None = None,
         warn_imbalanced: bool = True,
+        ncc: bool = True,
+        norms: bool = True,
+        check_finite: bool = True,
     ) -> None:
+        super().__init__()
         self.n_classes = check_int("n_classes", n_classes, minimum=2)
         self.requested_weighting = check_choice("weighting", weighting, WEIGHTINGS)
         # None until finalize_means() resolves "auto" from the class counts.
         self.weighting: str | None = None if weighting == "auto" else self.requested_weighting
         self.warn_imbalanced = bool(warn_imbalanced)
+        self.ncc = check_bool("ncc", ncc)
+        self.norms = check_bool("norms", norms)
+        self.check_finite = check_bool("check_finite", check_finite)
         self.requested_mode = check_choice("mode", mode, MODES)
         self.dense_max_dim = check_int("dense_max_dim", dense_max_dim)
         self.mode: str | None = None
@@ -188,15 +211,28 @@ class ClassStats:
         self._p1 = {
             "counts": torch.zeros(c, dtype=torch.int64, device=device),
             "sums": torch.zeros(c, dim, **f64),
-            "sq_norms": torch.zeros(c, **f64),
         }
+        if self.norms:
+            self._p1["sq_norms"] = torch.zeros(c, **f64)
 
-    def _batch(self, features: object, labels: object) -> tuple[torch.Tensor, torch.Tensor]:
-        h = check_features(features, "features", self.dim)
+    def _batch(
+        self, features: object, labels: object, dtype: torch.dtype | None = torch.float64
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Checked features on the accumulators' device (in ``dtype``; ``None`` keeps it)."""
+        h = check_features(features, "features", self.dim, finite=self.check_finite)
         y = check_labels("labels", labels, h.shape[0], self.n_classes)
         if self.dim is None:
             self._init_pass1(h.shape[1], self.device or h.device)
-        return h.to(self.device, torch.float64), y.to(self.device)
+        return h.to(self.device, dtype), y.to(self.device)
+
+    def update(self, features: object, labels: object) -> ClassStats:
+        """Add a batch to the current pass: :meth:`update_means` before
+        :meth:`finalize_means`, :meth:`update_scatter` after; returns ``self``."""
+        if self.phase == "means":
+            self.update_means(features, labels)
+        else:
+            self.update_scatter(features, labels)
+        return self
 
     def update_means(self, features: object, labels: object) -> None:
         """Pass 1: add a batch of ``(n, D)`` features with ``(n,)`` integer labels."""
@@ -206,7 +242,8 @@ class ClassStats:
         p = self._p1
         p["counts"] += torch.bincount(y, minlength=self.n_classes)
         p["sums"].index_add_(0, y, h)
-        p["sq_norms"].index_add_(0, y, _row_sq_norms(h))
+        if self.norms:
+            p["sq_norms"].index_add_(0, y, _row_sq_norms(h))
 
     def finalize_means(
         self,
@@ -240,6 +277,12 @@ class ClassStats:
             raise ValueError("no features were seen in pass 1 (update_means)")
         counts = self._p1["counts"]
         check_class_counts(counts, min_count, "features")
+        if not self.check_finite and not bool(torch.isfinite(self._p1["sums"]).all()):
+            bad = torch.nonzero(~torch.isfinite(self._p1["sums"]).all(dim=1)).flatten().tolist()
+            raise ValueError(
+                f"features contain NaN or Inf: the class sums of classes {bad[:8]} are not "
+                "finite; expected finite values"
+            )
         c, d = self.n_classes, self.dim
         weighting = resolve_weighting(self.requested_weighting, counts)
         means = self._p1["sums"] / counts.to(torch.float64).unsqueeze(1)
@@ -261,6 +304,7 @@ class ClassStats:
             "svals": svals,
             "sample_weight": pi / n,
         }
+        fixed["own_ncc"] = ncc_means is None
         if ncc_means is None:
             fixed["ncc_means"] = means
         else:
@@ -274,7 +318,7 @@ class ClassStats:
             fixed["W"], fixed["b"] = check_classifier(W, b, c, d, self.device)
         elif b is not None:
             raise ValueError("b was given without W")
-        fixed |= _fused_constants(fixed, mode)
+        fixed |= _fused_constants(fixed, mode, self.ncc)
         self._fixed = fixed
         self.weighting = weighting
         if self.warn_imbalanced and self.requested_weighting == "auto":
@@ -288,11 +332,13 @@ class ClassStats:
             "counts": torch.zeros(c, **ints),
             "dev_sq": torch.zeros(c, **zeros),
             "within": torch.zeros((d, d) if mode == "dense" else (r, r), **zeros),
-            "ncc_confusion": torch.zeros(c, c, **ints),
         }
+        if self.ncc:
+            self._p2["ncc_confusion"] = torch.zeros(c, c, **ints)
         if W is not None:
             self._p2["clf_confusion"] = torch.zeros(c, c, **ints)
-            self._p2["mismatch"] = torch.zeros(c, **ints)
+            if self.ncc:
+                self._p2["mismatch"] = torch.zeros(c, **ints)
         self.phase = "scatter"
 
     # ------------------------------------------------------------------ pass 2
@@ -311,37 +357,65 @@ class ClassStats:
         """
         if self.phase != "scatter":
             raise RuntimeError("update_scatter() before finalize_means()")
-        h, y = self._batch(features, labels)
+        # h keeps its dtype: dev = h - mu_y below is formed in float64 in one buffer,
+        # without a separate float64 copy of the batch.
+        h, y = self._batch(features, labels, dtype=None)
         f, p, c = self._fixed, self._p2, self.n_classes
-        dev = h - f["means"][y]
-        dev_sq = _row_sq_norms(dev)
+        dev = scratch("deviations", tuple(h.shape), f["means"])
+        means_y = torch.index_select(f["means"], 0, y, out=scratch("gathered", dev.shape, dev))
+        if h.dtype == torch.float64:
+            torch.sub(h, means_y, out=dev)
+        else:  # the exact float64 conversion into the buffer, then the one rounding of h - mu_y
+            dev.copy_(h).sub_(means_y)
+        dev_norm = torch.linalg.vector_norm(dev, dim=1)
+        dev_sq = dev_norm * dev_norm
         p["counts"] += torch.bincount(y, minlength=c)
         p["dev_sq"].index_add_(0, y, dev_sq)
-        prod = dev @ f["fused"]
+        fused_t = f["fused_t"]
+        # (F^T dev^T)^T rather than dev F: the same products, twice as fast on CPU for a few
+        # columns and long rows.
+        prod = (fused_t @ dev.T).T if fused_t.shape[0] else dev.new_zeros(dev.shape[0], 0)
         r = f["basis"].shape[1] if self.mode == "projected" else 0
         proj = prod[:, :r] if self.mode == "projected" else dev
         _add_weighted_gram(p["within"], proj, f["sample_weight"][y])
-        dev_norm = dev_sq.sqrt()
-        ncc_scores = f["ncc_sq"] - 2.0 * (prod[:, r : r + c] + f["ncc_const"][y])
-        ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
-        ncc = _decide(
-            ncc_scores, ncc_tol, lambda i: nearest_class_mean(h[i], f["ncc_means"]), largest=False
-        )
-        p["ncc_confusion"] += _confusion(y, ncc, c)
+        if not self.ncc and "W" not in f:
+            return
+        k = c if self.ncc and not f["ncc_in_span"] else 0
+        if self.ncc:
+            dots = proj @ f["ncc_coef"] if f["ncc_in_span"] else prod[:, r : r + c]
+            ncc_scores = f["ncc_sq"] - 2.0 * (dots + f["ncc_const"][y])
+            ncc_tol = f["ncc_tol"] * (dev_norm + f["ncc_offset"][y]) + f["ncc_tol0"]
+            if f["ncc_in_span"]:
+                ncc_tol = ncc_tol + f["ncc_resid_tol"] * dev_norm
+            ncc = _decide(
+                ncc_scores,
+                ncc_tol,
+                lambda i: nearest_class_mean(h[i].to(torch.float64), f["ncc_means"]),
+                largest=False,
+            )
+            p["ncc_confusion"] += _confusion(y, ncc, c)
         if "W" in f:
-            clf_scores = prod[:, r + c :] + f["clf_const"][y]
+            clf_scores = prod[:, r + k :] + f["clf_const"][y]
             clf_tol = f["clf_tol"] * (dev_norm + f["mean_norm"][y]) + f["clf_tol0"]
             pred = _decide(
                 clf_scores,
                 clf_tol,
-                lambda i: torch.argmax(h[i] @ f["W"].T + f["b"], dim=1),
+                lambda i: torch.argmax(h[i].to(torch.float64) @ f["W"].T + f["b"], dim=1),
                 largest=True,
             )
             p["clf_confusion"] += _confusion(y, pred, c)
-            p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
+            if self.ncc:
+                p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
 
     # ------------------------------------------------------------------ merging
-    def _state(self) -> dict[str, torch.Tensor]:
+    def state(self) -> dict[str, torch.Tensor]:
+        """The sums of the current pass: pass 1 ``counts``, ``sums``, ``sq_norms``; pass 2
+        ``counts``, ``dev_sq``, ``within`` and the decision counts (see the class docstring).
+
+        :meth:`all_reduce` (one generic reduction, :func:`collapselab.stats.all_reduce`)
+        sums them over processes: call it once at the end of pass 1, before
+        :meth:`finalize_means`, and once at the end of pass 2.
+        """
         return self._p1 if self.phase == "means" else self._p2
 
     def merge(self, other: ClassStats) -> ClassStats:
@@ -374,29 +448,10 @@ class ClassStats:
                     "pass-2 statistics merge only with the same fixed means, mode and "
                     "classifier; merge pass 1 first, then finalize once"
                 )
-        mine = self._state()
-        for key, value in other._state().items():
+        mine = self.state()
+        for key, value in other.state().items():
             mine[key] += value.to(self.device)
         return self
-
-    def all_reduce(self, group: Any = None) -> None:
-        """Sum the current pass's partial statistics over a ``torch.distributed`` group.
-
-        Call it exactly once at the end of pass 1 (before :meth:`finalize_means`) and once
-        at the end of pass 2: a second call in the same pass would add the sums again.
-        Every process must call it (it is a collective). The tensors live
-        on the features' device, so use a backend that supports it (gloo: CPU, nccl: CUDA).
-        """
-        import torch.distributed as dist
-
-        if not (dist.is_available() and dist.is_initialized()):
-            raise RuntimeError("all_reduce() needs an initialised torch.distributed group")
-        if self.dim is None:
-            raise ValueError(
-                "this process saw no batch; pass dim= to ClassStats so it can take part"
-            )
-        for tensor in self._state().values():
-            dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group)
 
     # ------------------------------------------------------------------ results
     def _need_means(self) -> dict[str, Any]:
@@ -468,6 +523,11 @@ class ClassStats:
         return self._need_means()["basis"]
 
     @property
+    def between_rank(self) -> int:
+        """``r = rank M̄``: the number of columns of :attr:`basis` (0 when the means coincide)."""
+        return int(self.basis.shape[1])
+
+    @property
     def between_singular_values(self) -> torch.Tensor:
         """Nonzero singular values ``s`` of ``M̄ diag(sqrt(pi))``: ``Sigma_B = P diag(s^2) P^T``."""
         return self._need_means()["svals"]
@@ -489,6 +549,11 @@ class ClassStats:
         n = self.counts.to(torch.float64)
         if self.pass2_complete:
             return self._p2["dev_sq"] / n
+        if not self.norms:
+            raise RuntimeError(
+                "class variances need pass 2 (these statistics keep no pass-1 norms, "
+                "ClassStats(norms=False))"
+            )
         means = self.means
         return (self._p1["sq_norms"] / n - (means * means).sum(dim=1)).clamp_min(0.0)
 
@@ -520,7 +585,7 @@ class ClassStats:
     @property
     def ncc_confusion(self) -> torch.Tensor:
         """``(C, C)`` counts: row = true label, column = nearest-class-mean decision."""
-        return self._need_pass2()["ncc_confusion"]
+        return self._need_decisions("ncc_confusion")
 
     @property
     def has_classifier(self) -> bool:
@@ -542,7 +607,16 @@ class ClassStats:
     @property
     def mismatch_counts(self) -> torch.Tensor:
         """Per class: samples whose classifier decision differs from the NCC decision."""
-        return self._need_classifier()["mismatch"]
+        self._need_classifier()
+        return self._need_decisions("mismatch")
+
+    def _need_decisions(self, key: str) -> torch.Tensor:
+        p2 = self._need_pass2()
+        if not self.ncc:
+            raise ValueError(
+                "nearest-class-mean decisions were not counted (ClassStats(ncc=False))"
+            )
+        return p2[key]
 
     def _need_classifier(self) -> dict[str, torch.Tensor]:
         p2 = self._need_pass2()
@@ -552,12 +626,15 @@ class ClassStats:
 
 
 def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
-    """``||x_i||^2`` per row as a dot product (no square root to undo).
+    """``||x_i||^2`` per row, as the square of ``torch.linalg.vector_norm``.
 
-    ``torch.linalg.vecdot`` rather than ``einsum("ij,ij->i")``, which PyTorch runs as a
-    batched matrix product of ``1 x D`` by ``D x 1`` and took 4.5x as long on CPU.
+    The norm is a dedicated reduction that makes no temporary; ``vecdot`` and
+    ``(x * x).sum(1)`` ran 2 to 10 times slower on long rows on CPU (benchmarks/README.md),
+    and ``einsum("ij,ij->i")`` runs as a batched matrix product. Squaring the rounded norm
+    adds at most two roundings (relative error below ``3 u``).
     """
-    return torch.linalg.vecdot(x, x)
+    norms = torch.linalg.vector_norm(x, dim=1)
+    return norms * norms
 
 
 def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> None:
@@ -570,7 +647,7 @@ def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor)
     no symmetric rank-k update (BLAS ``syrk``); NumPy's, called between torch operations,
     lost its gain to the two libraries' thread pools competing (benchmarks/README.md).
     """
-    a = x * weight.sqrt().unsqueeze(1)
+    a = torch.mul(x, weight.sqrt().unsqueeze(1), out=scratch("weighted", tuple(x.shape), x))
     d = a.shape[1]
     if d < 2 * _GRAM_BLOCK:
         acc += a.T @ a
@@ -582,8 +659,18 @@ def _add_weighted_gram(acc: torch.Tensor, x: torch.Tensor, weight: torch.Tensor)
         acc[hi:, lo:hi] += rows[:, hi - lo :].T
 
 
-def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
-    """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``).
+def _fused_constants(fixed: dict[str, Any], mode: str, ncc: bool) -> dict[str, Any]:
+    """The matrix and per-class constants of the fused pass-2 product (see ``update_scatter``):
+    the columns ``[P (projected mode), (nu - r)^T (with ncc), W^T (with a classifier)]``.
+
+    When the nearest-class-mean references are the statistics' own class means and the
+    scatter is projected, the ``C`` columns ``(nu - r)^T`` are not needed: every
+    ``c_k = mu_k - r`` is a difference of class means, so it lies in ``range(M̄)``, the span of
+    ``P``, and ``dev . c_k = (P^T dev) . (P^T c_k)``. The scores then come from the
+    projection already computed (a ``C``-fold smaller product), and the tolerance of the
+    re-decision grows by ``2 max_k ||c_k - P P^T c_k|| ||dev||`` (the part of ``c_k`` outside
+    the numerical span of ``P``, zero but for rounding) and by a factor ``sqrt(r)`` for the
+    two-stage product.
 
     The ``*_tol`` entries bound, per unit of row norm, twice the sum of the rounding errors
     of the fused and the documented score of a row (dot products of length ``D`` in float64
@@ -595,18 +682,28 @@ def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
     ref = ncc_means.mean(dim=0)
     centred = ncc_means - ref
     ncc_sq = (centred * centred).sum(dim=1)
-    blocks = [centred.T]
+    basis = fixed["basis"]
+    in_span = ncc and mode == "projected" and fixed["own_ncc"]
+    blocks = [centred.T] if ncc and not in_span else []
     if mode == "projected":
-        blocks.insert(0, fixed["basis"])
+        blocks.insert(0, basis)
     unit = _TIE_SLACK * (d + 8) * _EPS / 2
+    if in_span:
+        unit *= math.sqrt(max(basis.shape[1], 1))
     c_max = float(centred.norm(dim=1).max())
     out: dict[str, Any] = {
+        "ncc_in_span": in_span,
         "ncc_sq": ncc_sq,
         "ncc_const": (means - ref) @ centred.T,
         "ncc_offset": (means - ref).norm(dim=1),
         "ncc_tol": unit * 2.0 * c_max,
         "ncc_tol0": unit * c_max * c_max,
     }
+    if in_span:
+        coef = basis.T @ centred.T  # (r, C): P^T c_k
+        resid = (centred.T - basis @ coef).norm(dim=0)
+        out["ncc_coef"] = coef
+        out["ncc_resid_tol"] = 2.0 * float(resid.max()) * (1.0 + _TIE_SLACK * _EPS)
     if "W" in fixed:
         w, b = fixed["W"], fixed["b"]
         blocks.append(w.T)
@@ -617,7 +714,8 @@ def _fused_constants(fixed: dict[str, Any], mode: str) -> dict[str, Any]:
             "clf_tol": unit * w_max,
             "clf_tol0": unit * float(b.abs().max()),
         }
-    out["fused"] = torch.cat(blocks, dim=1).contiguous()
+    fused = torch.cat(blocks, dim=1) if blocks else means.new_zeros(d, 0)
+    out["fused_t"] = fused.T.contiguous()
     return out
 
 
@@ -689,11 +787,13 @@ def class_stats_from_features(
     return class_stats_from_batches(chunks, n_classes, min_count=min_count, **kwargs)
 
 
-def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
+def default_chunk_size(
+    dim: int, chunk_size: int | None = None, chunk_bytes: int = 8 * DEFAULT_CHUNK_ENTRIES
+) -> int:
     """``chunk_size`` checked (an integer >= 1), or for ``None`` the default row count.
 
-    The default keeps a float64 chunk near :data:`DEFAULT_CHUNK_ENTRIES` entries (4 MiB,
-    so the element-wise updates work in cache) but takes at least
+    The default keeps a float64 chunk near ``chunk_bytes`` (4 MiB, :data:`DEFAULT_CHUNK_ENTRIES`
+    entries, so the element-wise updates work in cache) but takes at least
     :data:`_MIN_CHUNK_ROWS` rows while those stay within :data:`_MAX_CHUNK_ENTRIES`
     (64 MiB): the per-chunk matrix products need some rows to run efficiently.
     ``max(2**19 // D, min(64, 2**23 // D), 1)``: 1024 rows at ``D = 512``, 64 at
@@ -701,7 +801,7 @@ def default_chunk_size(dim: int, chunk_size: int | None = None) -> int:
     """
     if chunk_size is None:
         d = max(1, dim)
-        return max(DEFAULT_CHUNK_ENTRIES // d, min(_MIN_CHUNK_ROWS, _MAX_CHUNK_ENTRIES // d), 1)
+        return max(chunk_bytes // (8 * d), min(_MIN_CHUNK_ROWS, _MAX_CHUNK_ENTRIES // d), 1)
     return check_int("chunk_size", chunk_size, minimum=1)
 
 
@@ -718,13 +818,14 @@ def class_stats_from_batches(
     device: torch.device | str | None = None,
     min_count: int = 2,
     warn_imbalanced: bool = True,
+    ncc: bool = True,
 ) -> ClassStats:
     """Both passes of :class:`ClassStats` over ``(features, labels)`` batches.
 
     Args:
         batches: a re-iterable collection (list, DataLoader) of ``(features, labels)`` pairs,
             or a zero-argument callable returning a fresh iterable (it is called twice).
-        n_classes, weighting, mode, dense_max_dim, device, warn_imbalanced: as for
+        n_classes, weighting, mode, dense_max_dim, device, warn_imbalanced, ncc: as for
             :class:`ClassStats`.
         ncc_means, W, b, min_count: as for :meth:`ClassStats.finalize_means`.
 
@@ -738,6 +839,7 @@ def class_stats_from_batches(
         dense_max_dim=dense_max_dim,
         device=device,
         warn_imbalanced=warn_imbalanced,
+        ncc=ncc,
     )
 
     def fresh() -> Iterable[Any]:

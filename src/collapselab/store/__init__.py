@@ -3,26 +3,93 @@
 Public API:
 
 - :class:`Run`: create/open a run directory, log metrics, save arrays, figures, JSON,
-  checkpoints; set the status.
+  checkpoints; set the status; :meth:`Run.add_mirror` forwards its rows to a tracker.
 - :class:`Checkpoint`: a saved checkpoint (step, path, ``load()``).
 - :func:`list_runs`, :func:`query`, :func:`connect`: find runs under a root and query their
-  metrics and manifests with DuckDB SQL.
+  metrics and manifests with DuckDB SQL (:func:`query` is read-only; :class:`QueryError`).
+- Damaged runs: :func:`run_problem`, :func:`check_run`, :func:`set_aside`,
+  :class:`DamagedRunError`, :class:`DamagedRunsWarning`, :data:`DAMAGED`.
+- One writing process per run: :class:`RunLockedError`.
+- Mirrors: :class:`Mirror`, :func:`make_mirror`, :func:`attach_mirrors`, :data:`MIRROR_NAMES`,
+  :class:`TensorBoardMirror`, :class:`MLflowMirror`, :class:`WandbMirror`, :func:`metric_tag`.
+- :func:`atomic_write`: the store's atomic file write, for the layers above.
 - :data:`METRIC_COLUMNS`, :data:`NO_EPOCH`, :data:`RUN_COLUMNS`, :data:`RUN_STATUSES`.
+- The names of a run directory's files: :data:`MANIFEST_FILE`, :data:`METRICS_FILE`,
+  :data:`CLAIMS_FILE`, :data:`REPORT_FILE`, :data:`ARRAYS_DIR`, :data:`FIGURES_DIR`,
+  :data:`CHECKPOINTS_DIR`.
 """
 
-from collapselab.store.catalog import RUN_COLUMNS, connect, list_runs, query
+from collapselab.store._atomic import atomic_write
+from collapselab.store.catalog import (
+    DAMAGED,
+    RUN_COLUMNS,
+    DamagedRunsWarning,
+    QueryError,
+    check_root,
+    connect,
+    list_runs,
+    query,
+)
+from collapselab.store.integrity import DamagedRunError, check_run, run_problem, set_aside
+from collapselab.store.layout import (
+    ARRAYS_DIR,
+    CHECKPOINTS_DIR,
+    CLAIMS_FILE,
+    FIGURES_DIR,
+    MANIFEST_FILE,
+    METRICS_FILE,
+    REPORT_FILE,
+)
+from collapselab.store.lock import RunLockedError
 from collapselab.store.metrics_table import METRIC_COLUMNS, NO_EPOCH
+from collapselab.store.mirrors import (
+    MIRROR_NAMES,
+    Mirror,
+    MLflowMirror,
+    TensorBoardMirror,
+    WandbMirror,
+    attach_mirrors,
+    check_mirror_available,
+    make_mirror,
+    metric_tag,
+)
 from collapselab.store.run import RUN_STATUSES, Checkpoint, Run, RunStatus
 
 __all__ = [
+    "ARRAYS_DIR",
+    "CHECKPOINTS_DIR",
+    "CLAIMS_FILE",
+    "DAMAGED",
+    "FIGURES_DIR",
+    "MANIFEST_FILE",
+    "METRICS_FILE",
     "METRIC_COLUMNS",
+    "MIRROR_NAMES",
     "NO_EPOCH",
+    "REPORT_FILE",
     "RUN_COLUMNS",
     "RUN_STATUSES",
     "Checkpoint",
+    "DamagedRunError",
+    "DamagedRunsWarning",
+    "MLflowMirror",
+    "Mirror",
+    "QueryError",
     "Run",
+    "RunLockedError",
     "RunStatus",
+    "TensorBoardMirror",
+    "WandbMirror",
+    "atomic_write",
+    "attach_mirrors",
+    "check_mirror_available",
+    "check_root",
+    "check_run",
     "connect",
     "list_runs",
+    "make_mirror",
+    "metric_tag",
     "query",
+    "run_problem",
+    "set_aside",
 ]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from collapselab._checks import check_choice
+from collapselab.checks import check_choice
 
 TMP_SUFFIX = ".tmp"
 
@@ -65,6 +65,17 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[A
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically, creating its directory; returns
+    ``path``. The file gets the usual mode for new files (0644 under the common umask 022),
+    like every other file of a run."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(path, "w" if isinstance(data, str) else "wb") as handle:
+        handle.write(data)
+    return path
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

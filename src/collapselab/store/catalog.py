@@ -1,6 +1,7 @@
 """Discover the runs under a root directory and query them together with DuckDB.
 
-:func:`query` exposes two views:
+:func:`query` exposes two views (read-only: statements that write or attach are refused,
+:data:`READ_ONLY_STATEMENTS`):
 
 ``metrics``
     every run's ``metrics.parquet``, with a ``run_id`` column first:
@@ -8,6 +9,12 @@
 ``runs``
     one row per run manifest (see :data:`RUN_COLUMNS`); ``config`` holds the
     configuration as a JSON string (use DuckDB's ``json_extract`` on it).
+
+Damaged runs (:mod:`collapselab.store.integrity`) are listed by :func:`list_runs` with the
+status ``"damaged"`` and the problem as their ``error``; both views leave them out, with one
+:class:`DamagedRunsWarning` that counts and names them. Directories whose name starts with
+``.`` (such as ``.damaged/``, where damaged runs are moved before being run again) are not
+searched.
 
 Example::
 
@@ -19,13 +26,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from collapselab.store.run import MANIFEST_FILE, METRICS_FILE
+from collapselab.store.integrity import (
+    MANIFEST_FILE,
+    METRICS_FILE,
+    DamagedRunError,
+    metrics_problem,
+    read_manifest,
+)
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -43,6 +58,33 @@ RUN_COLUMNS: tuple[str, ...] = (
 )
 """Columns of :func:`list_runs` and of the ``runs`` view."""
 
+DAMAGED = "damaged"
+"""The status :func:`list_runs` gives a damaged run (never stored in a manifest)."""
+
+READ_ONLY_STATEMENTS = (
+    "SELECT (also WITH, FROM-first, VALUES, DESCRIBE, SHOW, SUMMARIZE)",
+    "PIVOT / UNPIVOT",
+    "EXPLAIN [ANALYZE] of those",
+)
+"""What :func:`query` runs; anything else (COPY, ATTACH, CREATE, INSERT, SET, INSTALL, ...)
+is refused, so that a query never writes a file or changes a database."""
+
+
+class QueryError(ValueError):
+    """A query that DuckDB could not run, or that :func:`query` refuses (it would write)."""
+
+
+class DamagedRunsWarning(UserWarning):
+    """Damaged runs were left out of a query; ``damaged`` lists ``(path, problem)``."""
+
+    def __init__(self, damaged: list[tuple[str, str]]) -> None:
+        self.damaged = list(damaged)
+        named = "; ".join(f"{path}: {problem}" for path, problem in self.damaged)
+        super().__init__(
+            f"skipped {len(self.damaged)} damaged run(s) (re-run them or delete them): {named}"
+        )
+
+
 _EMPTY_METRICS_SQL = (
     "SELECT CAST(NULL AS VARCHAR) AS run_id, CAST(NULL AS BIGINT) AS step, "
     "CAST(NULL AS BIGINT) AS epoch, CAST(NULL AS VARCHAR) AS split, "
@@ -57,23 +99,37 @@ _RUNS_SELECT = ", ".join(
 )
 
 
-def _manifest_paths(root: Path) -> list[Path]:
+def check_root(root: str | os.PathLike[str]) -> Path:
+    """``root`` as a path; ``FileNotFoundError`` / ``NotADirectoryError`` when it is not a
+    directory."""
+    root = Path(root)
     if not root.exists():
         raise FileNotFoundError(f"run root {root} does not exist")
     if not root.is_dir():
-        raise NotADirectoryError(f"run root {root} is not a directory")
-    return sorted(root.rglob(MANIFEST_FILE))
+        raise NotADirectoryError(f"run root {root} is a file, not a directory of runs")
+    return root
 
 
-def _manifest_row(path: Path) -> dict[str, Any] | None:
+def _manifest_paths(root: Path) -> list[Path]:
+    found = []
+    for directory, subdirs, files in os.walk(check_root(root)):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        if MANIFEST_FILE in files:
+            found.append(Path(directory) / MANIFEST_FILE)
+    return sorted(found)
+
+
+def _manifest_row(path: Path) -> dict[str, Any]:
+    run_dir = path.parent
     try:
-        with open(path, encoding="utf-8") as handle:
-            manifest = json.load(handle)
-    except (OSError, json.JSONDecodeError) as err:
-        warnings.warn(f"skipping unreadable run manifest {path}: {err}", stacklevel=3)
-        return None
-    if not isinstance(manifest, dict) or "id" not in manifest or "experiment" not in manifest:
-        return None  # a manifest.json that is not ours
+        manifest = read_manifest(run_dir)
+    except (DamagedRunError, OSError) as error:
+        problem = getattr(error, "problem", f"{MANIFEST_FILE} cannot be read ({error})")
+        return _damaged_row(run_dir, {}, problem)
+    expected = manifest.get("metrics_rows")
+    problem = metrics_problem(run_dir, expected if isinstance(expected, int) else None)
+    if problem is not None:
+        return _damaged_row(run_dir, manifest, problem)
     timings = manifest.get("timings") or {}
     return {
         "run_id": str(manifest["id"]),
@@ -87,16 +143,37 @@ def _manifest_row(path: Path) -> dict[str, Any] | None:
         "error": manifest.get("error"),
         "zero_error_epoch": manifest.get("zero_error_epoch"),
         "config": json.dumps(manifest.get("config", {}), sort_keys=True),
-        "path": str(path.parent),
+        "path": str(run_dir),
+    }
+
+
+def _damaged_row(run_dir: Path, manifest: dict[str, Any], problem: str) -> dict[str, Any]:
+    timings = manifest.get("timings") if isinstance(manifest.get("timings"), dict) else {}
+    return {
+        "run_id": str(manifest.get("id", run_dir.name)),
+        "experiment": manifest.get("experiment"),
+        "preset": manifest.get("preset", ""),
+        "status": DAMAGED,
+        "seed": manifest.get("seed") if isinstance(manifest.get("seed"), int) else None,
+        "created": timings.get("created"),
+        "started": timings.get("started"),
+        "finished": timings.get("finished"),
+        "error": problem,
+        "zero_error_epoch": None,
+        "config": json.dumps(manifest.get("config", {}), sort_keys=True, default=str),
+        "path": str(run_dir),
     }
 
 
 def list_runs(root: str | os.PathLike[str]) -> pd.DataFrame:
     """One row per run found under ``root`` (searched recursively), sorted by creation time.
 
-    Columns: :data:`RUN_COLUMNS`. A root without runs gives an empty frame with these columns.
+    Columns: :data:`RUN_COLUMNS`. A damaged run has the status :data:`DAMAGED` and its
+    problem (file and reason) as ``error``. A root without runs gives an empty frame with
+    these columns; a root that is not a directory raises ``FileNotFoundError`` or
+    ``NotADirectoryError``.
     """
-    rows = [r for p in _manifest_paths(Path(root)) if (r := _manifest_row(p)) is not None]
+    rows = [_manifest_row(p) for p in _manifest_paths(Path(root))]
     frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     frame["seed"] = frame["seed"].astype("Int64")
     frame["zero_error_epoch"] = frame["zero_error_epoch"].astype("Int64")
@@ -109,12 +186,30 @@ def list_runs(root: str | os.PathLike[str]) -> pd.DataFrame:
 def connect(root: str | os.PathLike[str]) -> Any:
     """An in-memory DuckDB connection with the ``metrics`` and ``runs`` views over ``root``.
 
-    The views reflect the files at the time of the call.
+    The views reflect the files at the time of the call. Damaged runs are left out, with a
+    :class:`DamagedRunsWarning`. The connection itself is not restricted: :func:`query`
+    is the read-only entry.
     """
+    return _connect(root, excluded=())
+
+
+def _connect(root: str | os.PathLike[str], excluded: Collection[str]) -> Any:
     import duckdb
 
     runs = list_runs(root)
-    con = duckdb.connect(database=":memory:")
+    bad = (runs["status"] == DAMAGED) | runs["path"].isin(list(excluded))
+    if bad.any():
+        damaged = [
+            (str(path), str(error))
+            for path, error in zip(runs.loc[bad, "path"], runs.loc[bad, "error"], strict=True)
+        ]
+        warnings.warn(DamagedRunsWarning(damaged), stacklevel=3)
+        runs = runs[~bad].reset_index(drop=True)
+    # No extension is installed or loaded behind the user's back (no network access).
+    con = duckdb.connect(
+        database=":memory:",
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    )
     con.register("_runs_frame", runs)
     con.execute(f"CREATE VIEW runs AS SELECT {_RUNS_SELECT} FROM _runs_frame")
     files = [
@@ -145,16 +240,136 @@ def query(root: str | os.PathLike[str], sql: str) -> pd.DataFrame:
 
     Args:
         root: directory holding runs (searched recursively for ``manifest.json``).
-        sql: a DuckDB SQL statement, e.g.
+        sql: read-only DuckDB SQL (:data:`READ_ONLY_STATEMENTS`), e.g.
             ``"SELECT run_id, avg(value) FROM metrics WHERE metric='loss' GROUP BY run_id"``.
 
     Returns:
-        the result as a pandas DataFrame.
+        the result of the last statement as a pandas DataFrame.
+
+    Raises:
+        QueryError: the SQL does not parse, names an unknown column or table, fails, or
+            would write (COPY, ATTACH, CREATE, INSERT, SET, ...); the message is DuckDB's
+            first line plus what to do.
+        FileNotFoundError, NotADirectoryError: ``root`` is not a directory.
+
+    Damaged runs are left out with a :class:`DamagedRunsWarning`: those detected from their
+    manifest and the metric table's footer at once, and, when DuckDB fails on a table whose
+    pages are damaged, those found by decoding every table, after which the query is run
+    again without them.
     """
     if not isinstance(sql, str) or not sql.strip():
-        raise ValueError("sql must be a non-empty SQL string")
-    con = connect(root)
+        raise QueryError("the SQL is empty; e.g. SELECT * FROM runs")
+    check_root(root)
+    import duckdb
+
+    with warnings.catch_warnings(record=True) as first_warnings:
+        warnings.simplefilter("always")
+        con = _connect(root, excluded=())
     try:
-        return con.execute(sql).df()
+        _refuse_writes(con, sql)
+        try:
+            result = con.execute(sql).df()
+        except duckdb.Error as error:
+            damaged = [] if _is_users_mistake(error) else _damaged_tables(con)
+            if not damaged:
+                _replay(first_warnings)
+                raise QueryError(_query_message(error)) from None
+        else:
+            _replay(first_warnings)
+            return result
+        con.close()
+        con = _connect(root, excluded=damaged)  # warns once, about every damaged run
+        try:
+            return con.execute(sql).df()
+        except duckdb.Error as error:
+            raise QueryError(_query_message(error)) from None
     finally:
         con.close()
+
+
+def _replay(caught: list[warnings.WarningMessage]) -> None:
+    for message in caught:
+        warnings.warn(message.message, stacklevel=3)
+
+
+_VIEWS_HINT = (
+    "views: metrics(run_id, step, epoch, split, layer, metric, value) and "
+    f"runs({', '.join(RUN_COLUMNS)})"
+)
+
+
+def _query_message(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    first = lines[0] if lines else type(error).__name__
+    hint = next((line for line in lines[1:] if line.startswith("Candidate")), None)
+    text = f"query failed: {first}"
+    if hint:
+        text += f" ({hint})"
+    return f"{text}; {_VIEWS_HINT}"
+
+
+def _refuse_writes(con: Any, sql: str) -> None:
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as error:
+        raise QueryError(_query_message(error)) from None
+    for statement in statements:
+        refused = _refused_kind(statement.type.name, statement.query)
+        if refused:
+            raise QueryError(
+                f"collapselab queries are read-only: {refused} statements are refused (allowed: "
+                f"{'; '.join(READ_ONLY_STATEMENTS)}); to save a result, use --format csv "
+                "and redirect the output"
+            )
+
+
+_EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
+_PIVOT = re.compile(r"^\s*(un)?pivot\b", re.IGNORECASE)
+
+
+def _refused_kind(kind: str, text: str) -> str | None:
+    """The statement kind when it is refused, else ``None`` (see READ_ONLY_STATEMENTS)."""
+    if kind == "SELECT":
+        return None
+    if kind == "MULTI" and _PIVOT.match(text):  # PIVOT runs as several statements
+        return None
+    if kind == "EXPLAIN":
+        inner = _EXPLAIN.sub("", text, count=1)
+        if inner == text:
+            return kind
+        import duckdb
+
+        try:
+            statements = duckdb.connect(":memory:").extract_statements(inner)
+        except duckdb.Error:
+            return kind
+        for statement in statements:
+            refused = _refused_kind(statement.type.name, statement.query)
+            if refused:
+                return f"EXPLAIN {refused}"
+        return None
+    return text.split(None, 1)[0].upper() if text.strip() else kind
+
+
+def _is_users_mistake(error: Exception) -> bool:
+    """Errors of the SQL itself, raised before any file is read."""
+    import duckdb
+
+    return isinstance(
+        error, (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+    )
+
+
+def _damaged_tables(con: Any) -> list[str]:
+    """Run directories whose metric table fails a full decode (the files of the view)."""
+    try:
+        files = con.execute("SELECT filename FROM _metric_files").fetchall()
+    except Exception:  # no metric file at all: the error was not about one
+        return []
+    return [
+        str(Path(name).parent)
+        for (name,) in files
+        if metrics_problem(Path(name).parent, None, thorough=True) is not None
+    ]

@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from collapselab._checks import check_int
+from collapselab.checks import check_int
 from collapselab.store._atomic import atomic_open
 
 NO_EPOCH = -1

@@ -15,8 +15,14 @@ Every file is written atomically (temporary file in the same directory, fsync, r
 crash never leaves a half-written manifest, metric table or checkpoint.
 
 Metric rows are buffered in memory by :meth:`Run.log` and written by :meth:`Run.flush`,
-which rewrites ``metrics.parquet`` whole; runs record at most a few million rows, for which
-this is cheap. A run directory has one writer at a time; any number of readers may open it.
+which rewrites ``metrics.parquet`` whole (runs record at most a few million rows, for which
+this is cheap), records the row count in the manifest (``metrics_rows``, so that a lost or
+truncated table is detected: :mod:`collapselab.store.integrity`) and forwards the rows to
+the run's mirrors (TensorBoard, MLflow, W&B: :mod:`collapselab.store.mirrors`).
+
+A run directory has one writing process at a time: the first write takes a lock
+(:mod:`collapselab.store.lock`) that a second process cannot get. Any number of readers
+may open it.
 
 Resuming: a training loop that restarts from the checkpoint at step ``s`` calls
 :meth:`Run.truncate_after` ``(s)``, which drops the metric rows with ``step > s`` (they will
@@ -34,6 +40,8 @@ import json
 import os
 import platform
 import re
+import warnings
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +49,20 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from collapselab._checks import check_choice, check_int
+from collapselab.checks import check_choice, check_int
+from collapselab.store import lock
 from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
 from collapselab.store._json import json_equal, to_jsonable
+from collapselab.store.integrity import DamagedRunError, metrics_problem, read_manifest
+from collapselab.store.layout import (
+    ARRAYS_DIR,
+    CHECKPOINTS_DIR,
+    FIGURES_DIR,
+    MANIFEST_FILE,
+    METRICS_FILE,
+)
 from collapselab.store.metrics_table import (
     MetricRow,
     empty_frame,
@@ -59,15 +77,10 @@ RunStatus = Literal["created", "running", "completed", "failed", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = ("created", "running", "completed", "failed", "interrupted")
 _TERMINAL = ("completed", "failed", "interrupted")
 
-MANIFEST_FILE = "manifest.json"
-METRICS_FILE = "metrics.parquet"
-ARRAYS_DIR = "arrays"
-FIGURES_DIR = "figures"
-CHECKPOINTS_DIR = "checkpoints"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CHECKPOINT_RE = re.compile(r"^step-(\d+)\.pt$")
-_RESERVED_FILES = (MANIFEST_FILE, METRICS_FILE)
+_RESERVED_FILES = (MANIFEST_FILE, METRICS_FILE, lock.LOCK_FILE)
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -143,6 +156,9 @@ class Run:
         self._manifest = manifest
         self._table: pd.DataFrame | None = None  # rows on disk, loaded lazily
         self._pending: list[MetricRow] = []
+        self._mirrors: list[Any] = []
+        self._locked = False  # holds this process's write lock on the directory
+        self._running_here = False  # this object set the status "running"
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -225,20 +241,14 @@ class Run:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Run:
-        """Open an existing run directory (the one holding ``manifest.json``)."""
+        """Open an existing run directory (the one holding ``manifest.json``).
+
+        Raises ``FileNotFoundError`` when ``path`` is not a run directory and
+        :class:`~collapselab.store.DamagedRunError` when its manifest is unreadable (the
+        metric table is checked when it is first read).
+        """
         path = Path(path)
-        manifest_path = path / MANIFEST_FILE
-        if not manifest_path.is_file():
-            raise FileNotFoundError(
-                f"{manifest_path} not found: {path} is not a run directory "
-                "(expected a folder created by Run.create)"
-            )
-        with open(manifest_path, encoding="utf-8") as handle:
-            manifest = json.load(handle)
-        missing = {"id", "experiment", "config", "status"} - set(manifest)
-        if missing:
-            raise ValueError(f"{manifest_path} lacks required keys {sorted(missing)}")
-        return cls(path, manifest)
+        return cls(path, read_manifest(path))
 
     @classmethod
     def open_or_create(
@@ -316,8 +326,31 @@ class Run:
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, status={self.status!r}, path={str(self._path)!r})"
 
+    # ------------------------------------------------------------- writing, locking
+    def _acquire(self) -> None:
+        """Take the directory's write lock before the first write of this object."""
+        if not self._locked:
+            lock.acquire(self._path)
+            self._locked = True
+            self._release = weakref.finalize(self, lock.release, self._path)
+
+    def close(self) -> None:
+        """Flush, close the mirrors and release the write lock (reopened on the next write).
+
+        Not needed for correctness (the lock goes with the process), but lets another
+        process write this run while this object is still alive.
+        """
+        self.flush()
+        mirrors, self._mirrors = self._mirrors, []
+        for mirror in mirrors:
+            _call_mirror(mirror, "close")
+        if self._locked:
+            self._release()
+            self._locked = False
+
     # -------------------------------------------------------------------- manifest
     def _write_manifest(self) -> None:
+        self._acquire()
         atomic_write_json(self._path / MANIFEST_FILE, self._manifest)
 
     def update_manifest(self, **fields: Any) -> None:
@@ -355,14 +388,16 @@ class Run:
             raise TypeError(f"error must be a str or None, got {type(error).__name__}")
         timings = self._manifest.setdefault("timings", {})
         now = _now()
-        if status == "running" and self._manifest.get("status") == "running":
+        if status == "running" and self._running_here and self.status == "running":
             pass  # nested set-ups (an experiment, then its training loop): one session
         elif status == "running":
+            # A manifest left "running" by a killed process is a stopped run too.
             if timings.get("started") is None:
                 timings["started"] = now
             else:
                 timings.setdefault("resumed", []).append(now)
             timings["finished"] = None
+            self._running_here = True
         elif status in _TERMINAL:
             timings["finished"] = now
         self._manifest["status"] = status
@@ -410,17 +445,76 @@ class Run:
 
     def _committed(self) -> pd.DataFrame:
         if self._table is None:
-            self._table = read_metrics(self._path / METRICS_FILE)
+            expected = self._manifest.get("metrics_rows")
+            problem = metrics_problem(self._path, expected if isinstance(expected, int) else None)
+            if problem is None:
+                try:
+                    self._table = read_metrics(self._path / METRICS_FILE)
+                except (OSError, pa.ArrowException) as error:
+                    problem = f"{METRICS_FILE} cannot be read ({str(error).strip()[:200]})"
+            if problem is not None:
+                raise DamagedRunError(self._path, problem)
         return self._table
 
+    def _write_table(self, table: pd.DataFrame) -> None:
+        """Replace ``metrics.parquet`` by ``table`` and keep ``metrics_rows`` a lower bound
+        of its row count at every instant (written after a growing table, before a
+        shrinking one), so that a crash in between is never mistaken for damage."""
+        self._acquire()
+        shrinking = len(table) < int(self._manifest.get("metrics_rows") or 0)
+        if shrinking:
+            self._manifest["metrics_rows"] = len(table)
+            self._write_manifest()
+        write_metrics(self._path / METRICS_FILE, table)
+        self._table = table
+        if not shrinking:
+            self._manifest["metrics_rows"] = len(table)
+            self._write_manifest()
+
     def flush(self) -> None:
-        """Write buffered rows: rewrite ``metrics.parquet`` atomically with all rows."""
+        """Write buffered rows: rewrite ``metrics.parquet`` atomically with all rows, then
+        hand the new rows to the mirrors."""
         if not self._pending:
             return
         table = self._concat(self._committed(), frame_from_rows(self._pending))
-        write_metrics(self._path / METRICS_FILE, table)
-        self._table = table
-        self._pending = []
+        self._write_table(table)
+        written, self._pending = self._pending, []
+        self._mirror_rows(written)
+
+    # --------------------------------------------------------------------- mirrors
+    def add_mirror(self, mirror: Any) -> None:
+        """Forward every metric row this run writes from now on to ``mirror`` too.
+
+        ``mirror`` is a :class:`collapselab.store.mirrors.Mirror` (TensorBoard, MLflow,
+        W&B, or your own): its ``open(run)`` is called now, ``write(rows)`` after every
+        :meth:`flush` with the rows written, ``close()`` by :meth:`close`. A mirror that
+        raises is detached with a warning; the run itself goes on (the store is the record).
+        """
+        for hook in ("open", "write", "close"):
+            if not callable(getattr(mirror, hook, None)):
+                raise TypeError(
+                    f"a mirror needs the methods open(run), write(rows) and close(); "
+                    f"{type(mirror).__name__} has no {hook}()"
+                )
+        if _call_mirror(mirror, "open", self):
+            self._mirrors.append(mirror)
+
+    def remove_mirror(self, mirror: Any) -> None:
+        """Flush (so ``mirror`` gets every row logged so far), then close and detach it."""
+        self.flush()
+        if mirror in self._mirrors:
+            self._mirrors.remove(mirror)
+            _call_mirror(mirror, "close")
+
+    @property
+    def mirrors(self) -> list[Any]:
+        """The attached mirrors."""
+        return list(self._mirrors)
+
+    def _mirror_rows(self, rows: list[MetricRow]) -> None:
+        for mirror in list(self._mirrors):
+            if not _call_mirror(mirror, "write", rows):
+                self._mirrors.remove(mirror)
 
     @staticmethod
     def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -452,19 +546,19 @@ class Run:
         keep = table["step"].to_numpy() <= step
         dropped = int((~keep).sum())
         if dropped:
-            table = table[keep].reset_index(drop=True)
-            write_metrics(self._path / METRICS_FILE, table)
-            self._table = table
+            self._write_table(table[keep].reset_index(drop=True))
         n_pending = len(self._pending)
         self._pending = [r for r in self._pending if r[0] <= step]
         dropped += n_pending - len(self._pending)
         for ckpt in self.checkpoints():
             if ckpt.step > step:
+                self._acquire()
                 ckpt.path.unlink()
         return dropped
 
     # ---------------------------------------------------------------- arrays/files
     def _subdir(self, name: str) -> Path:
+        self._acquire()  # every file written under the run goes through here or _file
         path = self._path / name
         path.mkdir(exist_ok=True)
         return path
@@ -521,6 +615,7 @@ class Run:
         filename = _check_name(name if name.endswith(suffix) else name + suffix, "file name")
         if filename in _RESERVED_FILES:
             raise ValueError(f"{filename} is managed by the run itself and cannot be overwritten")
+        self._acquire()
         return self._path / filename
 
     def write_json(self, name: str, obj: Any) -> Path:
@@ -601,6 +696,20 @@ class Run:
                 self.set_status("interrupted", error="KeyboardInterrupt")
             else:
                 self.set_status("failed", error=f"{exc_type.__name__}: {exc}")
+
+
+def _call_mirror(mirror: Any, hook: str, *args: Any) -> bool:
+    """Call ``mirror.<hook>(*args)``; on an exception warn and return False (detach it)."""
+    try:
+        getattr(mirror, hook)(*args)
+    except Exception as error:
+        warnings.warn(
+            f"mirror {type(mirror).__name__} failed in {hook}() and is detached "
+            f"({type(error).__name__}: {error}); the run store still has every row",
+            stacklevel=3,
+        )
+        return False
+    return True
 
 
 def _earliest(*epochs: int | None) -> int | None:

@@ -43,12 +43,20 @@ rescale time by ``CN``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from collapselab._checks import check_choice, check_float, check_int, check_labels
+from collapselab.checks import (
+    check_choice,
+    check_float,
+    check_int,
+    check_labels,
+    feature_tensor,
+    infer_n_classes,
+)
 from collapselab.metrics import (
     central_path_losses,
     least_squares_classifier,
@@ -57,9 +65,7 @@ from collapselab.metrics import (
     nc1_pinv,
     snr_matrix,
 )
-from collapselab.metrics._validate import infer_n_classes
 from collapselab.stats import ClassStats, class_stats_from_features
-from collapselab.stats._validate import check_features
 
 __all__ = [
     "METHODS",
@@ -120,10 +126,6 @@ class _Layout:
     def rows(self, x3: np.ndarray) -> torch.Tensor:
         """``(C, N, P)`` class blocks -> ``(n, P)`` rows in the caller's order."""
         return torch.from_numpy(np.ascontiguousarray(x3.reshape(self.n, -1)[self.inverse]))
-
-
-def _features(x: object, name: str, dim: int | None = None) -> torch.Tensor:
-    return check_features(x, name, dim).detach().to(torch.float64)
 
 
 def _layout(labels: object, n_rows: int, n_classes: int | None, name: str = "labels") -> _Layout:
@@ -245,7 +247,7 @@ def renormalise(features: object, labels: object, n_classes: int | None = None) 
     Raises:
         ValueError: malformed input, or a singular ``Sigma_W`` (needs ``n - C >= P``).
     """
-    h = _features(features, "features")
+    h = feature_tensor("features", features)
     c = infer_n_classes(labels, n_classes)
     stats = class_stats_from_features(h, labels, c, mode="dense")
     inv = _inv_sqrt_t(stats.within_cov, "the within-class covariance Sigma_W of features")
@@ -254,7 +256,7 @@ def renormalise(features: object, labels: object, n_classes: int | None = None) 
 
 def manifold_residual(features: object, labels: object, n_classes: int | None = None) -> float:
     r"""``max |Sigma_W(X) - I|``: distance of ``X`` from the manifold ``X C X^T = I`` (Def. 6)."""
-    h = _features(features, "features")
+    h = feature_tensor("features", features)
     c = infer_n_classes(labels, n_classes)
     sigma_w = class_stats_from_features(h, labels, c, mode="dense").within_cov
     eye = torch.eye(sigma_w.shape[0], dtype=torch.float64, device=sigma_w.device)
@@ -275,7 +277,7 @@ def central_path_predictions(
     invertible linear map of the features (Eq. 7; see :func:`invariance_gap`).
     """
     lam = check_float("lam", lam, minimum=0.0)
-    h = _features(features, "features")
+    h = feature_tensor("features", features)
     w, b = least_squares_classifier(_stats(h, labels, n_classes), lam)
     return h @ w.T + b
 
@@ -293,8 +295,8 @@ def invariance_gap(
     ``H A^T``). Zero to rounding for invertible ``A`` at ``lam = 0``; not invariant for
     ``lam > 0`` (the ridge penalty is not).
     """
-    h = _features(features, "features")
-    a = _features(transform, "transform", h.shape[1])
+    h = feature_tensor("features", features)
+    a = feature_tensor("transform", transform, h.shape[1])
     if a.shape[0] != a.shape[1]:
         raise ValueError(f"transform must be square (P, P), got shape {tuple(a.shape)}")
     before = central_path_predictions(h, labels, lam, n_classes)
@@ -307,7 +309,7 @@ def ls_loss(
 ) -> float:
     r"""``L_LS(H) = L(W~_LS(H), H)``, the loss on the central path (Theorem 1)."""
     lam = check_float("lam", lam, minimum=0.0)
-    h = _features(features, "features")
+    h = feature_tensor("features", features)
     return mse_decomposition(_stats(h, labels, n_classes), lam).ls_loss
 
 
@@ -324,7 +326,7 @@ def ls_gradient(
     i.e. ``(1/(CN)) (H W^T + b - Y) W`` for balanced classes (note 003 §3.5). Its rows sum
     to zero at ``lam = 0``, so gradient steps keep the global mean.
     """
-    h = _features(features, "features")
+    h = feature_tensor("features", features)
     stats = _stats(h, labels, n_classes)
     w, b = least_squares_classifier(stats, check_float("lam", lam, minimum=0.0))
     y = check_labels("labels", labels, h.shape[0], stats.n_classes, device=h.device)
@@ -349,8 +351,8 @@ def tangent_projection(
     Args:
         features: ``X``, ``(n, P)``, balanced labels. direction: ``Z``, ``(n, P)``.
     """
-    x = _features(features, "features")
-    z = _features(direction, "direction", x.shape[1])
+    x = feature_tensor("features", features)
+    z = feature_tensor("direction", direction, x.shape[1])
     if z.shape[0] != x.shape[0]:
         raise ValueError(
             f"direction has {z.shape[0]} rows but features {x.shape[0]}; expected equal"
@@ -560,7 +562,7 @@ class RenormalisedGD:
         method: str = "literal",
         n_classes: int | None = None,
     ) -> None:
-        h = _features(features, "features")
+        h = feature_tensor("features", features)
         self._layout = _layout(labels, h.shape[0], n_classes)
         self._labels = check_labels(
             "labels", labels, h.shape[0], self._layout.n_classes, device="cpu"
@@ -593,7 +595,12 @@ class RenormalisedGD:
         self.step_count += n_steps
 
     def run(
-        self, n_steps: int, record_every: int = 1, *, metrics: bool = True
+        self,
+        n_steps: int,
+        record_every: int = 1,
+        *,
+        metrics: bool = True,
+        progress: Callable[[int, int], None] | None = None,
     ) -> RenormalisedTrajectory:
         """Take ``n_steps`` steps, recording at steps ``0, k, 2k, ...`` and the last one.
 
@@ -603,6 +610,7 @@ class RenormalisedGD:
         Args:
             n_steps: number of steps. record_every: ``k``.
             metrics: also record the catalogue NC and MSE metrics (slower).
+            progress: called as ``progress(steps_done, n_steps)`` after every record.
         """
         n_steps = check_int("n_steps", n_steps, minimum=0)
         every = check_int("record_every", record_every, minimum=1)
@@ -614,6 +622,8 @@ class RenormalisedGD:
             self.step(k)
             done += k
             rec(self._x3, self.time, self.step_count)
+            if progress is not None:
+                progress(done, n_steps)
         return rec.result(self._x3, self.method, self.lr, has_steps=True)
 
 
@@ -643,7 +653,7 @@ def renormalised_flow(
     """
     from scipy.integrate import solve_ivp
 
-    h = _features(features, "features")
+    h = feature_tensor("features", features)
     layout = _layout(labels, h.shape[0], n_classes)
     y = check_labels("labels", labels, h.shape[0], layout.n_classes)
     t_eval = np.asarray(times, dtype=np.float64).reshape(-1)

@@ -8,59 +8,80 @@ from its input feature ``h^(0)`` to its last-layer feature ``h^(1)``:
   end point or an *ideal* one (:func:`ideal_endpoint`: class means, or an exact simplex ETF
   built by :func:`simplex_etf`, Definition 1), with Theorem 1's S and the class-mean
   transport cost;
-* closed-form predictions: PFC1(t), dPFC1/dt and PFC2(t)
-  (:func:`collapselab.metrics.layerwise.pfc1_along_line`,
-  :func:`~collapselab.metrics.layerwise.dpfc1_along_line`,
-  :func:`~collapselab.metrics.layerwise.pfc2_along_line`), Appendix A's derivative exactly
+* the line itself (:func:`interpolate`) and the PFC metrics along it evaluated directly
+  (:func:`geodesic_curve`), Theorem 1's S (:func:`theorem1_s`) and the class-mean transport
+  cost (:func:`class_mean_transport_cost`);
+* closed-form predictions: PFC1(t), dPFC1/dt and PFC2(t) (:func:`pfc1_along_line`,
+  :func:`dpfc1_along_line`, :func:`pfc2_along_line`), Appendix A's derivative exactly
   as printed (:func:`dpfc1_appendix_a`) and Appendix B's curvature of the PFC2 surrogate at
   the end point (:func:`pfc2_end_curvature`);
 * Monte-Carlo checks of the theorems: Theorem 1, PFC1 monotone whenever S >= 0
   (:func:`theorem1_monte_carlo`); Theorem 2, PFC2 monotone only near the end unless the
   transport cost is small (:func:`theorem2_study`);
 * :func:`verify_straight_line`, which holds every closed form against direct evaluation
-  of the metrics on the interpolated features and reports relative errors.
+  of the metrics on the interpolated features and reports relative errors;
+* :func:`geodesic_prediction`: a network's per-layer PFC metrics against the line's at the
+  layers' relative positions (Fig. 3).
 
 Features are ``(N, D)`` with one row per sample (the library's layout); labels ``(N,)``.
-Class means, ``h_G`` (the mean of the class means) and the metrics follow
-:mod:`collapselab.metrics.layerwise` with balanced class weights. Results are float64 numpy.
+Class means, ``h_G`` and the class weights follow :mod:`collapselab.metrics.nc`
+(``weighting``: balanced for equal class counts, else sample-weighted with one warning per
+call); Theorem 1's S and the transport cost use the mean of the class means. Results are
+float64 numpy (:func:`interpolate` gives a float64 tensor).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import torch
 
-from collapselab._checks import as_real_array, check_choice, check_float, check_int, check_labels
 from collapselab._threads import serial_threads
-from collapselab.metrics.layerwise import (
-    PFC_METRICS,
-    class_mean_transport_cost,
-    dpfc1_along_line,
-    geodesic_curve,
-    pfc1_along_line,
-    pfc2_along_line,
-    theorem1_s,
+from collapselab.checks import (
+    as_label_array,
+    as_layers,
+    as_matrix,
+    as_series,
+    check_choice,
+    check_float,
+    check_int,
+    feature_array,
+    resolve_for_labels,
+    to_f64,
 )
+from collapselab.metrics.layerwise import relative_positions
+from collapselab.metrics.nc import PFC_KEYS, check_pfc_keys, pfc_values
 
 __all__ = [
+    "GeodesicPrediction",
     "GeodesicVerification",
     "StraightLine",
     "Theorem1MonteCarlo",
     "Theorem2Study",
+    "class_mean_transport_cost",
+    "dpfc1_along_line",
     "dpfc1_appendix_a",
+    "geodesic_curve",
+    "geodesic_prediction",
     "ideal_endpoint",
+    "interpolate",
+    "pfc1_along_line",
+    "pfc2_along_line",
     "pfc2_end_curvature",
     "simplex_etf",
     "straight_line_model",
     "theorem1_monte_carlo",
+    "theorem1_s",
     "theorem2_study",
     "verify_straight_line",
 ]
 
+Endpoint = Literal["empirical", "class_means"]
 IdealEndpoint = Literal["empirical", "class_means", "simplex_etf"]
+Weighting = Literal["auto", "balanced", "sample"]
 Orientation = Literal["random", "nearest"]
 SeedLike = int | np.random.Generator | None
 
@@ -69,21 +90,13 @@ SeedLike = int | np.random.Generator | None
 # input handling
 
 
-def _features(x: object, name: str) -> np.ndarray:
-    return as_real_array(name, x, ndim=2, layout="(N, D)")
-
-
-def _labels(y: object, n: int, source: str = "h0") -> np.ndarray:
-    return check_labels("labels", y, n, None, device="cpu", source=source).numpy()
-
-
 def _pair(h0: object, h1: object, labels: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Start and end features of one shape and their labels."""
-    a = _features(h0, "h0")
-    b = _features(h1, "h1")
+    a = feature_array("h0", h0)
+    b = feature_array("h1", h1)
     if a.shape != b.shape:
         raise ValueError(f"h1 has shape {b.shape} but h0 has {a.shape}; expected the same")
-    return a, b, _labels(labels, a.shape[0])
+    return a, b, as_label_array("labels", labels, a.shape[0], source="h0")
 
 
 def _rng(seed: SeedLike) -> np.random.Generator:
@@ -178,8 +191,8 @@ def ideal_endpoint(
     Returns:
         ``(N, D)`` float64 end features.
     """
-    h = _features(h1, "h1")
-    y = _labels(labels, h.shape[0], "h1")
+    h = feature_array("h1", h1)
+    y = as_label_array("labels", labels, h.shape[0], source="h1")
     check_choice("mode", mode, ("class_means", "simplex_etf"))
     check_choice("orientation", orientation, ("random", "nearest"))
     inverse, means = _class_means(h, y)
@@ -203,6 +216,331 @@ def ideal_endpoint(
 
 
 # ---------------------------------------------------------------------------------------
+# closed forms along the line
+
+
+def _line_pair(
+    h0: object, h1: object, labels: object, endpoint: str = "empirical"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end (after the ``endpoint`` rule: ``"empirical"`` or ``"class_means"``),
+    labels, and each sample's index among the classes present."""
+    a, b, y = _pair(h0, h1, labels)
+    if y.size == 0:
+        raise ValueError("labels is empty; need at least one sample")
+    inverse, means = _class_means(b, y)
+    if check_choice("endpoint", endpoint, ("empirical", "class_means")) == "class_means":
+        b = means[inverse]
+    return a, b, y, inverse
+
+
+def _centred(h: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Class means centred on the mean of the class means, ``(K, D)``."""
+    _, m = _class_means(h, y)
+    return m - m.mean(axis=0)
+
+
+def theorem1_s(h0: object, h1: object, labels: object) -> float:
+    """Theorem 1's condition ``S = sum_k <h̃_k^(0), h̃_k^(1)>`` (paper 001, §III-B, note §2.8).
+
+    ``h̃_k = h_k - h_G`` are the centred class means (``h_G`` the mean of the class means) of
+    the start (layer 0) and end (last layer) features. PFC1 decreases monotonically along
+    the straight line when ``S >= 0``.
+    """
+    a, b, y, _ = _line_pair(h0, h1, labels)
+    return float(np.sum(_centred(a, y) * _centred(b, y)))
+
+
+def class_mean_transport_cost(h0: object, h1: object, labels: object) -> float:
+    """Class-mean transport cost ``||H̃(1) - H̃(0)||_F^2 = sum_k ||h̃_k^(1) - h̃_k^(0)||^2``.
+
+    Theorem 2 (PFC2 monotone) needs it small (paper 001, §III-B, note §2.8).
+    """
+    a, b, y, _ = _line_pair(h0, h1, labels)
+    diff = _centred(b, y) - _centred(a, y)
+    return float(np.sum(diff * diff))
+
+
+def interpolate(h0: object, h1: object, t: object) -> torch.Tensor:
+    """The straight line ``H(t) = (1 - t) H_0 + t H_1`` (paper 001, Eq. 10, R2).
+
+    Args:
+        h0: ``(N, D)`` start features.
+        h1: ``(N, D)`` end features.
+        t: a number, giving ``(N, D)``, or a 1-D sequence of T times (list, array or
+            tensor), giving the stacked ``(T, N, D)`` points of the line.
+
+    Returns:
+        A float64 tensor on the device of ``h0``.
+    """
+    a = as_matrix("h0", h0)
+    b = as_matrix("h1", h1, a.device)
+    if b.shape != a.shape:
+        raise ValueError(f"h1 has shape {tuple(b.shape)} but h0 has {tuple(a.shape)}")
+    if isinstance(t, torch.Tensor | np.ndarray | list | tuple) and np.ndim(t) > 0:
+        times = torch.from_numpy(_ts(t)).to(a.device)[:, None, None]
+        return (1.0 - times) * a + times * b
+    if isinstance(t, torch.Tensor | np.ndarray):
+        t = float(t)
+    t = check_float("t", t)
+    return (1.0 - t) * a + t * b
+
+
+def _ts(ts: object) -> np.ndarray:
+    arr = as_series("ts", ts)
+    if arr.size == 0:
+        raise ValueError("ts must hold at least one time")
+    return arr
+
+
+def _pfc_at(
+    points: Iterable[np.ndarray], y: np.ndarray, keys: tuple[str, ...], weighting: str
+) -> dict[str, np.ndarray]:
+    """PFC metrics of each feature matrix in ``points`` (weighting resolved, no warning)."""
+    labels = torch.from_numpy(y)
+    rows = [
+        pfc_values(torch.from_numpy(p), labels, keys, weighting=weighting, warn=False)
+        for p in points
+    ]
+    return {k: np.array([row[k] for row in rows], dtype=np.float64) for k in keys}
+
+
+def _points(a: np.ndarray, b: np.ndarray, times: np.ndarray) -> Iterator[np.ndarray]:
+    """``H(t) = (1 - t) a + t b`` for each t, one at a time (never all T x N x D at once)."""
+    for t in times:
+        yield (1.0 - t) * a + t * b
+
+
+def _resolved(y: np.ndarray, weighting: str, stacklevel: int = 4) -> str:
+    """``weighting`` resolved from the labels, with the call's one imbalance warning."""
+    return resolve_for_labels(torch.from_numpy(y), weighting, stacklevel=stacklevel)
+
+
+def geodesic_curve(
+    h0: object,
+    h1: object,
+    labels: object,
+    ts: object,
+    metrics: Sequence[str] = PFC_KEYS,
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "auto",
+) -> dict[str, np.ndarray]:
+    """PFC metrics along the straight line between two layers (paper 001, §IV-A, Fig. 3 blue).
+
+    Evaluates each metric on ``H(t) = (1 - t) H_0 + t H_1`` at every t (usually in [0, 1])
+    directly (:func:`collapselab.metrics.nc.pfc_values`).
+
+    Args:
+        h0: ``(N, D)`` start features (layer 0).
+        h1: ``(N, D)`` end features (the last layer).
+        labels: ``(N,)`` integer labels.
+        ts: times at which to evaluate.
+        metrics: catalogue keys among ``PFC_KEYS``.
+        endpoint: ``"empirical"``, the actual end features; ``"class_means"``, every end
+            feature replaced by its class mean (the collapsed end point of Eq. 10).
+        weighting: class weights, as in :func:`collapselab.metrics.layerwise.per_layer_pfc`.
+
+    Returns:
+        ``{key: (len(ts),) array}``.
+    """
+    keys = check_pfc_keys(metrics)
+    a, b, y, _ = _line_pair(h0, h1, labels, endpoint)
+    times = _ts(ts)
+    return _pfc_at(_points(a, b, times), y, keys, _resolved(y, weighting))
+
+
+def _class_weights(inverse: np.ndarray, weighting: str) -> tuple[np.ndarray, np.ndarray]:
+    """Class weights ``π_k`` and the per-sample weights ``π_k / n_k`` of ``Σ_W = Σ_k π_k Cov_k``
+    (``weighting`` already resolved; ``inverse`` indexes the classes present)."""
+    counts = np.bincount(inverse).astype(np.float64)
+    k = counts.shape[0]
+    pi = np.full(k, 1.0 / k) if weighting == "balanced" else counts / counts.sum()
+    return pi, (pi / counts)[inverse]
+
+
+def _line_moments(
+    h0: object, h1: object, labels: object, endpoint: str, weighting: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients ``(w_00, w_01, w_11)`` and ``(b_00, b_01, b_11)`` of PFC1 on the line."""
+    a, b, y, inverse = _line_pair(h0, h1, labels, endpoint)
+    _, ma = _class_means(a, y)
+    _, mb = _class_means(b, y)
+    ea, eb = a - ma[inverse], b - mb[inverse]
+    pi, sample_w = _class_weights(inverse, _resolved(y, weighting, stacklevel=5))
+    ca, cb = ma - pi @ ma, mb - pi @ mb
+    w = [float(sample_w @ (x * z).sum(1)) for x, z in ((ea, ea), (ea, eb), (eb, eb))]
+    bb = [float(pi @ (x * z).sum(1)) for x, z in ((ca, ca), (ca, cb), (cb, cb))]
+    return np.asarray(w), np.asarray(bb)
+
+
+def _bernstein(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[(1-t)^2, 2t(1-t), t^2]`` and its derivative in t, each ``(3, T)``."""
+    basis = np.stack([(1 - t) ** 2, 2 * t * (1 - t), t**2])
+    slope = np.stack([-2 * (1 - t), 2 - 4 * t, 2 * t])
+    return basis, slope
+
+
+def pfc1_along_line(
+    h0: object,
+    h1: object,
+    labels: object,
+    ts: object,
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "auto",
+) -> np.ndarray:
+    """PFC1(t) on the straight line in closed form (paper 001, Appendix A, R2).
+
+    Within-class deviations and centred class means are affine in t, so
+
+    .. math::
+        \\mathrm{PFC1}(t) = \\frac{(1-t)^2 w_{00} + 2t(1-t) w_{01} + t^2 w_{11}}
+                               {(1-t)^2 b_{00} + 2t(1-t) b_{01} + t^2 b_{11}},
+
+    ``w_{ab} = sum_k (π_k/n_k) sum_{i in k} <h_i^(a) - h_k^(a), h_i^(b) - h_k^(b)>``,
+    ``b_{ab} = sum_k π_k <h̃_k^(a), h̃_k^(b)>`` with class weights ``π_k = 1/K``
+    (``weighting="balanced"``) or ``n_k/N`` (``"sample"``, centring on the weighted mean),
+    the conventions of :func:`collapselab.metrics.nc.nc1_trace_ratio`; for balanced
+    classes ``w_{ab}`` is the plain average over the N samples. With a collapsed end point
+    (``endpoint="class_means"``) ``w_{01} = w_{11} = 0`` and the numerator is Appendix A's
+    ``(1-t)^2 E||h^(0) - h_k^(0)||^2``; for balanced weights ``K b_{01}`` is Theorem 1's S.
+
+    Returns:
+        ``(len(ts),)`` values; ``inf`` where Tr Σ_B(t) = 0 < Tr Σ_W(t), NaN where both are 0.
+    """
+    w, bb = _line_moments(h0, h1, labels, endpoint, weighting)
+    basis, _ = _bernstein(_ts(ts))
+    num, den = w @ basis, bb @ basis
+    out = np.full(num.shape, np.nan)
+    pos = den > 0
+    out[pos] = num[pos] / den[pos]
+    out[(~pos) & (num > 0)] = np.inf
+    return out
+
+
+def dpfc1_along_line(
+    h0: object,
+    h1: object,
+    labels: object,
+    ts: object,
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "auto",
+) -> np.ndarray:
+    """dPFC1/dt on the straight line in closed form (paper 001, Appendix A, R2).
+
+    The quotient rule on the quadratics of :func:`pfc1_along_line`,
+    ``PFC1' = (N' D - N D') / D^2``. For a collapsed end point (``endpoint="class_means"``)
+    and balanced classes it equals Appendix A's
+
+    .. math::
+        -\\frac{2(1-t)\\,E\\|h_{k,i}^{(0)} - h_k^{(0)}\\|^2}{K\\,(E\\|\\tilde h_k^{(t)}\\|^2)^2}
+        \\Big(t \\sum_k \\|\\tilde h_k^{(1)}\\|^2 + (1-t) S\\Big)
+
+    (implemented separately, as printed, in :func:`dpfc1_appendix_a`).
+    This function also covers a non-collapsed (empirical) end point and class weights.
+
+    Returns:
+        ``(len(ts),)`` values; NaN where Tr Σ_B(t) = 0.
+    """
+    w, bb = _line_moments(h0, h1, labels, endpoint, weighting)
+    basis, slope = _bernstein(_ts(ts))
+    num, den = w @ basis, bb @ basis
+    dnum, dden = w @ slope, bb @ slope
+    out = np.full(num.shape, np.nan)
+    pos = den > 0
+    out[pos] = (dnum[pos] * den[pos] - num[pos] * dden[pos]) / den[pos] ** 2
+    return out
+
+
+def pfc2_along_line(
+    h0: object,
+    h1: object,
+    labels: object,
+    ts: object,
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "auto",
+) -> np.ndarray:
+    """PFC2(t) on the straight line, vectorised over t (paper 001, Eq. 11, Appendix B).
+
+    The centred class means move on the line ``H̃(t) = (1-t) H̃(0) + t H̃(1)`` (Eq. 11),
+    which lies in the span of the 2K columns of ``H̃(0)`` and ``H̃(1)``; the line is
+    evaluated in coordinates of that span (never in D dimensions), and
+    ``PFC2(t) = || G(t)/||G(t)||_F - E ||_F`` with ``G(t) = H̃(t)^T H̃(t)`` and
+    ``E = (I_K - 11^T/K)/sqrt(K-1)``. Equal to
+    :func:`collapselab.metrics.nc.nc2_etf_distance` of the interpolated features (the
+    global mean follows ``weighting``), without forming the features.
+
+    Returns:
+        ``(len(ts),)`` values; NaN where all centred means vanish (``G(t) = 0`` up to
+        rounding: ``||G(t)||_F <= 1e-24 max(||H̃(0)||_F^2, ||H̃(1)||_F^2)``).
+    """
+    a, b, y, inverse = _line_pair(h0, h1, labels, endpoint)
+    _, ma = _class_means(a, y)
+    _, mb = _class_means(b, y)
+    pi, _ = _class_weights(inverse, _resolved(y, weighting))
+    ca, cb = ma - pi @ ma, mb - pi @ mb
+    k = ca.shape[0]
+    if k < 2:
+        raise ValueError(f"PFC2 needs at least 2 classes, got {k}")
+    # Coordinates of both mean sets in an orthonormal basis of their joint span (at most
+    # 2K dimensions): interpolating there keeps the rounding relative to H̃(t) itself, which
+    # a combination of the Gram blocks G_ab would not near a zero crossing.
+    r = np.linalg.qr(np.concatenate([ca, cb]).T, mode="r")
+    pa, pb = r[:, :k].T, r[:, k:].T
+    t = _ts(ts)[:, None, None]
+    centred = (1 - t) * pa + t * pb  # (T, K, 2K)
+    gram = centred @ np.swapaxes(centred, 1, 2)
+    norms = np.linalg.norm(gram, axis=(1, 2))
+    etf = (np.eye(k) - 1.0 / k) / np.sqrt(k - 1)
+    out = np.full(norms.shape, np.nan)
+    scale = max(np.sum(pa * pa), np.sum(pb * pb))
+    pos = norms > 1e-24 * scale  # zero up to rounding: the means cross at one point
+    out[pos] = np.linalg.norm(gram[pos] / norms[pos, None, None] - etf, axis=(1, 2))
+    return out
+
+
+@dataclass(frozen=True)
+class GeodesicPrediction:
+    """Observed per-layer PFC metrics against the straight-line prediction (Fig. 3).
+
+    Attributes:
+        positions: ``(L+1,)`` relative positions of the layers.
+        observed: ``{key: (L+1,)}`` metrics of the actual layers (green points).
+        predicted: ``{key: (L+1,)}`` metrics on the line from ``H_0`` to ``H_L`` at the same
+            positions (blue curve sampled at the layers).
+    """
+
+    positions: np.ndarray
+    observed: dict[str, np.ndarray]
+    predicted: dict[str, np.ndarray]
+
+
+def geodesic_prediction(
+    layers: Sequence[object],
+    labels: object,
+    metrics: Sequence[str] = PFC_KEYS,
+    endpoint: Endpoint = "empirical",
+    weighting: Weighting = "auto",
+) -> GeodesicPrediction:
+    """Compare each layer's PFC metrics with the geodesic prediction at its relative position.
+
+    Args:
+        layers: ``[H_0, ..., H_L]``, ``L >= 1``, same D.
+        labels: ``(N,)`` integer labels.
+        metrics, endpoint, weighting: as in :func:`geodesic_curve` (one imbalance
+            warning per call at most).
+    """
+    hs = [to_f64(h).cpu().numpy() for h in as_layers("layers", layers, min_layers=2)]
+    keys = check_pfc_keys(metrics)
+    pos = relative_positions(hs)
+    a, b, y, _ = _line_pair(hs[0], hs[-1], labels, endpoint)
+    resolved = _resolved(y, weighting)
+    return GeodesicPrediction(
+        positions=pos,
+        observed=_pfc_at(hs, y, keys, resolved),
+        predicted=_pfc_at(_points(a, b, pos), y, keys, resolved),
+    )
+
+
+# ---------------------------------------------------------------------------------------
 # the straight-line model
 
 
@@ -214,7 +552,7 @@ class StraightLine:
         ts: ``(T,)`` times.
         endpoint: the end-point mode used.
         metrics: ``{key: (T,)}`` PFC metrics of the interpolated features, evaluated
-            directly by :mod:`collapselab.metrics.nc` (keys of ``PFC_METRICS``).
+            directly by :mod:`collapselab.metrics.nc` (keys of ``PFC_KEYS``).
         pfc1: ``(T,)`` closed-form PFC1(t) (Appendix A).
         dpfc1_dt: ``(T,)`` closed-form dPFC1/dt.
         pfc2: ``(T,)`` closed-form PFC2(t) (Eq. 11).
@@ -240,7 +578,7 @@ def straight_line_model(
     labels: object,
     ts: Sequence[float] | np.ndarray,
     endpoint: IdealEndpoint = "empirical",
-    metrics: Sequence[str] = PFC_METRICS,
+    metrics: Sequence[str] = PFC_KEYS,
     seed: SeedLike = 0,
     orientation: Orientation = "random",
 ) -> StraightLine:
@@ -254,7 +592,7 @@ def straight_line_model(
         endpoint: ``"empirical"`` (the actual ``h1``, as in Fig. 3), ``"class_means"``
             (collapsed, Eq. 10) or ``"simplex_etf"`` (collapsed onto an exact ETF); see
             :func:`ideal_endpoint`.
-        metrics: catalogue keys among ``PFC_METRICS`` evaluated directly.
+        metrics: catalogue keys among ``PFC_KEYS`` evaluated directly.
         seed, orientation: for ``endpoint="simplex_etf"``.
     """
     a, b, y = _pair(h0, h1, labels)
@@ -403,6 +741,7 @@ def theorem1_monte_carlo(
     seed: SeedLike = 0,
     method: Literal["analytic", "direct"] = "analytic",
     tol: float = 1e-12,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Theorem1MonteCarlo:
     """Monte-Carlo check of Theorem 1: PFC1 along line (10) is monotone whenever S >= 0.
 
@@ -414,7 +753,8 @@ def theorem1_monte_carlo(
     features (``"direct"``, slower). A curve counts as monotone when no step rises by more
     than ``tol · PFC1(0)``. Since ``dPFC1/dt(0)`` has the sign of ``-S``, an instance with
     ``S < 0`` always rises at first: expect the fraction of non-monotone curves among
-    ``S < 0`` to be 1 up to the grid resolution.
+    ``S < 0`` to be 1 up to the grid resolution. ``progress(trials_done, n_trials)`` is
+    called after every trial.
     """
     n_trials = check_int("n_trials", n_trials, minimum=1)
     k = check_int("n_classes", n_classes, minimum=2)
@@ -442,6 +782,8 @@ def theorem1_monte_carlo(
             monotone[j] = rise[j] <= tol
             if example is None and s[j] < 0 and not monotone[j]:
                 example, curve_example = (h0, h1, y), curve
+            if progress is not None:
+                progress(j + 1, n_trials)
     nonneg = s >= 0
     n_nonneg, n_neg = int(nonneg.sum()), int((~nonneg).sum())
     return Theorem1MonteCarlo(
@@ -498,6 +840,7 @@ def theorem2_study(
     n_grid: int = 401,
     seed: SeedLike = 0,
     tol: float = 1e-12,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Theorem2Study:
     """Monte-Carlo study of Theorem 2: PFC2 is monotone near the end, globally only if close.
 
@@ -507,6 +850,7 @@ def theorem2_study(
     transport cost; ε of order 1 or more is a start far from the end. PFC2 is evaluated in
     closed form (:func:`~collapselab.metrics.layerwise.pfc2_along_line`) on ``n_grid``
     points; a rise of more than ``tol`` (PFC2 lies in [0, 2]) counts as non-monotone.
+    ``progress(trials_done, len(scales) * n_trials)`` is called after every trial.
     """
     eps = np.asarray(scales, dtype=np.float64)
     if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps < 0):
@@ -536,6 +880,8 @@ def theorem2_study(
                 mono[i, j] = start == 0
                 delta[i, j] = 1.0 - ts[start]
                 curv[i, j] = pfc2_end_curvature(h0, h1, y)
+                if progress is not None:
+                    progress(i * n_trials + j + 1, eps.size * n_trials)
     return Theorem2Study(
         scales=eps,
         transport_cost=cost,
@@ -629,7 +975,8 @@ def _verify_line(
         endpoint,
         seed=seed,
     )
-    a, end, y, ts = _features(h0, "h0"), line.h1, _labels(labels, line.h1.shape[0], "h1"), line.ts
+    a, end, ts = feature_array("h0", h0), line.h1, line.ts
+    y = as_label_array("labels", labels, end.shape[0], source="h1")
     inner = ts[1:-1]
     fd = pfc1_along_line(a, end, y, inner + step) - pfc1_along_line(a, end, y, inner - step)
     collapsed = ideal_endpoint(end, y, "class_means")

@@ -40,12 +40,13 @@ initial values ``omega_j(0)`` and ``t`` the times; results have shape
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from collapselab._checks import as_real_array, check_choice, check_float, check_int
+from collapselab.checks import as_real_array, check_choice, check_float, check_int
 from collapselab.metrics import central_path_losses, snr_matrix
 from collapselab.stats import class_stats_from_features
 from collapselab.theory.central_path import (
@@ -331,6 +332,7 @@ def verify_snr_dynamics(
     lr: float = 0.5,
     method: str = "literal",
     n_records: int = 21,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SNRVerification:
     r"""Run a renormalised simulator and compare ``omega_j(t)`` with both closed forms.
 
@@ -345,6 +347,7 @@ def verify_snr_dynamics(
             ``"flow"`` (Eq. 5 by ``solve_ivp``; ``lr`` unused).
         lr: step size of the discrete methods; ``t_end / lr`` steps are taken (rounded).
         n_records: number of equally spaced records including ``t = 0``.
+        progress: ``progress(steps_done, n_steps)`` of the discrete methods, per record.
     """
     c, n = _sizes(n_classes, n_per_class)
     p = check_int("dim", dim, minimum=1)
@@ -367,7 +370,7 @@ def verify_snr_dynamics(
         lr = check_float("lr", lr, minimum=0.0, strict=True)
         n_steps = max(round(t_end / lr), records - 1)
         every = max(n_steps // (records - 1), 1)
-        traj = RenormalisedGD(h, y, lr, method=method).run(n_steps, every)
+        traj = RenormalisedGD(h, y, lr, method=method).run(n_steps, every, progress=progress)
 
     times = traj.times
     sim = traj.omega

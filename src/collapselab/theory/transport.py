@@ -35,7 +35,7 @@ import ot
 import torch
 from scipy.spatial.distance import cdist
 
-from collapselab._checks import as_real_array, check_int
+from collapselab.checks import as_real_array, check_int
 from collapselab.metrics.layerwise import ot_regulariser, straightness
 
 __all__ = [

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,16 +56,16 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
-from collapselab._checks import (
+from collapselab._threads import serial_threads
+from collapselab.checks import (
+    as_label_array,
     as_real_array,
     check_choice,
     check_float,
     check_int,
-    check_labels,
+    infer_n_classes,
 )
-from collapselab._threads import serial_threads
-from collapselab.metrics._validate import infer_n_classes
-from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
+from collapselab.metrics.nc import pfc_values
 from collapselab.stats import class_stats_from_features
 
 __all__ = [
@@ -75,9 +75,9 @@ __all__ = [
     "MUFMVerification",
     "Theorem3Check",
     "alignment",
+    "column_pfc",
     "gradient_flow",
     "mufm_model",
-    "pfc_metrics",
     "solve_converged",
     "solve_literal",
     "solve_mufm",
@@ -104,10 +104,10 @@ _FORMS = ("eq13", "eq2")
 def _labels(y: object, n: int, n_classes: int | None) -> tuple[np.ndarray, int]:
     """Labels of the ``n`` columns of ``X`` as int64 numpy, and ``K`` (>= 2)."""
     k = infer_n_classes(y, n_classes)
-    t = check_labels("labels", y, n, k, device="cpu", source="X", unit="column")
+    labels = as_label_array("labels", y, n, k, source="X", unit="column")
     if n == 0:
         raise ValueError("labels is empty; expected at least one sample")
-    return t.numpy(), k
+    return labels, k
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,15 +429,15 @@ def w_star(H: object, labels: object, lambda_w: float, n_classes: int | None = N
 # metrics of a solution
 
 
-def pfc_metrics(H: object, labels: object) -> dict[str, float]:
-    """PFC1, PFC2, PFC3 of ``(d, N)`` features (paper 001, Eqs. 7-9; catalogue keys)."""
+def column_pfc(H: object, labels: object) -> dict[str, float]:
+    """PFC1-3 of ``(d, N)`` features stored as columns (the UFM layout; paper 001, Eqs. 7-9).
+
+    :func:`collapselab.metrics.nc.pfc_values` of the rows ``H^T``: one set of class
+    statistics, the catalogue keys ``nc1_trace_ratio``, ``nc2_etf_distance``,
+    ``ncc_accuracy``.
+    """
     h = torch.from_numpy(as_real_array("H", H).T.copy())
-    y = torch.as_tensor(np.asarray(labels))
-    return {
-        "nc1_trace_ratio": nc1_trace_ratio(h, y),
-        "nc2_etf_distance": nc2_etf_distance(h, y),
-        "ncc_accuracy": ncc_accuracy(h, y),
-    }
+    return pfc_values(h, torch.as_tensor(np.asarray(labels)))
 
 
 def alignment(H: object, X: object) -> float:
@@ -519,6 +519,7 @@ def solve_literal(
     steps: int = 50_000,
     seed: int | np.random.Generator = 0,
     tol: float = 1e-9,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MUFMSolution:
     """The paper's solver (paper 001, §IV-B): plain full-batch gradient descent.
 
@@ -533,6 +534,7 @@ def solve_literal(
         steps: number of gradient steps (fewer for quick tests).
         seed: initialisation seed.
         tol: gradient-norm threshold for the ``converged`` flag (no early stop).
+        progress: called as ``progress(steps_done, steps)`` every 1% of the steps.
 
     Raises:
         FloatingPointError: if the iterates diverge (non-finite objective).
@@ -541,12 +543,14 @@ def solve_literal(
     steps = check_int("steps", steps, minimum=0)
     W, layers, b = _random_init(problem, seed)
     with serial_threads():
-        for _ in range(steps):
+        for step in range(1, steps + 1):
             _, g_w, g_layers, g_b = problem._evaluate(W, layers, b)
             W = W - lr * g_w
             layers = layers - lr * g_layers
             if b is not None:
                 b = b - lr * g_b
+            if progress is not None and (step % max(steps // 100, 1) == 0 or step == steps):
+                progress(step, steps)
         value, g_w, g_layers, g_b = problem._evaluate(W, layers, b)
     if not math.isfinite(value):
         raise FloatingPointError(f"gradient descent diverged (objective {value}); lower lr={lr}")
@@ -980,6 +984,6 @@ def verify_mufm(problem: MUFM, solution: MUFMSolution) -> MUFMVerification:
         first_order=first_order,
         spacing=spacing,
         corrected_identity=identity,
-        pfc=pfc_metrics(H, problem.labels),
-        pfc_data={} if problem.is_ufm else pfc_metrics(problem.X, problem.labels),
+        pfc=column_pfc(H, problem.labels),
+        pfc_data={} if problem.is_ufm else column_pfc(problem.X, problem.labels),
     )

@@ -30,13 +30,13 @@ may be numpy arrays or torch tensors.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from collapselab._checks import as_real_array, check_float, check_int
 from collapselab._threads import serial_threads
+from collapselab.checks import as_real_array, check_float, check_int
 from collapselab.metrics import measure
 
 __all__ = [
@@ -194,6 +194,7 @@ def ufm_mse_descent(
     init_scale: float = 1.0,
     metrics: bool = True,
     record_steps: Sequence[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> UFMMSETrajectory:
     r"""Plain full-batch gradient descent on ``(W, b, H)`` (the ``"literal"`` solver).
 
@@ -208,6 +209,7 @@ def ufm_mse_descent(
         init: ``(W, b, H)``; default :meth:`UFMMSE.initial_point` with ``seed``,
             ``init_scale``.
         metrics: record the catalogue metrics (otherwise only ``loss``, ``objective``).
+        progress: called as ``progress(steps_done, n_steps)`` every 1% of the steps.
 
     Raises:
         FloatingPointError: the iterates overflow (``lr`` too large).
@@ -251,6 +253,8 @@ def ufm_mse_descent(
                 w, b, h = w - lr * gw, b - lr * gb, h - lr * gh
                 if step in wanted:
                     record(step)
+                if progress is not None and (step % max(n_steps // 100, 1) == 0 or step == n_steps):
+                    progress(step, n_steps)
     except FloatingPointError as err:
         raise FloatingPointError(
             f"gradient descent diverged (overflow) at step {step}; lower lr={lr}"

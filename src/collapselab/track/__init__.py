@@ -1,13 +1,14 @@
-"""collapselab.track: the Monitor (schedule + probes + metrics + store) and its adapters.
+"""collapselab.track: the Monitor (schedule + probes + metric families + store) and its adapters.
 
 Public API:
 
-- :class:`Monitor`: measure the metric families of every requested layer on a schedule,
-  with exact two-pass statistics over data loaders, writing long-format rows to a run.
+- :class:`Monitor`: measure metric families (:mod:`collapselab.metrics.families`) of every
+  requested layer on a schedule, with exact two-pass statistics over data loaders, writing
+  long-format rows to a run.
 - :class:`MonitorCallback`: the monitor as a :func:`collapselab.train.train` callback
   (``monitor.callback()``).
 - :class:`Schedule`, :func:`log_spaced_epochs`, :data:`PAPER_003_EPOCHS`: when to measure.
-- :data:`FAMILIES`: the metric families.
+- :data:`MODEL_LAYER`: the ``layer`` of model-level rows.
 - ``CollapseCallback`` (module :mod:`collapselab.track.lightning`): a Lightning callback
   driving the same Monitor; needs the optional ``lightning`` package and is imported
   only when first used.
@@ -15,13 +16,12 @@ Public API:
 
 from typing import Any
 
-from collapselab.track._families import FAMILIES, MODEL_LAYER
+from collapselab.metrics.family import MODEL_LAYER
 from collapselab.track.callbacks import MonitorCallback
 from collapselab.track.monitor import Monitor, Results
 from collapselab.track.schedule import PAPER_003_EPOCHS, Schedule, log_spaced_epochs
 
 __all__ = [
-    "FAMILIES",
     "MODEL_LAYER",
     "PAPER_003_EPOCHS",
     "CollapseCallback",

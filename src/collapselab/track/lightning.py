@@ -8,9 +8,11 @@ imports it only when ``CollapseCallback`` is first accessed, so importing
 The callback drives the same :class:`~collapselab.track.Monitor` code as the plain loop and
 the :func:`collapselab.train.train` adapter:
 
-* ``on_train_start(trainer, pl_module)``: builds the Monitor on the module (or on
-  ``getattr(pl_module, model_attr)``), with ``epochs = trainer.max_epochs`` for the
-  log-spaced schedule, and measures the initial model (epoch 0) on a fresh fit;
+* ``setup(trainer, pl_module, stage)`` (or ``on_train_start`` if it comes first): builds the
+  Monitor on the module (or on ``getattr(pl_module, model_attr)``), before Lightning
+  restores a checkpoint into the callback;
+* ``on_train_start(trainer, pl_module)``: gives the Monitor ``epochs = trainer.max_epochs``
+  for the log-spaced schedule, and measures the initial model (epoch 0) on a fresh fit;
 * ``on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)``: measures every
   ``every_iterations`` optimiser steps (``trainer.global_step``);
 * ``on_train_epoch_end(trainer, pl_module)``: measures the scheduled epochs. Lightning's
@@ -18,7 +20,9 @@ the :func:`collapselab.train.train` adapter:
   Monitor's epoch (counted from 1, like :func:`collapselab.train.train`) is
   ``current_epoch + 1``; rows are written at ``step = trainer.global_step``.
 
-Under DDP every process runs the hooks; the Monitor sums the statistics of all processes
+The Monitor owns the zero-training-error epoch; the callback's checkpoint state is the
+Monitor's (:meth:`~collapselab.track.Monitor.state_dict`). Under DDP every process runs the
+hooks; the Monitor sums the statistics of all processes
 (each iterating its shard of the loader) and only rank 0 writes to the run. Without an
 explicit ``train_loader`` the trainer's training loader is used: it must give the same
 samples in both passes of a measurement (no random augmentation, no ``drop_last`` with
@@ -71,7 +75,7 @@ def _build() -> type:
             log_to_logger: also send the values to ``trainer.logger.log_metrics`` (rank 0)
                 under ``"collapse/<split>/<layer or 'model'>/<metric>"``.
             **monitor_kwargs: everything else of :class:`~collapselab.track.Monitor`
-                (``layers``, ``metrics``, ``schedule``, ``run``, ``lam``, ...).
+                (``families``, ``layers``, ``schedule``, ``run``, ...).
 
         Attributes:
             monitor: the :class:`~collapselab.track.Monitor`, built at ``on_train_start``.
@@ -93,7 +97,9 @@ def _build() -> type:
             self.log_to_logger = bool(log_to_logger)
             self.monitor_kwargs = monitor_kwargs
             self.monitor: Monitor | None = None
-            self._zero_error_epoch: int | None = None
+            # A checkpoint's state that arrives before the Monitor exists (handed over to
+            # it when it is built).
+            self._pending_state: dict[str, Any] | None = None
             self._last_step: int | None = None
 
         def _target(self, pl_module: Any) -> Any:
@@ -107,19 +113,30 @@ def _build() -> type:
                     "attribute"
                 ) from None
 
+        def _build(self, trainer: Any, pl_module: Any) -> Monitor:
+            if self.monitor is None:
+                loader = self.train_loader
+                if loader is None:
+                    loader = trainer.train_dataloader
+                self.monitor = Monitor(
+                    self._target(pl_module), loader, self.test_loader, **self.monitor_kwargs
+                )
+                if self._pending_state is not None:
+                    self.monitor.load_state_dict(self._pending_state)
+                    self._pending_state = None
+            return self.monitor
+
+        def setup(self, trainer: Any, pl_module: Any, stage: str | None = None) -> None:
+            if self.train_loader is not None:  # the trainer's loader exists only later
+                self._build(trainer, pl_module)
+
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            loader = self.train_loader
-            if loader is None:
-                loader = trainer.train_dataloader
-            self.monitor = Monitor(
-                self._target(pl_module), loader, self.test_loader, **self.monitor_kwargs
-            )
+            monitor = self._build(trainer, pl_module)
             max_epochs = trainer.max_epochs
             if max_epochs is not None and max_epochs > 0:
-                self.monitor.set_total_epochs(int(max_epochs))
-            self.monitor.zero_error_epoch = self._zero_error_epoch
+                monitor.set_total_epochs(int(max_epochs))
             if trainer.global_step == 0 and trainer.current_epoch == 0:
-                self._report(trainer, self.monitor.before_training(step=0))
+                self._report(trainer, monitor.before_training(step=0))
 
         def on_train_batch_end(
             self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
@@ -137,7 +154,10 @@ def _build() -> type:
             epoch = int(trainer.current_epoch) + 1
             results = self.monitor.after_epoch(epoch, step=int(trainer.global_step))
             self._report(trainer, results)
-            self._zero_error_epoch = self.monitor.zero_error_epoch
+
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            if self.monitor is not None:
+                self.monitor.close()
 
         def _report(self, trainer: Any, results: Any) -> None:
             if results is None or not self.log_to_logger:
@@ -147,14 +167,15 @@ def _build() -> type:
                 logger.log_metrics(_flatten(results, "collapse"), step=int(trainer.global_step))
 
         def state_dict(self) -> dict[str, Any]:
-            zero = self.monitor.zero_error_epoch if self.monitor else self._zero_error_epoch
-            return {"zero_error_epoch": -1 if zero is None else int(zero)}
+            if self.monitor is not None:
+                return self.monitor.state_dict()
+            return dict(self._pending_state or {"zero_error_epoch": -1})
 
         def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-            zero = int(state_dict.get("zero_error_epoch", -1))
-            self._zero_error_epoch = None if zero < 0 else zero
             if self.monitor is not None:
-                self.monitor.zero_error_epoch = self._zero_error_epoch
+                self.monitor.load_state_dict(state_dict)
+            else:
+                self._pending_state = dict(state_dict)
 
     CollapseCallback.__module__ = __name__
     return CollapseCallback

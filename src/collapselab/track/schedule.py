@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from collapselab._checks import check_bool, check_int
+from collapselab.checks import check_bool, check_int
 
 PAPER_003_EPOCHS: tuple[int, ...] = (
     *range(1, 15),

@@ -6,7 +6,8 @@ Public API:
   schedule, batching, checkpoints).
 - :func:`train`: SGD training with callbacks, metric rows in a :class:`collapselab.store.Run`,
   checkpoints and bit-for-bit resume; returns a :class:`TrainResult`.
-- :func:`evaluate`: loss and accuracy over a dataset.
+- :func:`evaluate`: loss and accuracy over a dataset; :func:`resolve_device`: a device
+  name as a ``torch.device``, with a clear error for an unknown or absent one.
 - :class:`Callback`, :class:`LambdaCallback`, :class:`TrainState`: the hook interface.
 - :func:`training_loss`, :func:`per_sample_loss`: the losses with their reductions.
 - :func:`mse_lambda`, :func:`mse_weight_decay`, :func:`mse_gradient_scale`,
@@ -17,7 +18,7 @@ Public API:
 from collapselab.train._rng import seed_everything
 from collapselab.train.callbacks import Callback, LambdaCallback, TrainState
 from collapselab.train.config import TrainConfig
-from collapselab.train.evaluate import evaluate
+from collapselab.train.evaluate import evaluate, resolve_device
 from collapselab.train.loop import NON_FINITE_LOSS, TrainResult, train
 from collapselab.train.losses import per_sample_loss, training_loss
 from collapselab.train.regularization import (
@@ -42,6 +43,7 @@ __all__ = [
     "mse_lambda",
     "mse_weight_decay",
     "per_sample_loss",
+    "resolve_device",
     "seed_everything",
     "train",
     "training_loss",

@@ -34,7 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from collapselab._checks import check_choice, check_float, check_int, check_seed
+from collapselab.checks import check_choice, check_float, check_int, check_seed
 
 LossName = Literal["ce", "mse"]
 MSEReduction = Literal["mean", "sum_classes"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from collapselab._checks import check_int
+from collapselab.checks import check_int
 from collapselab.data.dataset import LabeledData
 from collapselab.train.losses import per_sample_loss
 
@@ -18,7 +18,7 @@ def _model_dtype(model: nn.Module) -> torch.dtype | None:
     return None
 
 
-def _resolve_device(device: str | torch.device) -> torch.device:
+def resolve_device(device: str | torch.device) -> torch.device:
     """``"auto"`` becomes CUDA when available, else CPU; other values go to ``torch.device``."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -48,10 +48,11 @@ import torch
 from torch import nn
 
 from collapselab.data.dataset import DataSplits
+from collapselab.store.mirrors import attach_mirrors
 from collapselab.train._rng import epoch_permutation, get_rng_state, seed_everything, set_rng_state
 from collapselab.train.callbacks import Callback, TrainState
 from collapselab.train.config import TrainConfig
-from collapselab.train.evaluate import _evaluate_tensors, _model_dtype, _resolve_device
+from collapselab.train.evaluate import _evaluate_tensors, _model_dtype, resolve_device
 from collapselab.train.losses import training_loss
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ class _Trainer:
         self.config = config
         self.callbacks = callbacks
         self.run = run
-        device = _resolve_device(config.device)
+        device = resolve_device(config.device)
         model.to(device)
         dtype = _model_dtype(model)
         x = data.train.x.to(device)
@@ -459,6 +460,9 @@ class _Trainer:
             run.truncate_after(int(saved["iteration"]))
             # The manifest may hold a detection from the discarded continuation.
             run.update_manifest(zero_error_epoch=state.zero_error_epoch)
+            resumes = list(run.manifest.get("resumed_from") or [])
+            resumes.append({"epoch": state.epoch, "step": state.iteration})
+            run.update_manifest(resumed_from=resumes)
             self.begin_session(started=True)
             _call(self.callbacks, "on_train_start", state)
             # After on_train_start, so whatever it draws does not shift the trajectory.
@@ -567,6 +571,7 @@ def train(
     run: Run | None = None,
     *,
     finish_run: bool = True,
+    mirrors: Sequence[Any] = (),
 ) -> TrainResult:
     """Train ``model`` on ``data.train`` with SGD as described by ``config``.
 
@@ -582,6 +587,9 @@ def train(
             If it holds a checkpoint, training resumes from it.
         finish_run: set the run's status to ``"completed"`` at the end. Experiments that
             measure more after training pass ``False`` and complete the run themselves.
+        mirrors: trackers that receive every metric row written to ``run`` during this
+            call: names (``"tensorboard"``, ``"mlflow"``, ``"wandb"``) or
+            :class:`collapselab.store.Mirror` objects; closed when training ends. Needs a run.
 
     Returns:
         A :class:`TrainResult`. A NaN or infinite training loss does not raise: training
@@ -593,6 +601,7 @@ def train(
     callbacks = _validate(model, data, config, callbacks, run)
     trainer = _Trainer(model, data, config, callbacks, run)
     saved = trainer.prepare()
+    attached = attach_mirrors(run, mirrors)
     t0 = time.perf_counter()
     try:
         trainer.start(saved)
@@ -610,6 +619,9 @@ def train(
     except BaseException as err:
         trainer.abort(err, time.perf_counter() - t0)
         raise
+    finally:
+        for mirror in attached:
+            run.remove_mirror(mirror)
     if run is not None and finish_run and not result.failed:
         run.set_status("completed")
     return result

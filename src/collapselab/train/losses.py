@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from collapselab._checks import check_choice
+from collapselab.checks import check_choice
 from collapselab.train.config import LOSSES, MSE_REDUCTIONS
 
 

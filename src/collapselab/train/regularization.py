@@ -25,7 +25,7 @@ multiplied by ``2 kappa`` (:func:`mse_gradient_scale`).
 
 from __future__ import annotations
 
-from collapselab._checks import check_choice, check_float, check_int
+from collapselab.checks import check_choice, check_float, check_int
 from collapselab.metrics.mse import paper_lambda
 from collapselab.train.config import MSE_REDUCTIONS
 

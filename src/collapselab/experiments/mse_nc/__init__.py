@@ -28,7 +28,7 @@ Public API:
 """
 
 from collapselab.experiments.mse_nc.claims import TRAINING_CLAIMS
-from collapselab.experiments.mse_nc.figures import FIGURES, draw_training, table1_rows
+from collapselab.experiments.mse_nc.figures import CAPTIONS, FIGURES, draw_training, table1_rows
 from collapselab.experiments.mse_nc.paper import PaperDryRun, dry_run_training, paper_dry_run
 from collapselab.experiments.mse_nc.presets import (
     COLLAPSE_PRESETS,
@@ -42,6 +42,7 @@ from collapselab.experiments.mse_nc.presets import (
 from collapselab.experiments.mse_nc.results import StoredArms
 from collapselab.experiments.mse_nc.sweep import select_rate, sweep_rates
 from collapselab.experiments.mse_nc.theory import (
+    THEORY_CAPTIONS,
     THEORY_CLAIMS,
     THEORY_FIGURES,
     draw_theory,
@@ -56,13 +57,14 @@ COLLAPSE = register(
         paper="003",
         title="neural collapse, the central path and robustness under MSE vs cross-entropy",
         presets=COLLAPSE_PRESETS,
-        runtime_quick="~4 min",
+        runtime_quick="~2 min",
         run=run_training,
         figures=list(FIGURES),
         figure="Figs. 2-12, Table 1",
         claims=TRAINING_CLAIMS,
         draw=draw_training,
         dry_run=dry_run_training,
+        captions=CAPTIONS,
     )
 )
 
@@ -72,12 +74,14 @@ THEORY = register(
         paper="003",
         title="SNR dynamics on the central path (published vs corrected) and the UFM Fig. 2",
         presets=THEORY_PRESETS,
-        runtime_quick="~15 s",
+        runtime_quick="~7 s",
         run=run_theory,
         figures=list(THEORY_FIGURES),
         figure="Prop. 2, Cor. 1, Lemma 6; Fig. 2 (UFM analogue)",
         claims=THEORY_CLAIMS,
         draw=draw_theory,
+        captions=THEORY_CAPTIONS,
+        uses_device=False,
     )
 )
 

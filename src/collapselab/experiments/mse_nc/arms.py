@@ -11,7 +11,7 @@ split, the penultimate features of the network in eval mode with the two-pass
 * for MSE arms the decomposition ``L = L_NC1 + L_NC2/3 + L_LS⊥`` with the paper's ``lam``
   equivalent to the training objective (:func:`collapselab.train.mse_lambda`: ``C wd / 2``
   for ``nn.MSELoss()``; note 003 §4.4);
-* DeepFool robustness (:mod:`collapselab.metrics.robustness`) on a balanced test subset.
+* DeepFool robustness (:mod:`collapselab.probe.robustness`) on a balanced test subset.
 
 Rows are returned in long format with the split prefixed by the arm's key,
 ``"<dataset>-<net>-<loss>/<split>"`` (e.g. ``"digits-mlp-mse/train"``), so that every arm
@@ -32,8 +32,9 @@ import torch
 from torch import nn
 
 from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset, pad_to_size
-from collapselab.metrics.robustness import deepfool_robustness
+from collapselab.metrics import MSE
 from collapselab.models import build_model
+from collapselab.probe.robustness import deepfool_robustness
 from collapselab.track import Monitor
 from collapselab.train import TrainConfig, mse_lambda, seed_everything, train
 
@@ -370,8 +371,7 @@ def run_arm(
         data.train,
         data.test,
         layers=[model.penultimate],
-        metrics=["nc", "mse"] if lam is not None else ["nc"],
-        lam=lam,
+        families=["nc", MSE(lam=lam)] if lam is not None else ["nc"],
         schedule=list(schedule) if isinstance(schedule, (list, tuple)) else schedule,
         epochs=arm.epochs,
         batch_size=int(measure.get("batch_size", 512)),

@@ -454,7 +454,7 @@ TRAINING_CLAIMS: list[Claim] = [
         "robustness-improves",
         "Adversarial robustness improves during the terminal phase (median improvement "
         "0.1762, mean 0.9278 between the first zero-error epoch and the last).",
-        "§3.2, Fig. 9 (note 003 §5.2); DeepFool measure of collapselab.metrics.robustness",
+        "§3.2, Fig. 9 (note 003 §5.2); DeepFool measure of collapselab.probe.robustness",
         "median over MSE arms of (DeepFool mean ||r||/||x|| at the last epoch - at the first "
         "zero-training-error epoch) > 0",
         _median_over(_mse_keys, _robustness_change, "robustness change"),

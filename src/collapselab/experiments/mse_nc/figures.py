@@ -23,7 +23,13 @@ import numpy as np
 
 from collapselab.experiments.mse_nc.presets import PAPER_TABLE1
 from collapselab.experiments.mse_nc.results import MissingResult, StoredArms
-from collapselab.report.plots import ZERO_ERROR_STYLE, plot_panels
+from collapselab.report.plots import (
+    DPI,
+    ZERO_ERROR_STYLE,
+    panel_grid,
+    place_legends,
+    plot_panels,
+)
 from collapselab.store import Run
 
 FIGURES: dict[str, str] = {
@@ -40,7 +46,52 @@ FIGURES: dict[str, str] = {
     "fig12_test_nc1": "Fig. 12: NC1 on test data (MSE and cross-entropy)",
     "table1_accuracy": "Table 1: test accuracy at the zero-error epoch and at the end",
 }
-"""Figure names and captions of the training experiment."""
+"""Figure names and titles of the training experiment."""
+
+_PANELS = (
+    "One panel per dataset and network; dotted red line: first epoch with zero training "
+    "error (start of the terminal phase)."
+)
+CAPTIONS: dict[str, str] = {
+    "fig2_decomposition": (
+        "Fig. 2: the MSE loss L split into L_NC1 (within-class variability), L_NC2/3 "
+        "(distance of the class means and classifier from the central path's structure) and "
+        "L_LS⊥ (what the best linear classifier of the features leaves), over epochs. " + _PANELS
+    ),
+    "fig3_equinorm": "Fig. 3: Std/Avg of the norms of the class means and classifiers. " + _PANELS,
+    "fig4_equiangularity": (
+        "Fig. 4: Std of the cosines between class means (and classifiers). " + _PANELS
+    ),
+    "fig5_max_equiangularity": (
+        "Fig. 5: Avg of |cos + 1/(C-1)| between class means (and classifiers): 0 at a "
+        "simplex ETF. " + _PANELS
+    ),
+    "fig6_self_duality": (
+        "Fig. 6: distance between the normalised classifier and the normalised centred class "
+        "means. " + _PANELS
+    ),
+    "fig7_nc1": "Fig. 7: NC1 = Tr(Σ_W Σ_B†)/C of the last-layer features. " + _PANELS,
+    "fig8_ncc_mismatch": (
+        "Fig. 8: fraction of samples where the classifier and the nearest class centre "
+        "disagree. " + _PANELS
+    ),
+    "fig9_robustness": (
+        "Fig. 9: DeepFool robustness (mean ‖r‖/‖x‖ of the smallest flipping perturbation) "
+        "during the terminal phase, MSE. " + _PANELS
+    ),
+    "fig10_nc1_mse_vs_ce": (
+        "Fig. 10: NC1 under MSE and cross-entropy; dotted lines: each loss's zero-error epoch."
+    ),
+    "fig11_robustness_mse_vs_ce": (
+        "Fig. 11: DeepFool robustness under MSE and cross-entropy, per dataset and network."
+    ),
+    "fig12_test_nc1": "Fig. 12: NC1 measured on the test split, MSE and cross-entropy.",
+    "table1_accuracy": (
+        "Table 1: test accuracy at the zero-error epoch and at the end of training, MSE and "
+        "cross-entropy."
+    ),
+}
+"""Report captions (plain text) of :data:`FIGURES`."""
 
 _NC1 = r"Tr$(\Sigma_W \Sigma_B^\dagger)/C$"
 _SELF_DUALITY = r"$\| W^\top/\|W\|_F - \bar M/\|\bar M\|_F \|_F^2$"
@@ -129,17 +180,14 @@ def _two_loss_figure(
     pairs = stored.pairs()
     if not pairs:
         return
-    cols = min(3, len(pairs))
-    rows = -(-len(pairs) // cols)
+    rows, cols, width = panel_grid(len(pairs), 4.2)
     fig, axes = plt.subplots(
-        rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, constrained_layout=True
+        rows, cols, figsize=(width * cols, 3.2 * rows), squeeze=False, constrained_layout=True
     )
     for ax, pair in zip(axes.flat, pairs, strict=False):
-        drawn = 0
         for label, (x, y, style) in series(pair).items():
             y = np.where(y > 0, y, np.nan) if logy else y
             ax.plot(x, y, label=label, linewidth=1.4, **style)
-            drawn += 1
         for loss, zstyle in (("mse", ZERO_ERROR_STYLE), ("ce", _CE_ZERO_STYLE)):
             zero = stored.zero_error_epoch(f"{pair}-{loss}")
             if zero is not None:
@@ -151,10 +199,9 @@ def _two_loss_figure(
         ax.set_xlabel("epoch")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, which="both" if logy else "major")
-        if drawn:
-            ax.legend(fontsize="x-small")
     for ax in list(axes.flat)[len(pairs) :]:
         ax.set_visible(False)
+    place_legends(fig, axes)
     fig.suptitle(FIGURES[name])
     save_figure(fig, run, name)
 
@@ -162,7 +209,7 @@ def _two_loss_figure(
 def save_figure(fig: Any, run: Run, name: str) -> None:
     """Write ``fig`` to ``figures/<name>.png`` of ``run`` (atomically) and close it."""
     try:
-        run.save_figure(fig, name, dpi=110)
+        run.save_figure(fig, name, dpi=DPI)
     finally:
         plt.close(fig)
 

@@ -40,7 +40,7 @@ from collapselab.experiments.claims import (
 from collapselab.experiments.mse_nc.arms import torch_threads
 from collapselab.experiments.mse_nc.figures import save_figure
 from collapselab.experiments.registry import RunContext
-from collapselab.report.plots import plot_panels
+from collapselab.report.plots import place_legends, plot_panels
 from collapselab.store import Run
 from collapselab.theory.snr_dynamics import VARIANTS, omega_closed_form, verify_snr_dynamics
 from collapselab.theory.ufm_mse import UFMMSE, ufm_mse_descent
@@ -52,6 +52,20 @@ THEORY_FIGURES: dict[str, str] = {
     ),
     "theory_ufm_nc": "UFM: NC metrics along gradient descent",
 }
+
+THEORY_CAPTIONS: dict[str, str] = {
+    "theory_omega": (
+        "Left: singular values ω_j(t) of the SNR matrix in the renormalised simulator (dots) "
+        "against the corrected (solid) and the published (dashed, Prop. 2) closed forms. "
+        "Right: drift of the singular vectors (they stay frozen, Lemma 6)."
+    ),
+    "theory_ufm_decomposition": (
+        "UFM analogue of Fig. 2: L, L_NC1, L_NC2/3 and L_LS⊥ along plain gradient descent "
+        "on the unconstrained features model (log-log)."
+    ),
+    "theory_ufm_nc": "UFM: NC1, equinorm, equiangularity and self-duality along gradient descent.",
+}
+"""Report captions (plain text) of :data:`THEORY_FIGURES`."""
 
 FROZEN_TOL = 1e-8
 """Largest singular-vector drift counted as frozen (float64 rounding is ~1e-15)."""
@@ -81,17 +95,19 @@ def run_theory(run: Run, context: RunContext) -> None:
 def _simulate(run: Run, context: RunContext) -> None:
     cfg = context.config
     s = cfg["snr"]
-    rep = verify_snr_dynamics(
-        s["n_classes"],
-        s["n_per_class"],
-        s["dim"],
-        omega0=s.get("omega0"),
-        seed=int(s.get("seed", context.seed)),
-        t_end=float(s["t_end"]),
-        lr=float(s["lr"]),
-        method=s.get("method", "literal"),
-        n_records=int(s["n_records"]),
-    )
+    with context.progress.task("SNR simulator", 1, "steps") as progress:
+        rep = verify_snr_dynamics(
+            s["n_classes"],
+            s["n_per_class"],
+            s["dim"],
+            omega0=s.get("omega0"),
+            seed=int(s.get("seed", context.seed)),
+            t_end=float(s["t_end"]),
+            lr=float(s["lr"]),
+            method=s.get("method", "literal"),
+            n_records=int(s["n_records"]),
+            progress=progress,
+        )
     traj = rep.trajectory
     dense_t = np.linspace(0.0, float(s["t_end"]), 400)
     dense = {
@@ -119,13 +135,15 @@ def _simulate(run: Run, context: RunContext) -> None:
     u = cfg["ufm"]
     problem = UFMMSE(u["n_classes"], u["n_per_class"], u["dim"], lam=u["lam"], lam_h=u["lam_h"])
     steps = _log_steps(int(u["n_steps"]), int(u["n_records"]))
-    ufm = ufm_mse_descent(
-        problem,
-        float(u["lr"]),
-        int(u["n_steps"]),
-        record_steps=steps,
-        seed=int(u.get("seed", context.seed)),
-    )
+    with context.progress.task("UFM descent", int(u["n_steps"]), "steps") as progress:
+        ufm = ufm_mse_descent(
+            problem,
+            float(u["lr"]),
+            int(u["n_steps"]),
+            record_steps=steps,
+            seed=int(u.get("seed", context.seed)),
+            progress=progress,
+        )
     # A key the metrics omit at some records (nc1_snr while Sigma_W is singular) cannot be
     # aligned with the steps: only complete series are stored.
     complete = {k: v for k, v in ufm.metrics.items() if len(v) == len(ufm.steps)}
@@ -178,7 +196,6 @@ def draw_theory(run: Run) -> None:
     ax.set_ylabel(r"$\omega_j(t)$")
     ax.set_title("SNR singular values")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize="x-small")
     for name, style in (("left_drift", "-"), ("right_drift", "--")):
         drift = np.asarray(arrays[name], dtype=np.float64)
         shown = np.where(drift > 0, drift, np.nan)
@@ -188,7 +205,7 @@ def draw_theory(run: Run) -> None:
     ax2.set_ylabel(r"max $| |U_t^\top U_0| - I |$")
     ax2.set_title("singular-vector drift (zeros not drawn)")
     ax2.grid(alpha=0.3, which="both")
-    ax2.legend(fontsize="x-small")
+    place_legends(fig, [ax, ax2])
     fig.suptitle(THEORY_FIGURES["theory_omega"])
     save_figure(fig, run, "theory_omega")
 

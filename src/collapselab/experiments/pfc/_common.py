@@ -15,9 +15,6 @@ from collapselab.experiments.claims import NotEvaluable, RunResults
 PAPER = "001"
 SOURCE = "Wang, Gai & Zhang, Progressive Feedforward Collapse of ResNet Training"
 
-PFC_KEYS: tuple[str, ...] = ("nc1_trace_ratio", "nc2_etf_distance", "ncc_accuracy")
-"""Catalogue keys of PFC1, PFC2, PFC3 (note 001 §2.5)."""
-
 PFC_LABELS = {
     "nc1_trace_ratio": "PFC1  Tr(Σ_W)/Tr(Σ_B)",
     "nc2_etf_distance": "PFC2  distance to simplex ETF",

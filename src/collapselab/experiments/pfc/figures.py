@@ -12,12 +12,23 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 
 from collapselab.experiments.claims import RunResults
-from collapselab.experiments.pfc._common import PFC_KEYS, PFC_LABELS
-from collapselab.report import plot_comparison, plot_panels, plot_training_curves, plot_vs_depth
+from collapselab.experiments.pfc._common import PFC_LABELS
+from collapselab.metrics import PFC_KEYS
+from collapselab.report import (
+    DPI,
+    panel_grid,
+    place_legends,
+    plot_comparison,
+    plot_panels,
+    plot_training_curves,
+    plot_vs_depth,
+    shared_legend,
+)
 from collapselab.store import Run
 
 __all__ = [
@@ -34,7 +45,7 @@ _CLASS_COLOURS = plt.get_cmap("tab10").colors
 
 def _save(run: Run, fig: Any, name: str) -> None:
     try:
-        run.save_figure(fig, name, dpi=120)
+        run.save_figure(fig, name, dpi=DPI)
     finally:
         plt.close(fig)
 
@@ -47,9 +58,10 @@ def draw_toy(run: Run) -> None:
     """``figures/toy.png``: 2-D trajectories to the ETF means, and PFC1-3 along t (Fig. 1)."""
     a = run.load_array("toy")
     h0, h1, y, t = a["h0"], a["h1"], a["labels"], a["t"]
-    fig = plt.figure(figsize=(13, 3.8), constrained_layout=True)
-    grid = fig.add_gridspec(1, 4, width_ratios=[1.6, 1, 1, 1])
-    ax = fig.add_subplot(grid[0])
+    # The trajectories on the left, PFC1-3 along t stacked on the right (fits the report).
+    fig = plt.figure(figsize=(10.0, 7.5), constrained_layout=True)
+    grid = fig.add_gridspec(3, 2, width_ratios=[1.5, 1])
+    ax = fig.add_subplot(grid[:, 0])
     marks = np.linspace(0.0, 1.0, 5)
     for i in range(y.size):
         colour = _CLASS_COLOURS[int(y[i]) % 10]
@@ -62,9 +74,9 @@ def draw_toy(run: Run) -> None:
     ax.scatter(*means.T, marker="*", s=220, color="k", zorder=4)
     ax.set_aspect("equal")
     ax.set_title(f"h(t) = (1-t) h(0) + t h(1);  S = {float(a['s']):.3g}", fontsize="medium")
-    ax.legend(fontsize="small", loc="best")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.06), frameon=False)
     for j, key in enumerate(PFC_KEYS):
-        axm = fig.add_subplot(grid[j + 1])
+        axm = fig.add_subplot(grid[j, 1])
         values = a[f"curve_{key}"]
         if key == "nc1_trace_ratio":
             keep = values > 0
@@ -72,7 +84,8 @@ def draw_toy(run: Run) -> None:
         else:
             axm.plot(t, values, color="tab:blue")
         axm.scatter(marks, np.interp(marks, t, values), color="tab:green", zorder=3, s=18)
-        axm.set_xlabel("t (depth along the line)")
+        if j == len(PFC_KEYS) - 1:
+            axm.set_xlabel("t (depth along the line)")
         axm.set_title(PFC_LABELS[key], fontsize="medium")
         axm.grid(alpha=0.3)
     fig.suptitle("Fig. 1: progressive collapse along straight-line trajectories (2-D toy)")
@@ -98,7 +111,8 @@ def _short_layer(name: str, index: int) -> str:
 
 
 def _draw_over_epochs(run: Run, metrics: pd.DataFrame, layers: list[str], zero: int | None):
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6), constrained_layout=True)
+    rows, cols, width = panel_grid(len(PFC_KEYS), 3.8)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.4), constrained_layout=True)
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, len(layers)))
     for ax, key in zip(axes, PFC_KEYS, strict=True):
         rows = _layer_rows(metrics, key)
@@ -117,7 +131,7 @@ def _draw_over_epochs(run: Run, metrics: pd.DataFrame, layers: list[str], zero: 
         ax.set_xlabel("epoch (0 = initialization)")
         ax.set_title(PFC_LABELS[key], fontsize="medium")
         ax.grid(alpha=0.3)
-    axes[-1].legend(fontsize="x-small", loc="best")
+    shared_legend(fig, axes)
     fig.suptitle(f"Fig. 2: PFC metrics of each layer over training ({run.preset})")
     _save(run, fig, "pfc_over_epochs")
 
@@ -206,9 +220,9 @@ def draw_lambda_sweep(run: Run) -> None:
         run.figure_path("lambda_sweep"),
         x="λ/λ_W",
         logx=True,
-        ncols=4,
+        ncols=2,
         suptitle="Fig. 5: MUFM optima against λ/λ_W (λ_W fixed)",
-        panel_size=(3.6, 3.0),
+        panel_size=(4.4, 3.0),
     )
 
 
@@ -220,7 +234,8 @@ def draw_theorems(run: Run) -> None:
     """``figures/theorems.png``: the four checks, one panel each."""
     metrics = run.metrics()
     t1, t2, t4 = run.load_array("theorem1"), run.load_array("theorem2"), run.load_array("theorem4")
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(10.0, 7.6), constrained_layout=True)
+    axes = axes.ravel()
     ax = axes[0]
     mono = t1["monotone"].astype(bool)
     ax.scatter(t1["s"][mono], t1["max_rise"][mono], s=6, color="tab:blue", label="monotone")
@@ -228,10 +243,12 @@ def draw_theorems(run: Run) -> None:
     ax.axvline(0.0, color="k", linewidth=0.8)
     ax.set_xscale("symlog", linthresh=1e-2)
     ax.set_yscale("symlog", linthresh=1e-6)
+    # Every other decade only: the default ticks of a symlog axis overlap in a panel.
+    ax.xaxis.set_major_locator(mticker.SymmetricalLogLocator(base=100, linthresh=1e-2))
+    ax.yaxis.set_major_locator(mticker.SymmetricalLogLocator(base=100, linthresh=1e-6))
     ax.set_xlabel("S = Σ_k <h̃_k(0), h̃_k(1)>")
     ax.set_ylabel("largest rise of PFC1 / PFC1(0)")
     ax.set_title("Theorem 1 (random instances)", fontsize="medium")
-    ax.legend(fontsize="x-small")
     ax = axes[1]
     ax.plot(t2["scales"], t2["fraction_monotone"], "o-", label="PFC2 monotone on [0, 1]")
     ax.plot(t2["scales"], t2["min_monotone_interval"], "s--", label="min final interval δ")
@@ -239,7 +256,6 @@ def draw_theorems(run: Run) -> None:
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("start distance ε from the ETF")
     ax.set_title("Theorem 2 (local)", fontsize="medium")
-    ax.legend(fontsize="x-small")
     ax = axes[2]
     labels = ["published (λ)", "corrected (λ/L)"]
     errors = [
@@ -257,8 +273,8 @@ def draw_theorems(run: Run) -> None:
     ax.axhline(float(t4["data_pfc1"]), color="red", linewidth=1, label="data X")
     ax.set_xlabel("t")
     ax.set_title("Theorem 4 / Lemma 1", fontsize="medium")
-    ax.legend(fontsize="x-small")
     for ax in axes:
         ax.grid(alpha=0.3)
+    place_legends(fig, axes)
     fig.suptitle("Numerical checks of Theorems 1-4")
     _save(run, fig, "theorems")

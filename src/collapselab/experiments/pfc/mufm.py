@@ -26,15 +26,16 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.data import gaussian_mixture
 from collapselab.experiments.claims import Claim, ClaimResult, Erratum, NotEvaluable, RunResults
-from collapselab.experiments.pfc._common import PFC_KEYS, array, row_value, spearman
+from collapselab.experiments.pfc._common import array, row_value, spearman
 from collapselab.experiments.registry import RunContext
+from collapselab.metrics import PFC_KEYS
 from collapselab.store import Run
 from collapselab.theory.ufm import (
     MUFM,
     MUFMSolution,
     alignment,
+    column_pfc,
     mufm_model,
-    pfc_metrics,
     solve_converged,
     solve_literal,
     ufm_model,
@@ -78,20 +79,26 @@ def mufm_data(config: dict[str, Any], seed: int) -> tuple[np.ndarray, np.ndarray
     return data.x.double().numpy().T.copy(), data.y.numpy().copy()
 
 
-def _solve(problem: MUFM, method: str, config: dict[str, Any], seed: int) -> MUFMSolution:
+def _solve(problem: MUFM, method: str, config: dict[str, Any], context: RunContext) -> MUFMSolution:
     if method == "literal":
-        return solve_literal(
-            problem, lr=float(config["literal_lr"]), steps=int(config["literal_steps"]), seed=seed
-        )
+        steps = int(config["literal_steps"])
+        with context.progress.task("literal GD", steps, "steps") as progress:
+            return solve_literal(
+                problem,
+                lr=float(config["literal_lr"]),
+                steps=steps,
+                seed=context.seed,
+                progress=progress,
+            )
     return solve_converged(
-        problem, tol=float(config["tol"]), max_iter=int(config["max_iter"]), seed=seed
+        problem, tol=float(config["tol"]), max_iter=int(config["max_iter"]), seed=context.seed
     )
 
 
 def _solution_values(
     problem: MUFM, solution: MUFMSolution, X: np.ndarray | None
 ) -> dict[str, float]:
-    values = dict(pfc_metrics(solution.H, problem.labels))
+    values = dict(column_pfc(solution.H, problem.labels))
     values |= {
         "objective": solution.objective,
         "grad_norm": solution.grad_norm,
@@ -113,15 +120,17 @@ def run_mufm(run: Run, context: RunContext) -> None:
         "ufm": ufm_model(y, X.shape[0], lambda_w, lam),
         "mufm": mufm_model(X, y, lambda_w, lam),
     }
-    run.log_dict(0, pfc_metrics(X, y), split="train", layer="data")
+    run.log_dict(0, column_pfc(X, y), split="train", layer="data")
     features = {"X": X, "labels": y}
-    with serial_threads():
-        for name, problem in problems.items():
-            for method in ("literal", "converged"):
-                solution = _solve(problem, method, config, context.seed)
-                values = _solution_values(problem, solution, X if name == "mufm" else None)
-                run.log_dict(0, values, split="train", layer=f"{name}_{method}")
-                features[f"{name}_{method}"] = solution.H
+    solves = [(name, method) for name in problems for method in ("literal", "converged")]
+    with serial_threads(), context.progress.task("UFM/MUFM optima", len(solves), "solves") as done:
+        for i, (name, method) in enumerate(solves):
+            problem = problems[name]
+            solution = _solve(problem, method, config, context)
+            values = _solution_values(problem, solution, X if name == "mufm" else None)
+            run.log_dict(0, values, split="train", layer=f"{name}_{method}")
+            features[f"{name}_{method}"] = solution.H
+            done(i + 1, len(solves))
     run.save_array("solutions", **features)
     run.flush()
 
@@ -134,19 +143,21 @@ def run_lambda_sweep(run: Run, context: RunContext) -> None:
     ratios = np.geomspace(
         float(config["ratio_min"]), float(config["ratio_max"]), int(config["n_points"])
     )
-    data = pfc_metrics(X, y)
+    data = column_pfc(X, y)
     run.log_dict(0, data, split="train", layer="data")
     table: dict[str, list[float]] = {}
-    with serial_threads():
+    points = len(ratios)
+    with serial_threads(), context.progress.task("λ/λ_W sweep", points, "points") as done:
         for i, ratio in enumerate(ratios):
             problem = mufm_model(X, y, lambda_w, float(ratio * lambda_w))
             for method in ("literal", "converged"):
-                solution = _solve(problem, method, config, context.seed)
+                solution = _solve(problem, method, config, context)
                 values = _solution_values(problem, solution, X)
                 values |= {"lambda": problem.lam, "lambda_ratio": float(ratio)}
                 run.log_dict(i, values, split="train", layer=f"mufm_{method}")
                 for key, value in values.items():
                     table.setdefault(f"{method}_{key}", []).append(value)
+            done(i + 1, points)
     run.save_array(
         "sweep",
         ratio=ratios,

@@ -49,7 +49,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from collapselab._checks import check_choice
+from collapselab.checks import check_choice
 from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset
 from collapselab.models import (
     ConvResNet,

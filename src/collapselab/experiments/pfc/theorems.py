@@ -35,9 +35,9 @@ from collapselab.experiments.registry import RunContext
 from collapselab.store import Run
 from collapselab.theory.geodesic import theorem1_monte_carlo, theorem2_study
 from collapselab.theory.ufm import (
+    column_pfc,
     gradient_flow,
     mufm_model,
-    pfc_metrics,
     solve_converged,
     verify_theorem3,
 )
@@ -70,13 +70,15 @@ def run_theorems(run: Run, context: RunContext) -> None:
     c = context.config
     seed = context.seed
     with serial_threads():
-        t1 = theorem1_monte_carlo(
-            int(c["t1_trials"]),
-            n_classes=int(c["t1_classes"]),
-            dim=int(c["t1_dim"]),
-            n_per_class=int(c["t1_per_class"]),
-            seed=seed,
-        )
+        with context.progress.task("Theorem 1", int(c["t1_trials"]), "trials") as progress:
+            t1 = theorem1_monte_carlo(
+                int(c["t1_trials"]),
+                n_classes=int(c["t1_classes"]),
+                dim=int(c["t1_dim"]),
+                n_per_class=int(c["t1_per_class"]),
+                seed=seed,
+                progress=progress,
+            )
         run.save_array("theorem1", s=t1.s, monotone=t1.monotone, max_rise=t1.max_rise, ts=t1.ts)
         _log(
             run,
@@ -89,13 +91,16 @@ def run_theorems(run: Run, context: RunContext) -> None:
                 "fraction_nonmonotone_given_s_negative": t1.fraction_nonmonotone_given_s_negative,
             },
         )
-        t2 = theorem2_study(
-            tuple(c["t2_scales"]),
-            int(c["t2_trials"]),
-            n_classes=int(c["t1_classes"]),
-            dim=int(c["t1_dim"]),
-            seed=seed,
-        )
+        t2_total = len(c["t2_scales"]) * int(c["t2_trials"])
+        with context.progress.task("Theorem 2", t2_total, "trials") as progress:
+            t2 = theorem2_study(
+                tuple(c["t2_scales"]),
+                int(c["t2_trials"]),
+                n_classes=int(c["t1_classes"]),
+                dim=int(c["t1_dim"]),
+                seed=seed,
+                progress=progress,
+            )
         run.save_array(
             "theorem2",
             scales=t2.scales,
@@ -139,7 +144,7 @@ def _theorem4(run: Run, c: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None
         solution = solve_converged(problem, tol=float(c["tol"]))
         at = gradient_flow(problem, [1.0 / lam]).H[-1]
         errors.append(np.linalg.norm(solution.H - at) / np.linalg.norm(solution.H - X))
-        pfc1.append(pfc_metrics(solution.H, y)["nc1_trace_ratio"])
+        pfc1.append(column_pfc(solution.H, y)["nc1_trace_ratio"])
     run.save_array(
         "theorem4",
         ts=ts,
@@ -149,13 +154,13 @@ def _theorem4(run: Run, c: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None
         lambdas=lambdas,
         relative_error=np.asarray(errors),
         minimiser_pfc1=np.asarray(pfc1),
-        data_pfc1=np.float64(pfc_metrics(X, y)["nc1_trace_ratio"]),
+        data_pfc1=np.float64(column_pfc(X, y)["nc1_trace_ratio"]),
     )
     _log(
         run,
         "theorem4",
         {
-            "data_pfc1": pfc_metrics(X, y)["nc1_trace_ratio"],
+            "data_pfc1": column_pfc(X, y)["nc1_trace_ratio"],
             "flow_end_pfc1": float(flow.pfc1[-1]),
             "largest_lambda_relative_error": float(errors[-1]),
         },

@@ -18,8 +18,8 @@ Configuration keys read here, besides those of
 :mod:`~collapselab.experiments.pfc.networks`: ``geodesic_points`` (the t grid),
 ``geodesic_direct`` (evaluate PFC1 and PFC2 on the interpolated features directly, or, at
 paper scale, from their exact closed forms
-:func:`~collapselab.metrics.layerwise.pfc1_along_line` and
-:func:`~collapselab.metrics.layerwise.pfc2_along_line`; PFC3 is always evaluated directly),
+:func:`~collapselab.theory.geodesic.pfc1_along_line` and
+:func:`~collapselab.theory.geodesic.pfc2_along_line`; PFC3 is always evaluated directly),
 ``ot_subsample`` (samples of the OT diagnostics, ``None`` to skip) and ``cpu_threads`` (1:
 one BLAS/torch thread, faster for the small quick networks on a shared 2-core machine).
 
@@ -46,7 +46,6 @@ from collapselab.experiments.claims import (
     value_above,
 )
 from collapselab.experiments.pfc._common import (
-    PFC_KEYS,
     array,
     cpu_threads,
     max_rise,
@@ -54,15 +53,16 @@ from collapselab.experiments.pfc._common import (
 )
 from collapselab.experiments.pfc.networks import NetworkSetup, build_network_setup
 from collapselab.experiments.registry import RunContext
-from collapselab.metrics.layerwise import (
+from collapselab.metrics import PFC, PFC_KEYS
+from collapselab.probe import FeatureCapture, eval_mode
+from collapselab.store import Run
+from collapselab.theory.geodesic import (
     class_mean_transport_cost,
     geodesic_curve,
     pfc1_along_line,
     pfc2_along_line,
     theorem1_s,
 )
-from collapselab.probe import FeatureCapture, eval_mode
-from collapselab.store import Run
 from collapselab.theory.transport import layer_transport
 from collapselab.track import Monitor
 from collapselab.train import train
@@ -123,12 +123,11 @@ def run_training(run: Run, context: RunContext) -> None:
             setup.model,
             setup.data.train,
             layers=setup.layers,
-            metrics=["pfc"],
+            families=[PFC(path_layers=setup.layers)],
             schedule=setup.measure_epochs,
             initial=True,
             run=run,
             batch_size=int(config.get("eval_batch_size", 1024)),
-            path_layers=setup.layers,
         )
         callbacks = [monitor.callback(), *context.callbacks]
         result = train(

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from collapselab.metrics.robustness import deepfool, deepfool_robustness
+from collapselab.probe.robustness import deepfool, deepfool_robustness
 
 
 def _linear(d: int, c: int, seed: int) -> nn.Linear:

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from collapselab.probe.modes import eval_mode
+
 __all__ = [
     "DeepFoolResult",
     "RobustnessResult",
@@ -226,22 +228,6 @@ def _deepfool_batch(
     return r_hat, k0, perturbed, success, iterations
 
 
-class _EvalMode:
-    """Every submodule in eval mode inside the block; the original flags restored after."""
-
-    def __init__(self, model: nn.Module) -> None:
-        self.model = model
-        self.flags: list[tuple[nn.Module, bool]] = []
-
-    def __enter__(self) -> None:
-        self.flags = [(m, m.training) for m in self.model.modules()]
-        self.model.eval()
-
-    def __exit__(self, *exc: object) -> None:
-        for module, flag in self.flags:
-            module.training = flag
-
-
 def deepfool(
     model: nn.Module,
     x: torch.Tensor,
@@ -268,7 +254,7 @@ def deepfool(
     device = first.device if first is not None else x.device
     dtype = first.dtype if first is not None and first.is_floating_point() else x.dtype
     parts: list[tuple[torch.Tensor, ...]] = []
-    with _EvalMode(model):
+    with eval_mode(model):
         for start in range(0, x.shape[0], batch_size):
             xb = x[start : start + batch_size].to(device=device, dtype=dtype)
             parts.append(tuple(t.cpu() for t in _deepfool_batch(model, xb, overshoot, max_iter)))

@@ -1,0 +1,17 @@
+"""The built-in metric families, one module each (registered by the catalogue).
+
+- :class:`NC` (``"nc"``): neural collapse NC1-NC4, nearest-class-mean accuracy.
+- :class:`MSE` (``"mse"``): the MSE-loss decomposition around the central path (paper 003).
+- :class:`PFC` (``"pfc"``): PFC1-3 per layer and the layer path (paper 001).
+- :class:`Diversity` (``"diversity"``): feature, gating and gradient diversity (paper 000).
+"""
+
+from collapselab.metrics.families.diversity import Diversity
+from collapselab.metrics.families.mse import MSE
+from collapselab.metrics.families.nc import NC
+from collapselab.metrics.families.pfc import PFC
+
+BUILTIN = (NC, MSE, PFC, Diversity)
+"""The families registered in the catalogue when :mod:`collapselab.metrics` is imported."""
+
+__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Diversity"]

@@ -1,0 +1,161 @@
+r"""Per-class sums of unit vectors and of ReLU gating patterns (paper 000's diversity metrics).
+
+The mean cosine similarity over every pair of samples in a class-structured pair set needs
+no ``N x N`` Gram matrix: with ``u_i = x_i/||x_i||`` and per-class sums ``S_c = sum_{i in c} u_i``,
+``sum_{i != j} <u_i, u_j> = ||S||^2 - sum_i ||u_i||^2`` over any set
+(:mod:`collapselab.metrics._pairwise` turns the sums into the means). These accumulators keep
+exactly those sums, so the metrics of a whole data set stream in ``O(N D)`` time and
+``O(C D)`` memory and merge across batches and processes.
+
+A vector whose norm is ``<= zero_atol`` has no direction (a dead ReLU layer gives all-zero
+features): it is counted apart (``n_zero``) and adds nothing to the sums.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from collapselab.checks import ArrayLike, as_labels, as_matrix, check_float, check_int
+from collapselab.stats.accumulator import Accumulator
+
+
+def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows scaled to unit norm (zero rows stay zero) and the mask of zero rows."""
+    norms = torch.linalg.vector_norm(x, dim=1)
+    zero = norms <= zero_atol
+    u = x / torch.where(zero, torch.ones_like(norms), norms)[:, None]
+    u[zero] = 0.0
+    return u, zero
+
+
+def _add_unit_sums(
+    sums: dict[str, torch.Tensor], prefix: str, x: torch.Tensor, y: torch.Tensor, zero_atol: float
+) -> None:
+    """Add the unit rows of ``x`` to ``sums[prefix + "unit_sums" | "sq_norms" | "n_nonzero" |
+    "n_zero"]`` per class ``y``."""
+    c = sums[prefix + "n_zero"].shape[0]
+    u, zero = _unit_rows(x, zero_atol)
+    sums[prefix + "unit_sums"].index_add_(0, y, u)
+    # The squared norms of the unit rows as computed (1 up to rounding), so that the pair
+    # identity ||S||^2 - sum ||u||^2 cancels exactly for a single vector.
+    sums[prefix + "sq_norms"].index_add_(0, y, (u * u).sum(dim=1))
+    sums[prefix + "n_nonzero"] += torch.bincount(y[~zero], minlength=c)
+    sums[prefix + "n_zero"] += torch.bincount(y[zero], minlength=c)
+
+
+def _unit_sum_tensors(prefix: str, c: int, d: int, device: torch.device) -> dict[str, torch.Tensor]:
+    f64 = {"dtype": torch.float64, "device": device}
+    i64 = {"dtype": torch.int64, "device": device}
+    return {
+        prefix + "unit_sums": torch.zeros(c, d, **f64),
+        prefix + "sq_norms": torch.zeros(c, **f64),
+        prefix + "n_nonzero": torch.zeros(c, **i64),
+        prefix + "n_zero": torch.zeros(c, **i64),
+    }
+
+
+class CosineSimilarityAccumulator(Accumulator):
+    r"""Per-class sums of unit vectors, for mean pairwise cosine similarities.
+
+    State, per class ``c``: ``unit_sums`` ``S_c = sum_{i in c} x_i/||x_i||`` ``(C, D)``,
+    ``sq_norms`` ``sum ||u_i||^2`` ``(C,)``, the numbers of non-zero and zero vectors
+    ``n_nonzero``, ``n_zero`` ``(C,)``. The means over cross-class, within-class and all
+    pairs are :func:`collapselab.metrics.diversity.mean_cosine_similarity`.
+
+    Args:
+        n_classes: number of classes C (fixed, as a batch need not contain every class).
+        zero_atol: a vector with norm ``<= zero_atol`` counts as zero.
+
+    Example::
+
+        acc = CosineSimilarityAccumulator(n_classes=10)
+        for feats, y in batches:
+            acc.update(feats, y)
+        m2 = mean_cosine_similarity(acc).cross_class
+    """
+
+    def __init__(self, n_classes: int, zero_atol: float = 0.0) -> None:
+        super().__init__()
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+        self.zero_atol = check_float("zero_atol", zero_atol, minimum=0.0)
+
+    @property
+    def dim(self) -> int | None:
+        """Vector dimension D (None before the first update)."""
+        return None if self.is_empty else int(self._sums["unit_sums"].shape[1])
+
+    def update(self, vectors: ArrayLike, labels: ArrayLike) -> CosineSimilarityAccumulator:
+        """Add a batch of vectors ``(B, D)`` with labels ``(B,)``; returns ``self``."""
+        device = None if self.is_empty else self._sums["unit_sums"].device
+        x = as_matrix("vectors", vectors, device)
+        y, _ = as_labels("labels", labels, x.shape[0], self.n_classes, x.device)
+        if self.is_empty:
+            self._sums = _unit_sum_tensors("", self.n_classes, x.shape[1], x.device)
+        elif x.shape[1] != self.dim:
+            raise ValueError(
+                f"vectors have dimension {x.shape[1]} but earlier batches had {self.dim}"
+            )
+        _add_unit_sums(self._sums, "", x, y, self.zero_atol)
+        return self
+
+    def _check_compatible(self, other: Accumulator) -> None:
+        super()._check_compatible(other)
+        assert isinstance(other, CosineSimilarityAccumulator)
+        if (other.n_classes, other.zero_atol) != (self.n_classes, self.zero_atol):
+            raise ValueError(
+                "cannot merge accumulators with different n_classes or zero_atol: "
+                f"({self.n_classes}, {self.zero_atol}) vs ({other.n_classes}, {other.zero_atol})"
+            )
+
+
+class GatingSimilarityAccumulator(Accumulator):
+    r"""Per-class sums of ReLU gating patterns ``a in {0, 1}^h``.
+
+    State: the unit-vector sums of the 0/1 patterns (as :class:`CosineSimilarityAccumulator`,
+    keys prefixed ``cosine_``), and per class the sum of the patterns ``on_sums`` ``A_c``
+    ``(C, h)``, the number of "on" entries ``on_counts`` and the sample count ``counts``.
+    The means are :func:`collapselab.metrics.diversity.mean_gating_similarity`.
+
+    Args:
+        n_classes: number of classes C.
+    """
+
+    def __init__(self, n_classes: int) -> None:
+        super().__init__()
+        self.n_classes = check_int("n_classes", n_classes, minimum=1)
+
+    def update(self, gates: ArrayLike, labels: ArrayLike) -> GatingSimilarityAccumulator:
+        """Add a batch of gating patterns ``(B, h)`` (0/1 or bool) with labels ``(B,)``."""
+        device = None if self.is_empty else self._sums["on_sums"].device
+        g = as_matrix("gates", gates, device)
+        if not bool(((g == 0) | (g == 1)).all()):
+            raise ValueError(
+                "gates must hold only 0 and 1 (the ReLU gating pattern, e.g. preact > 0)"
+            )
+        y, _ = as_labels("labels", labels, g.shape[0], self.n_classes, g.device)
+        c = self.n_classes
+        if self.is_empty:
+            f64 = {"dtype": torch.float64, "device": g.device}
+            self._sums = _unit_sum_tensors("cosine_", c, g.shape[1], g.device) | {
+                "on_sums": torch.zeros(c, g.shape[1], **f64),
+                "on_counts": torch.zeros(c, **f64),
+                "counts": torch.zeros(c, **f64),
+            }
+        elif g.shape[1] != self._sums["on_sums"].shape[1]:
+            raise ValueError(
+                f"gates have {g.shape[1]} units but earlier batches had "
+                f"{self._sums['on_sums'].shape[1]}"
+            )
+        _add_unit_sums(self._sums, "cosine_", g, y, 0.0)
+        self._sums["on_sums"].index_add_(0, y, g)
+        self._sums["on_counts"].index_add_(0, y, g.sum(dim=1))
+        self._sums["counts"] += torch.bincount(y, minlength=c).to(torch.float64)
+        return self
+
+    def _check_compatible(self, other: Accumulator) -> None:
+        super()._check_compatible(other)
+        assert isinstance(other, GatingSimilarityAccumulator)
+        if other.n_classes != self.n_classes:
+            raise ValueError(
+                f"cannot merge accumulators with n_classes {other.n_classes} and {self.n_classes}"
+            )

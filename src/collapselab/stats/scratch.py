@@ -1,0 +1,44 @@
+"""Reusable work buffers for the per-chunk float64 copies of the accumulators.
+
+Accumulating a large matrix chunk by chunk makes a float64 copy of every chunk (and a
+deviation matrix in pass 2). A fresh multi-MiB tensor per chunk costs an allocation and, when
+the allocator hands the memory back to the system in between, page faults on every touch;
+reusing one buffer per purpose avoids both. Buffers are per thread, grow to the largest
+chunk seen, and are kept for the life of the thread (at most a few chunks' worth, each
+bounded by the chunk size, 64 MiB at most by default).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import torch
+
+_local = threading.local()
+
+
+def scratch(name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """A float64 buffer of ``shape`` on ``like``'s device, reused across calls with ``name``.
+
+    Its content is undefined; a caller owns it until its next call with the same ``name``.
+    """
+    buffers: dict[tuple[str, torch.device], torch.Tensor] = _local.__dict__.setdefault(
+        "buffers", {}
+    )
+    key = (name, like.device)
+    n = math.prod(shape)
+    buf = buffers.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.empty(max(n, 1), dtype=torch.float64, device=like.device)
+        buffers[key] = buf
+    return buf[:n].view(shape)
+
+
+def as_float64(name: str, x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float64: ``x`` itself when it already is, else a copy in a reused buffer."""
+    if x.dtype == torch.float64:
+        return x
+    out = scratch(name, tuple(x.shape), x)
+    out.copy_(x)
+    return out
