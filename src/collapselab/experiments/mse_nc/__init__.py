@@ -65,6 +65,7 @@ COLLAPSE = register(
         draw=draw_training,
         dry_run=dry_run_training,
         captions=CAPTIONS,
+        fallbacks={"quick": "quick-bundled"},
     )
 )
 

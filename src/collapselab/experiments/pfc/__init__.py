@@ -116,6 +116,7 @@ TRAINING_FC = register(
         draw=draw_training,
         dry_run=dry_run,
         captions=_TRAINING_CAPTIONS,
+        fallbacks={"quick": "quick-bundled"},
     )
 )
 
@@ -133,6 +134,7 @@ TRAINING_CONV = register(
         draw=draw_training,
         dry_run=dry_run,
         captions=_TRAINING_CAPTIONS,
+        fallbacks={"quick": "quick-bundled"},
     )
 )
 
