@@ -90,9 +90,15 @@ def _solve(problem: MUFM, method: str, config: dict[str, Any], context: RunConte
                 seed=context.seed,
                 progress=progress,
             )
-    return solve_converged(
-        problem, tol=float(config["tol"]), max_iter=int(config["max_iter"]), seed=context.seed
-    )
+    max_iter = int(config["max_iter"])
+    with context.progress.task("L-BFGS (at most)", max_iter, "iterations") as progress:
+        return solve_converged(
+            problem,
+            tol=float(config["tol"]),
+            max_iter=max_iter,
+            seed=context.seed,
+            progress=progress,
+        )
 
 
 def _solution_values(
