@@ -21,7 +21,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
+import os
 import statistics
 import time
 
@@ -60,9 +62,27 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--metrics", default="nc", help="comma-separated families")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument(
+        "--baseline-src",
+        default="",
+        help="also run the benchmark on another collapselab source tree (its src/ directory), "
+        "in a child process, for a before/after comparison in one run",
+    )
     args = parser.parse_args()
+    if args.baseline_src:
+        import subprocess
+        import sys
+
+        argv = [a for a in sys.argv[1:] if not a.startswith("--baseline-src")]
+        if args.baseline_src in argv:
+            argv.remove(args.baseline_src)
+        env = {**os.environ, "PYTHONPATH": args.baseline_src}
+        print(f"=== baseline: {args.baseline_src}")
+        subprocess.run([sys.executable, __file__, *argv], env=env, check=True)
+        print("=== this version")
     if args.threads:
         torch.set_num_threads(args.threads)
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
 
     model = build(args.width)
     g = torch.Generator().manual_seed(0)
@@ -71,10 +91,12 @@ def main() -> None:
     y = torch.arange(n) % 10
     loader = LabeledData(x, y, 10).loader(batch_size=args.batch_size)
     families = args.metrics.split(",")
+    # Versions before the families redesign named the argument metrics=.
+    name = "families" if "families" in inspect.signature(Monitor).parameters else "metrics"
     monitors = {
-        "monitor (cached)": Monitor(model, loader, families=families, schedule=None),
+        "monitor (cached)": Monitor(model, loader, schedule=None, **{name: families}),
         "monitor (two forwards)": Monitor(
-            model, loader, families=families, schedule=None, cache_bytes=0
+            model, loader, schedule=None, cache_bytes=0, **{name: families}
         ),
     }
     times: dict[str, list[tuple[float, float]]] = {"plain forward": [], **{k: [] for k in monitors}}

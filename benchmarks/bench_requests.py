@@ -206,9 +206,9 @@ def _versions(args: argparse.Namespace, kind: str, candidates: dict) -> None:
 
 def section_full(args: argparse.Namespace) -> None:
     print(f"== full catalogue, N={args.n}, D={args.d}, C={args.c}; {_load()}")
-    candidates = {"this version": ("", None)}
+    candidates = {"this version": ("", args.threads)}
     if args.baseline_src:
-        candidates[f"baseline {args.baseline_src}"] = (args.baseline_src, None)
+        candidates[f"baseline {args.baseline_src}"] = (args.baseline_src, args.threads)
     _versions(args, "full", candidates)
 
 

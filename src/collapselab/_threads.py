@@ -32,15 +32,22 @@ SMALL_WORK = 1 << 20
 
 @contextlib.contextmanager
 def small_work_threads(entries: int) -> Iterator[None]:
-    """:func:`serial_threads` when the work is small (``entries <= SMALL_WORK``), else nothing.
+    """One torch intra-op thread inside the block when the work is small
+    (``entries <= SMALL_WORK``), else nothing; the previous setting is restored.
 
     A measurement of a small feature matrix is many small torch calls; with torch's
     default threads each one waits for the pool, and with other jobs on the machine the
     waiting dominates: ``measure`` at N = 2,000, D = 64 took 0.9-1.0 s with 2 threads and
-    0.06 s with one on a busy 2-core machine (benchmarks/README.md).
+    0.06 s with one on a busy 2-core machine (benchmarks/README.md). Only torch's setting
+    changes (the measurement is torch): :func:`serial_threads` also limits the BLAS pools of
+    NumPy and SciPy, which costs about 0.6 ms a call.
     """
-    if entries <= SMALL_WORK:
-        with serial_threads():
-            yield
-    else:
+    if entries > SMALL_WORK:
         yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

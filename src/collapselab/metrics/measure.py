@@ -2,6 +2,7 @@ r"""``collapselab.measure``: the catalogue metrics of one feature matrix in one 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import torch
@@ -117,31 +118,33 @@ def measure(
             ``W``/``b`` of the wrong shape), an unknown key or family, a key that needs
             more than a feature matrix, or ``lam`` with projected statistics.
     """
-    h = check_features(features, "features")
-    c = infer_n_classes(labels, n_classes)
-    y = check_labels("labels", labels, h.shape[0], c)
-    d = h.shape[1]
-    classifier = None
-    if W is not None:
-        w, bias = check_classifier(W, b, c, d, h.device)
-        classifier = (w, bias)
-    elif b is not None:
-        raise ValueError("b was given without W")
-    request = _request(keys, families, lam, nc1_divide_by_c, ddof, pairs)
-    options = StatsOptions(weighting, mode, dense_max_dim, chunk_size)
-    check_class_counts(torch.bincount(y, minlength=c), 2, "features/labels")
-    if (test_features is None) != (test_labels is None):
-        raise ValueError("test_features and test_labels must be given together")
-    splits = {"train": (h, y)}
-    if test_features is not None:
-        ht = check_features(test_features, "test_features", d)
-        yt = check_labels("test_labels", test_labels, ht.shape[0], c, source="test_features")
-        check_class_counts(torch.bincount(yt, minlength=c), 2, "test_features/test_labels")
-        splits["test"] = (ht, yt)
-    layout = Layout((_LAYER,), {_LAYER: d}, _LAYER, n_classes=c)
-    request.setup(layout, options)
+    # Small problems on one thread: many small torch calls stall in the thread pool's
+    # waits on a busy machine (checks and statistics alike).
+    with small_work_threads(_entries(features) + _entries(test_features)):
+        h = check_features(features, "features")
+        c = infer_n_classes(labels, n_classes)
+        y = check_labels("labels", labels, h.shape[0], c)
+        d = h.shape[1]
+        classifier = None
+        if W is not None:
+            w, bias = check_classifier(W, b, c, d, h.device)
+            classifier = (w, bias)
+        elif b is not None:
+            raise ValueError("b was given without W")
+        request = _request(keys, families, lam, nc1_divide_by_c, ddof, pairs)
+        options = StatsOptions(weighting, mode, dense_max_dim, chunk_size)
+        check_class_counts(torch.bincount(y, minlength=c), 2, "features/labels")
+        if (test_features is None) != (test_labels is None):
+            raise ValueError("test_features and test_labels must be given together")
+        splits = {"train": (h, y)}
+        if test_features is not None:
+            ht = check_features(test_features, "test_features", d)
+            yt = check_labels("test_labels", test_labels, ht.shape[0], c, source="test_features")
+            check_class_counts(torch.bincount(yt, minlength=c), 2, "test_features/test_labels")
+            splits["test"] = (ht, yt)
+        layout = Layout((_LAYER,), {_LAYER: d}, _LAYER, n_classes=c)
+        request.setup(layout, options)
 
-    with small_work_threads(h.shape[0] * d):
         collections: dict[str, Collection] = {}
         for split, (x, labels_) in splits.items():
             coll = Collection(request, split, layout, options, collections.get("train"))
@@ -157,7 +160,7 @@ def measure(
             prefix = "" if split == "train" else "test_"
             values = coll.results(classifier)[_LAYER]
             out |= {prefix + k: v for k, v in values.items()}
-    return out
+        return out
 
 
 def _request(
@@ -193,3 +196,9 @@ def _request(
                     "a model's layers); measure it with collapselab.track.Monitor"
                 )
     return request
+
+
+def _entries(x: object) -> int:
+    """Number of entries of an array-like (0 when it has no shape)."""
+    shape = getattr(x, "shape", None)
+    return math.prod(shape) if shape is not None else 0
