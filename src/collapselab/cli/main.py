@@ -169,8 +169,8 @@ def list_experiments(
         console.print(Padding(Text(shown, style="dim"), (0, 0, 0, 6)))
     console.print(
         Text(
-            "Runtimes: wall time of the quick preset (beside the id) and of the standard "
-            f"preset, measured on {RUNTIME_MACHINE}."
+            "Runtimes: wall time of the quick preset (beside the id) and of the other "
+            f"presets (beside their names), measured on {RUNTIME_MACHINE}."
         )
     )
 

@@ -38,9 +38,10 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
 
 RUNTIME_MACHINE = (
     "2 CPU cores (x86-64, Python 3.11, torch 2.13 CPU) shared with other work "
-    "(load average 1 to 3), 2026-11-24"
+    "(load average 1 to 4), 2026-11-24"
 )
-"""Where the :attr:`Experiment.runtime_quick` times were measured (shown by ``list``)."""
+"""Where the :attr:`Experiment.runtime_quick` and :attr:`Experiment.runtimes` times were
+measured (shown by ``list``)."""
 
 
 @dataclass

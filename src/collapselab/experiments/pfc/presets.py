@@ -26,7 +26,10 @@ the last block is (nearly) NCC separable on the training set, the paper's settin
   class): the fully connected ResNet at the paper's depth (10 blocks, width 512 instead of
   1000, learning rate 0.01) and the paper's own Fashion-MNIST network (Table I:
   32 x 14 x 14 with 5 blocks, 64 x 7 x 7 with 4 blocks; learning rate 0.05). The
-  simulations (Figs. 1, 4, 5, Theorems 1-4) run the paper preset's instances.
+  simulations (Figs. 1, 4, 5, Theorems 1-4) run the paper preset's instances. Measured:
+  41.5 min for the paper's six experiments on 2 CPU cores at load average 3 to 4 (the conv
+  network 30 min, the FC ResNet 9.5 min); both reach zero training error before the first
+  rate drop (epochs 47 of 240 and 29 of 300).
 """
 
 from __future__ import annotations
