@@ -17,6 +17,7 @@ from collapselab.experiments import (
     plan_data,
 )
 from collapselab.experiments.data_plan import config_datasets
+from collapselab.experiments.reproduce import runtime_seconds
 from tests._idx_files import write_idx_dataset
 
 PAPERS = ("003", "001")
@@ -28,8 +29,11 @@ def _experiments():
 
 
 @pytest.mark.parametrize("experiment", _experiments(), ids=lambda e: e.id)
-def test_every_experiment_has_the_three_presets(experiment):
+def test_every_experiment_has_the_three_presets_and_a_measured_standard_runtime(experiment):
     assert {"quick", "standard", "paper"} <= set(experiment.presets)
+    assert runtime_seconds(experiment.runtime("standard")) is not None
+    if "quick-bundled" in experiment.presets:  # the former quick preset keeps its time
+        assert runtime_seconds(experiment.runtime("quick-bundled")) is not None
     assert "standard" not in experiment.fallbacks  # standard needs the real images
     names = config_datasets(experiment.config("standard"))
     if experiment.id in TRAINING:

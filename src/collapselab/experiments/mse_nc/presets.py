@@ -26,15 +26,16 @@ interpolates before the first rate drop and the terminal phase starts at the ini
 the largest rate, 0.25, for the MLPs; 0.0679 for the ResNet, which at 0.25 interpolated only
 after the first drop (0.130 was not tried).
 
-Standard preset (about 45 minutes on 2 CPU cores): the paper's VGG11 at a quarter of its
-width on a balanced 500-per-class subset of Fashion-MNIST (300 test images per class),
-padded and standardised, MSE and CE at rate 0.0679 for 300 epochs (the rate drops after 100
-and 200), so that both losses interpolate before the first drop and the terminal phase is
-long enough for the collapse metrics to fall. Fewer optimiser steps than the paper's
-(5000 instead of 60000 images per epoch) is what the CPU budget allows. A BatchNorm MLP
-(width 512) was tried and left out: it interpolated only after the first rate drop (MSE at
-epoch 193 of 300); a ResNet18 at 1/8 width costs more per image than this VGG and does not
-fit the budget beside it. The theory experiment runs the paper preset's instances.
+Standard preset (40 minutes measured on 2 CPU cores at load average 3 to 4): the paper's
+VGG11 at a quarter of its width on a balanced 500-per-class subset of Fashion-MNIST (300
+test images per class), padded and standardised, MSE and CE at rate 0.0679 for 300 epochs
+(the rate drops after 100 and 200), so that both losses interpolate before the first drop
+and the terminal phase is long enough for the collapse metrics to fall. Fewer optimiser
+steps than the paper's (5000 instead of 60000 images per epoch) is what the CPU budget
+allows. A BatchNorm MLP (width 512) was tried and left out: it interpolated only after the
+first rate drop (MSE at epoch 193 of 300); a ResNet18 at 1/8 width costs more per image than
+this VGG and does not fit the budget beside it. The theory experiment runs the paper
+preset's instances.
 """
 
 from __future__ import annotations
@@ -270,10 +271,10 @@ COLLAPSE_STANDARD: dict[str, Any] = {
     "weighting": "sample",
     "torch_threads": 1,
 }
-"""About 45 minutes on 2 CPU cores: the paper's Fashion-MNIST network family (VGG11, at a
-quarter of its width) on a balanced 500-per-class subset of Fashion-MNIST (300 test images
-per class), padded to 32 x 32 and standardised, with MSE and with cross-entropy; the paper's
-optimiser, weight decay, batch size and step schedule over 300 epochs."""
+"""40 minutes on 2 CPU cores (load average 3 to 4): the paper's Fashion-MNIST network family
+(VGG11, at a quarter of its width) on a balanced 500-per-class subset of Fashion-MNIST (300
+test images per class), padded to 32 x 32 and standardised, with MSE and with cross-entropy;
+the paper's optimiser, weight decay, batch size and step schedule over 300 epochs."""
 
 COLLAPSE_PRESETS = {
     "quick": COLLAPSE_QUICK,
