@@ -329,8 +329,18 @@ def test_dnc_metrics_at_the_optimum_and_away_from_it():
     dnc = dnc_metrics(model, exact_optimum(model, seed=0))
     assert np.all(dnc["dnc1"] < 1e-25) and np.all(dnc["orthogonal_frame"] < 1e-13)
     assert np.all(dnc["dnc3"][:-1] < 1e-13) and math.isnan(dnc["dnc3"][-1])
-    away = dnc_metrics(model, model.random_point(seed=0))
+    assert np.all(dnc["etf_distance"] < 1e-13)
+    point = model.random_point(seed=0)
+    away = dnc_metrics(model, point)
     assert np.all(away["dnc1"] > 1e-2) and np.all(away["dnc3"][:-1] > 1e-2)
+    # the ETF distance by its definition, on the centred class means of every layer
+    for i, h in enumerate(model.features(point)):
+        means = h.reshape(-1, 3, 4).mean(axis=2)
+        centred = means - means.mean(axis=1, keepdims=True)
+        gram = centred.T @ centred
+        etf = (np.eye(3) - 1 / 3) / math.sqrt(2)
+        expected = np.linalg.norm(gram / np.linalg.norm(gram) - etf)
+        assert away["etf_distance"][i] == pytest.approx(expected, rel=1e-10)
     # the zero point: undefined metrics are NaN, not errors
     zero = dnc_metrics(model, model.random_point(seed=0).scaled(0.0))
     assert np.all(np.isnan(zero["dnc1"])) and np.all(zero["mean_norm_sq"] == 0)

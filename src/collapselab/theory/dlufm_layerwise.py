@@ -495,6 +495,8 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
     * ``dnc1``: ``Tr(Σ_W Σ_B†)/K`` (the catalogue's ``nc1``, paper §5.1's DNC1);
     * ``orthogonal_frame``: ``‖MᵀM/‖MᵀM‖_F − I/√K‖_F`` of the uncentred class means (the
       catalogue's ``nc2_orthogonal_frame``, DNC2);
+    * ``etf_distance``: the globally centred class means' distance to a simplex ETF (the
+      catalogue's ``nc2_etf_distance``; an orthogonal frame centres to an ETF);
     * ``mean_norm_sq``: the mean over classes of ``‖h̄^{(l)}_k‖²``;
     * ``dnc3``: ``‖W_{L:l}/‖W_{L:l}‖_F − M_lᵀ/‖M_l‖_F‖_F`` (DNC3, NaN at ``L+1``);
     * ``dnc3_scale``: the least-squares ``c`` of ``W_{L:l} ≈ c M_lᵀ`` (NaN at ``L+1``).
@@ -506,7 +508,10 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
     p = model.check_point(point)
     feats = model._forward(p)[0]
     k, n, labels = model.n_classes, model.n_per_class, model.labels
-    out = {key: np.full(model.n_layers + 1, np.nan) for key in ("dnc1", "orthogonal_frame")}
+    out = {
+        key: np.full(model.n_layers + 1, np.nan)
+        for key in ("dnc1", "orthogonal_frame", "etf_distance")
+    }
     out |= {key: np.full(model.n_layers + 1, np.nan) for key in ("dnc3", "dnc3_scale")}
     out["mean_norm_sq"] = np.zeros(model.n_layers + 1)
     for i, h in enumerate(feats):
@@ -514,10 +519,15 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
         out["mean_norm_sq"][i] = float(np.mean(np.sum(means**2, axis=0)))
         try:
             values = measure(
-                h.T, labels, n_classes=k, keys=["nc1", "nc2_orthogonal_frame"], mode="dense"
+                h.T,
+                labels,
+                n_classes=k,
+                keys=["nc1", "nc2_orthogonal_frame", "nc2_etf_distance"],
+                mode="dense",
             )
             out["dnc1"][i] = values["nc1"]
             out["orthogonal_frame"][i] = values["nc2_orthogonal_frame"]
+            out["etf_distance"][i] = values["nc2_etf_distance"]
         except ValueError:
             pass  # degenerate class means (e.g. the zero optimum): left NaN
         if i < model.n_layers:

@@ -134,7 +134,8 @@ def _layer(model: DeepUFM, layer: int, *, outputs: bool = False) -> int:
 
 
 def predict_dnc(model: DeepLinearUFM) -> dict[str, np.ndarray]:
-    r"""Theorem 3.1, per layer ``l = 1..L+1``: ``dnc1`` and ``orthogonal_frame`` 0,
+    r"""Theorem 3.1, per layer ``l = 1..L+1``: ``dnc1``, ``orthogonal_frame`` and
+    ``etf_distance`` 0,
     ``mean_norm_sq`` ``‖h̄^{(l)}‖²``, ``dnc3`` 0 and ``dnc3_scale`` the ``c`` of
     ``W_{L:l} = c M_lᵀ`` (NaN at ``L+1``), the keys of
     :func:`~collapselab.theory.dlufm_layerwise.dnc_metrics`."""
@@ -146,6 +147,7 @@ def predict_dnc(model: DeepLinearUFM) -> dict[str, np.ndarray]:
     return {
         "dnc1": np.zeros(size),
         "orthogonal_frame": np.zeros(size),
+        "etf_distance": np.zeros(size),
         "mean_norm_sq": form.mean_norm_sq.copy(),
         "dnc3": np.append(np.zeros(model.n_layers), np.nan),
         "dnc3_scale": scale,
@@ -395,7 +397,7 @@ def verify_dlufm(
     out.add("optimum", "gradient norm", 0, grad.norm(), 0.0)
 
     dnc, pred = dnc_metrics(model, p), predict_dnc(model)
-    for key in ("dnc1", "orthogonal_frame", "mean_norm_sq"):
+    for key in ("dnc1", "orthogonal_frame", "etf_distance", "mean_norm_sq"):
         out.add("3.1", key, 0, dnc[key], pred[key])
     out.add("3.1", "dnc3", 0, dnc["dnc3"][:-1], pred["dnc3"][:-1])
     out.add("3.1", "dnc3_scale", 0, dnc["dnc3_scale"][:-1], pred["dnc3_scale"][:-1])
