@@ -24,6 +24,7 @@ from collapselab.theory.dlufm import (
     log_checkpoints,
     minimise,
     phi,
+    local_minimum_threshold,
     regularisation_threshold,
     solve_t_star,
 )
@@ -229,6 +230,22 @@ def test_threshold_is_where_zero_and_the_local_minimum_tie(n_layers):
         assert float(phi(t, beta_c, n_layers)) == pytest.approx(1.0, rel=1e-13)
         p = 2 / (n_layers + 1)
         assert 2 * (t - 1) + beta_c * p * t ** (p - 1) == pytest.approx(0.0, abs=1e-13)
+
+
+@pytest.mark.parametrize("n_layers", [2, 3, 4, 6])
+def test_a_local_minimum_survives_beyond_the_threshold_up_to_beta_m(n_layers):
+    beta_c, beta_m = regularisation_threshold(n_layers), local_minimum_threshold(n_layers)
+    assert beta_m > beta_c
+    p = 2 / (n_layers + 1)
+    grid = np.linspace(1e-9, 1.0, 400_001)
+
+    def has_interior_minimum(beta: float) -> bool:  # φ' changes sign from - to + on (0, 1]
+        dphi = 2 * (grid - 1) + beta * p * grid ** (p - 1)
+        return bool(np.any((dphi[:-1] < 0) & (dphi[1:] >= 0)))
+
+    assert has_interior_minimum(beta_c * 1.001) and has_interior_minimum(beta_m * 0.999)
+    assert not has_interior_minimum(beta_m * 1.001)
+    assert local_minimum_threshold(1) == regularisation_threshold(1) == 2.0
 
 
 @pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, *RANDOM_CONFIGS])

@@ -85,6 +85,7 @@ __all__ = [
     "exact_optimum",
     "gradient_descent",
     "is_global_optimum",
+    "local_minimum_threshold",
     "log_checkpoints",
     "minimise",
     "phi",
@@ -496,6 +497,24 @@ def regularisation_threshold(n_layers: int) -> float:
     if big_l == 1:
         return 2.0
     return (big_l + 1) / big_l * ((big_l - 1) / big_l) ** ((big_l - 1) / (big_l + 1))
+
+
+def local_minimum_threshold(n_layers: int) -> float:
+    r"""``β_m = 2 t_c^{2−p} / (p(1−p))`` with ``t_c = (1−p)/(2−p)``, ``p = 2/(L+1)``: the
+    largest ``β`` at which ``φ`` still has a non-zero local minimiser (``φ'`` has a root in
+    ``(0, 1)``); ``β_m = β_c = 2`` for ``L = 1``.
+
+    For ``L >= 2``, ``β_c < β_m``: between them the global optimum is zero (condition (2)
+    fails) but a non-zero local minimum with ``K`` equal singular values remains, where
+    gradient descent can stop. Derivation: ``φ'`` is convex on ``(0, ∞)`` with its minimum
+    at ``t_c`` where ``βp t_c^{p−1} = 2t_c/(1−p)``; ``φ'(t_c) = 0`` gives
+    ``t_c = (1−p)/(2−p)``."""
+    big_l = check_int("n_layers", n_layers, minimum=1)
+    if big_l == 1:
+        return 2.0
+    p = 2.0 / (big_l + 1)
+    t_c = (1.0 - p) / (2.0 - p)
+    return 2.0 * t_c ** (2.0 - p) / (p * (1.0 - p))
 
 
 def phi(t: object, beta: float, n_layers: int) -> np.ndarray:

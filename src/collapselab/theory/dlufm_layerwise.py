@@ -528,8 +528,8 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
             out["dnc1"][i] = values["nc1"]
             out["orthogonal_frame"][i] = values["nc2_orthogonal_frame"]
             out["etf_distance"][i] = values["nc2_etf_distance"]
-        except ValueError:
-            pass  # degenerate class means (e.g. the zero optimum): left NaN
+        except (ValueError, OverflowError):
+            pass  # degenerate class means (the zero optimum, or ~1e-300 on the way): NaN
         if i < model.n_layers:
             prod = _product(p.W, i + 1, k)
             pn, mn = np.linalg.norm(prod), np.linalg.norm(means)
