@@ -21,10 +21,10 @@ from collapselab.theory.dlufm import (
     exact_optimum,
     gradient_descent,
     is_global_optimum,
+    local_minimum_threshold,
     log_checkpoints,
     minimise,
     phi,
-    local_minimum_threshold,
     regularisation_threshold,
     solve_t_star,
 )

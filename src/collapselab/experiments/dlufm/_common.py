@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -51,7 +52,8 @@ def descend(
     init: UFMParameters | None = None,
 ) -> Any:
     """The paper's full-batch gradient descent with the configuration's ``lr``, ``steps``,
-    ``checkpoints``, ``w_scale`` and ``h_scale`` (:func:`~collapselab.theory.dlufm.gradient_descent`)."""
+    ``checkpoints``, ``w_scale`` and ``h_scale``
+    (:func:`~collapselab.theory.dlufm.gradient_descent`)."""
     return gradient_descent(
         model,
         float(config["lr"]),
@@ -117,6 +119,6 @@ def overlaps(top_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     last = top_vectors[-1]
     with_last = np.array([np.sum((v.T @ last) ** 2) / k for v in top_vectors])
     with_prev = np.array(
-        [np.nan] + [np.sum((a.T @ b) ** 2) / k for a, b in zip(top_vectors, top_vectors[1:])]
+        [np.nan] + [np.sum((a.T @ b) ** 2) / k for a, b in itertools.pairwise(top_vectors)]
     )
     return with_prev, with_last

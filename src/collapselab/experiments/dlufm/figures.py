@@ -301,7 +301,8 @@ def draw_layers(run: Run) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
     for i in np.unique(t["config"]):
         mask = t["config"] == i
-        label = f"config {int(i)} (K={int(t['n_classes'][mask][0])}, L={int(t['n_layers'][mask][0])})"
+        k, big_l = int(t["n_classes"][mask][0]), int(t["n_layers"][mask][0])
+        label = f"config {int(i)} (K={k}, L={big_l})"
         axes[0].plot(t["lambda_w"][mask], t["outlier"][mask], "o", label=label)
         order = np.argsort(t["lambda_w"][mask])
         axes[0].plot(t["lambda_w"][mask][order], t["predicted"][mask][order], "k--", lw=0.8)

@@ -352,7 +352,8 @@ def _objective(results: RunResults) -> tuple[bool, Mapping[str, float], float, s
     best = float(_form(results, "objective"))
     gap = abs(got - best) / best
     detail = f"F after gradient descent {got:.12g} vs F* = {best:.12g}: gap {gap:.2g}"
-    return gap <= OBJECTIVE_TOL, {"objective": got, "optimum": best, "gap": gap}, OBJECTIVE_TOL, detail
+    values = {"objective": got, "optimum": best, "gap": gap}
+    return gap <= OBJECTIVE_TOL, values, OBJECTIVE_TOL, detail
 
 
 def _dnc(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:

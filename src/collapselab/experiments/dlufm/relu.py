@@ -79,7 +79,8 @@ def _run_name(width: int, seed: int) -> str:
 
 def classify(snapshot: Mapping[str, np.ndarray], k: int) -> dict[str, float]:
     """The endpoint's summary: the smallest weight rank over layers, the largest
-    orthogonal-frame distance of the class means of layers ``2..L+1``, whether it is symmetric, the largest top-``K`` weight spread,
+    orthogonal-frame distance of the class means of layers ``2..L+1``, whether it is
+    symmetric, the largest top-``K`` weight spread,
     the Hessian's top-``K²`` spread and gap-rule outlier count, the objective."""
     ranks, spreads = [], []
     for values in snapshot["weights"]:

@@ -13,7 +13,8 @@ spectrum, alignment and coefficient (:mod:`collapselab.theory.dlufm_layerwise`).
 * ``weights``: the eigenvalues of every ``W_lW_lᵀ`` (Figs 8, 11), padded with NaN;
 * ``grad_covariance``, ``grad_moment``, ``extended_errors``: App. E.1-E.2 (Figs 12, 13);
   ``features``: the eigenvalues of every ``H_lH_lᵀ`` (Fig. 14), padded with NaN;
-* ``dnc1``, ``orthogonal_frame``, ``etf_distance``, ``dnc3``: per layer (Thm 3.1; the DNC1 the paper tracks);
+* ``dnc1``, ``orthogonal_frame``, ``etf_distance``, ``dnc3``: per layer (Thm 3.1; the DNC1
+  the paper tracks);
 * ``table3``, ``table4``: the Gram tables at every layer (App. G.2), ``(L, K, K)``;
 * ``objective``, ``grad_norm``.
 
@@ -102,8 +103,9 @@ def layer_snapshot(
             gradient_covariance(model, point, layer, centred=False)
         )[0]
         out["extended_errors"] = descending_eigh(extended_error_moment(model, point, layer))[0]
+        layers = range(1, model.n_layers + 2)
         out["features"] = _padded(
-            [descending_eigh(feature_gram(model, point, j))[0] for j in range(1, model.n_layers + 2)]
+            [descending_eigh(feature_gram(model, point, j))[0] for j in layers]
         )
         tables = [gram_tables(model, point, j) for j in range(1, model.n_layers + 1)]
         out["table3"] = np.stack([t[0] for t in tables])
