@@ -278,3 +278,49 @@ def test_a_second_writer_gets_one_clear_line(tmp_path: Path) -> None:
     lines = [line for line in second.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, second.stderr
     assert f"is being written by another process (pid {first.pid} since" in lines[0]
+
+
+def test_progress_in_a_log_file_is_a_plain_line_per_row_every_interval(monkeypatch):
+    """Not a terminal: nothing animated, each running row written as one line every
+    ``log_every`` seconds (the clock is faked: 0, 10, 31, 45, 62 s)."""
+    import io
+
+    from rich.console import Console
+
+    from collapselab.cli import progress as progress_module
+
+    clock = iter([0.0, 10.0, 31.0, 31.0, 45.0, 62.0, 62.0, 70.0])
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    board = progress_module.ProgressBoard(Console(file=out, width=80), log_every=30.0)
+    with board, board.task("L-BFGS (at most)", 4000, "iterations") as done:
+        done(100, 4000)  # 10 s: no line yet
+        done(900, 4000)  # 31 s: a line
+        done(1500, 4000)  # 45 s: none
+        done(2500, 4000)  # 62 s: a line
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    assert [line.split(",")[0] for line in lines] == [
+        "L-BFGS (at most): 900/4000 iterations",
+        "L-BFGS (at most): 2500/4000 iterations",
+    ], lines
+    assert all("elapsed" in line and "eta" in line for line in lines)
+
+
+def test_progress_on_a_terminal_or_disabled_writes_no_lines():
+    import io
+
+    from rich.console import Console
+
+    from collapselab.cli.progress import ProgressBoard
+
+    for console, enabled in (
+        (Console(file=io.StringIO(), width=80, force_terminal=True), True),
+        (Console(file=io.StringIO(), width=80), False),
+    ):
+        board = ProgressBoard(console, enabled=enabled, log_every=0.0)
+        with board.task("solver", 10, "steps") as done:
+            done(5, 10)
+        if not enabled:
+            assert console.file.getvalue() == ""
+        else:
+            assert "solver: 5/10" not in console.file.getvalue()

@@ -400,3 +400,21 @@ def test_the_mufm_is_not_convex_and_multistart_keeps_the_best_minimum():
     assert worse.objective > better.objective * 1.2
     best = solve_converged(problem, init="random", seed=0, n_starts=3)
     assert best.objective == pytest.approx(better.objective, rel=1e-10)
+
+
+def test_converged_solver_reports_progress_without_changing_the_solution():
+    X, y = _data(5, 20, 30, seed=0)
+    problem = mufm_model(X, y, lambda_w=0.005, lam=0.001)
+    calls: list[tuple[int, int]] = []
+    quiet = solve_converged(problem, tol=1e-10, max_iter=4000, n_starts=2)
+    loud = solve_converged(
+        problem, tol=1e-10, max_iter=4000, n_starts=2, progress=lambda d, n: calls.append((d, n))
+    )
+    np.testing.assert_array_equal(loud.layers, quiet.layers)
+    assert loud.objective == quiet.objective
+    done = [d for d, _ in calls]
+    assert {n for _, n in calls} == {8000}  # the budget of both starts
+    assert done == sorted(done) and done[-1] == 8000
+    # one call per L-BFGS iteration of the first start, which starts at 1
+    first = [d for d in done if d <= 4000]
+    assert first[0] == 1 and quiet.iterations <= 4000

@@ -11,14 +11,16 @@ Training reports through :class:`TrainingProgress` (a :class:`collapselab.train.
 solvers and sweeps through :meth:`ProgressBoard.task` (the experiments'
 :class:`~collapselab.experiments.progress.ProgressDisplay`), ``reproduce`` through
 :meth:`ProgressBoard.overall` with a remaining time from measured estimates. Rows vanish
-when their job ends (the command prints its own summary lines), so in a log file, where
-nothing is animated, only the summaries and notes such as "resuming ... from epoch k"
-appear.
+when their job ends (the command prints its own summary lines). In a log file, where
+nothing is animated, each running row is written as a plain line every
+:data:`LOG_EVERY_S` seconds instead (``pfc-training-fc: epoch 120/600, 0:00:06 elapsed, eta
+0:00:24``), beside the summaries and notes such as "resuming ... from epoch k".
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +34,8 @@ from collapselab.train.callbacks import Callback, TrainState
 DESCRIPTION_WIDTH = 22
 COUNT_WIDTH = 16
 BAR_WIDTH = 16
+LOG_EVERY_S = 30.0
+"""Seconds between the plain progress lines of a row when the output is not a terminal."""
 
 
 def _clock(seconds: float) -> str:
@@ -70,12 +74,18 @@ class _Display(Progress):
 class ProgressBoard:
     """The live display of one command; use as a context manager around the work.
 
-    ``enabled=False`` (``--no-progress``) shows nothing but the notes.
+    ``enabled=False`` (``--no-progress``) shows nothing but the notes. On a console that is
+    not a terminal every row is written as a plain line every ``log_every`` seconds.
     """
 
-    def __init__(self, console: Console, enabled: bool = True) -> None:
+    def __init__(
+        self, console: Console, enabled: bool = True, log_every: float = LOG_EVERY_S
+    ) -> None:
         self.console = console
         self.enabled = enabled
+        self.log_every = log_every
+        self._log_lines = enabled and not console.is_terminal
+        self._last_line: dict[Any, float] = {}  # task id -> when its row was last written
         self._display = _Display(
             TextColumn(
                 "[bold]{task.description}",
@@ -110,13 +120,27 @@ class ProgressBoard:
 
     # ------------------------------------------------------------------ tasks
     def add(self, description: str, total: int, count: str, **fields: Any) -> Any:
-        return self._display.add_task(description, total=max(total, 1), count=count, **fields)
+        task_id = self._display.add_task(description, total=max(total, 1), count=count, **fields)
+        self._last_line[task_id] = time.monotonic()
+        return task_id
 
     def update(self, task_id: Any, **fields: Any) -> None:
         self._display.update(task_id, **fields)
+        if self._log_lines and time.monotonic() - self._last_line[task_id] >= self.log_every:
+            self._write_line(task_id)
 
     def remove(self, task_id: Any) -> None:
         self._display.remove_task(task_id)
+        del self._last_line[task_id]
+
+    def _write_line(self, task_id: Any) -> None:
+        """``description: count, H:MM:SS elapsed, eta H:MM:SS``, for a log file."""
+        self._last_line[task_id] = time.monotonic()
+        task = next(t for t in self._display.tasks if t.id == task_id)
+        remaining = RemainingColumn().render(task).plain
+        elapsed = _clock(task.elapsed or 0.0)
+        line = f"{task.description}: {task.fields['count']}, {elapsed} elapsed, {remaining}"
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     @contextlib.contextmanager
     def task(

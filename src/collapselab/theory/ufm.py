@@ -598,6 +598,7 @@ def solve_converged(
     seed: int = 0,
     max_restarts: int = 5,
     n_starts: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MUFMSolution:
     """Solve to a gradient norm ``<= tol`` with L-BFGS (scipy ``L-BFGS-B``, no bounds).
 
@@ -622,19 +623,34 @@ def solve_converged(
         n_starts: the problem is not convex (at some λ the MSE MUFM has distinct local
             minima); with ``n_starts > 1`` the solver also starts from ``n_starts - 1``
             random points (seeds ``seed + 1, ...``) and keeps the lowest objective.
+        progress: called as ``progress(iterations_done, n_starts * max_iter)`` after every
+            L-BFGS iteration; the total is the iteration budget, an upper bound (a start
+            that converges early jumps to its share of the budget).
     """
     tol = check_float("tol", tol, minimum=0.0, strict=True)
     max_iter = check_int("max_iter", max_iter, minimum=1)
     n_starts = check_int("n_starts", n_starts, minimum=1)
     if init == "auto":
         init = "random" if problem.is_ufm else "data"
+    total = n_starts * max_iter
+
+    def report(start_index: int) -> Callable[[int], None] | None:
+        if progress is None:
+            return None
+        return lambda used: progress(start_index * max_iter + used, total)
+
     with serial_threads():
-        best = _lbfgs(problem, _initial_point(problem, init, seed), tol, max_iter, max_restarts)
+        start = _initial_point(problem, init, seed)
+        best = _lbfgs(problem, start, tol, max_iter, max_restarts, report(0))
         for j in range(1, n_starts):
             start = _initial_point(problem, "random", seed + j)
-            other = _lbfgs(problem, start, tol, max_iter, max_restarts)
+            other = _lbfgs(problem, start, tol, max_iter, max_restarts, report(j))
             if other.objective < best.objective:
                 best = other
+            if progress is not None:
+                progress((j + 1) * max_iter, total)
+    if progress is not None:
+        progress(total, total)
     return best
 
 
@@ -644,6 +660,7 @@ def _lbfgs(
     tol: float,
     max_iter: int,
     max_restarts: int,
+    on_iteration: Callable[[int], None] | None = None,
 ) -> MUFMSolution:
     W, layers, b = start
     shape_l = layers.shape
@@ -672,12 +689,19 @@ def _lbfgs(
     v = np.concatenate(parts)
     gtol = tol / math.sqrt(v.size)
     used, message = 0, "not started"
+    iterations = [0]  # every L-BFGS iteration over the restarts, for the progress report
+
+    def callback(_: object) -> None:
+        iterations[0] += 1
+        on_iteration(min(iterations[0], max_iter))
+
     for _ in range(max_restarts + 1):
         res = minimize(
             fun,
             v,
             jac=True,
             method="L-BFGS-B",
+            callback=None if on_iteration is None else callback,
             options={"maxiter": max_iter - used, "gtol": gtol, "ftol": 0.0, "maxcor": 20},
         )
         used += int(res.nit)

@@ -80,19 +80,18 @@ def mufm_data(config: dict[str, Any], seed: int) -> tuple[np.ndarray, np.ndarray
 
 
 def _solve(problem: MUFM, method: str, config: dict[str, Any], context: RunContext) -> MUFMSolution:
+    """The literal GD (``literal_steps`` steps) or the converged L-BFGS (at most
+    ``max_iter`` iterations), with its progress row."""
     if method == "literal":
-        steps = int(config["literal_steps"])
-        with context.progress.task("literal GD", steps, "steps") as progress:
-            return solve_literal(
-                problem,
-                lr=float(config["literal_lr"]),
-                steps=steps,
-                seed=context.seed,
-                progress=progress,
-            )
-    return solve_converged(
-        problem, tol=float(config["tol"]), max_iter=int(config["max_iter"]), seed=context.seed
-    )
+        total = int(config["literal_steps"])
+        label, unit, solver = "literal GD", "steps", solve_literal
+        options = {"lr": float(config["literal_lr"]), "steps": total}
+    else:
+        total = int(config["max_iter"])
+        label, unit, solver = "L-BFGS (at most)", "iterations", solve_converged
+        options = {"tol": float(config["tol"]), "max_iter": total}
+    with context.progress.task(label, total, unit) as progress:
+        return solver(problem, seed=context.seed, progress=progress, **options)
 
 
 def _solution_values(
