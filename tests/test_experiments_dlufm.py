@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from collapselab._threads import serial_threads
 from collapselab.experiments import (
@@ -18,6 +19,8 @@ from collapselab.experiments import (
     reproduce,
 )
 from collapselab.experiments.dlufm import RELU_CLAIMS, classify, lambda_for_ratio, presets
+from collapselab.experiments.dlufm.mlp import as_deep_ufm, load_images
+from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
@@ -26,8 +29,9 @@ from collapselab.theory.dlufm import (
     regularisation_threshold,
 )
 from collapselab.theory.dlufm_layerwise import layer_hessian
+from collapselab.train import seed_everything
 
-IDS = ["dlufm-layers", "dlufm-linear", "dlufm-regularisation", "dlufm-relu"]
+IDS = ["dlufm-layers", "dlufm-linear", "dlufm-mlp", "dlufm-regularisation", "dlufm-relu"]
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +49,14 @@ def _claims(run: Run) -> dict[str, dict]:
     return {entry["name"]: entry for entry in document["claims"]}
 
 
-def test_the_paper_registers_four_experiments_with_four_presets():
+def test_the_paper_registers_five_experiments_with_four_presets():
     found = {e.id: e for e in experiments_for_paper("004")}
     assert sorted(found) == IDS
     for experiment in found.values():
         assert {"tiny", "quick", "standard", "paper"} <= set(experiment.presets)
         assert experiment.paper == "004" and experiment.figures and experiment.claims
-        assert experiment.draw is not None and not experiment.uses_device
+        assert experiment.draw is not None
+        assert experiment.uses_device == (experiment.id == "dlufm-mlp")
         assert set(experiment.captions) == set(experiment.figures)
 
 
@@ -156,6 +161,37 @@ def test_relu_claims_are_computed_on_every_run_marked_symmetric(runs):
         assert entry["verdict"] in ("holds", "does not hold"), entry
         assert entry["values"], entry
     assert document["claims"][0]["verdict"] == "holds"  # every run now counts as symmetric
+
+
+def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):
+    """The trained MLP's outputs equal the deep UFM's at H_1 = Xᵀ, and the stored Hessian
+    spectrum is that of the autodiff Hessian of the MLP's own MSE loss in its last weight."""
+    run = runs["dlufm-mlp"]
+    config = run.config
+    data = load_images(config, None, 0)
+    seed_everything(0)
+    model = MLP(64, 10, width=config["width"], depth=config["depth"], bias=False)
+    state = Run.open(run.path).latest_checkpoint().load()
+    model.load_state_dict(state["model"])
+    ufm, point = as_deep_ufm(model, data.train, config["weight_decay"])
+    with torch.no_grad():
+        outputs = model(data.train.x.double().float()).double().numpy()
+    assert np.allclose(ufm.features(point)[-1].T, outputs, atol=1e-4)
+    weight = model.classifier.weight.detach().double().clone().requires_grad_(True)
+    x = data.train.x.double()
+    hidden = x
+    for block in model.layers:
+        hidden = torch.relu(hidden @ block.linear.weight.detach().double().T)
+    targets = torch.nn.functional.one_hot(data.train.y, 10).double()
+
+    def loss(w: torch.Tensor) -> torch.Tensor:  # mean over samples of ½‖f − y‖²
+        return 0.5 * ((hidden @ w.reshape(10, -1).T - targets) ** 2).sum() / x.shape[0]
+
+    hess = torch.autograd.functional.hessian(loss, weight.reshape(-1)).numpy()
+    expected = np.sort(np.linalg.eigvalsh(hess))[::-1]
+    depth = config["depth"]
+    stored = run.load_array(f"mlp_final_layer{depth}")["hessian"]
+    assert np.allclose(stored, expected, atol=1e-9 * expected[0])
 
 
 def test_figures_are_redrawn_from_the_stored_results(runs):

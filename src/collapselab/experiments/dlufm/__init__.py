@@ -11,6 +11,8 @@ id                          what                                              fi
                             symmetric vs lower-rank endpoints reported        Tables 1-4
 ``dlufm-regularisation``    β/β_c across condition (2): zero optimum beyond   §3.2, (2)
 ``dlufm-layers``            unequal λ, K ≠ 3, several L: λ_out(l) ∝ λ_W(l)    Thm 4.1
+``dlufm-mlp``               beyond the paper: a bias-free MLP trained with    Thms 4.1-4.3
+                            MSE on real images; its last layers' spectra
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.dlufm.presets`): ``quick`` (minutes on 2 cores),
@@ -25,14 +27,17 @@ from collapselab.experiments.dlufm._common import PAPER
 from collapselab.experiments.dlufm.figures import (
     LAYER_CAPTIONS,
     LINEAR_CAPTIONS,
+    MLP_CAPTIONS,
     REGULARISATION_CAPTIONS,
     RELU_CAPTIONS,
     draw_layers,
     draw_linear,
+    draw_mlp,
     draw_regularisation,
     draw_relu,
 )
 from collapselab.experiments.dlufm.linear import LINEAR_CLAIMS, run_linear
+from collapselab.experiments.dlufm.mlp import MLP_CLAIMS, run_mlp
 from collapselab.experiments.dlufm.relu import RELU_CLAIMS, classify, run_relu
 from collapselab.experiments.dlufm.snapshots import layer_snapshot
 from collapselab.experiments.dlufm.sweeps import (
@@ -112,11 +117,29 @@ LAYERS = register(
     )
 )
 
+MLP = register(
+    Experiment(
+        id="dlufm-mlp",
+        paper=PAPER,
+        title="beyond the paper: a trained MLP's last layers against the deep UFM's predictions",
+        presets=presets.MLP,
+        runtime_quick="~30 s",
+        run=run_mlp,
+        figures=list(MLP_CAPTIONS),
+        figure="Thms 4.1-4.3 on a real network",
+        claims=MLP_CLAIMS,
+        draw=draw_mlp,
+        captions=MLP_CAPTIONS,
+    )
+)
+
 __all__ = [
     "LAYERS",
     "LAYER_CLAIMS",
     "LINEAR",
     "LINEAR_CLAIMS",
+    "MLP",
+    "MLP_CLAIMS",
     "REGULARISATION",
     "REGULARISATION_CLAIMS",
     "RELU",
