@@ -3,7 +3,9 @@ stored numbers against independent recomputation, and the ReLU claims on every b
 
 from __future__ import annotations
 
+import gzip
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from collapselab.experiments import (
     reproduce,
 )
 from collapselab.experiments.dlufm import RELU_CLAIMS, classify, lambda_for_ratio, presets
-from collapselab.experiments.dlufm.mlp import as_deep_ufm, load_images
+from collapselab.experiments.dlufm.mlp import as_deep_ufm, load_images, mlp_dry_run
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import (
@@ -211,3 +213,33 @@ def test_presets_are_plain_data_and_the_quick_linear_configuration_is_note_a():
     )  # fmt: skip
     assert quick["lambda_w"] == quick["lambda_h"] == 5e-3 and quick["layer"] == 3
     json.dumps([presets.LINEAR, presets.RELU, presets.REGULARISATION, presets.LAYERS])
+
+
+def _idx(path, array: np.ndarray) -> None:
+    header = struct.pack(">I", 0x0800 | array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    with gzip.open(f"{path}.gz", "wb") as handle:
+        handle.write(header + array.astype(np.uint8).tobytes())
+
+
+def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
+    """The paper preset reads Fashion-MNIST's IDX files (fixtures in the real format) and
+    builds its network; without the files it falls back to digits and says so."""
+    config = get_experiment("dlufm-mlp").config("paper")
+    n = config["n_per_class"]
+    rng = np.random.default_rng(0)
+    root = tmp_path / "fashion-mnist"
+    root.mkdir()
+    _idx(root / "train-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+    _idx(root / "train-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    _idx(root / "t10k-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+    _idx(root / "t10k-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    summary = mlp_dry_run(config, data_dir=tmp_path)
+    width = config["width"]
+    assert summary["dataset"] == "fashion_mnist" and summary["n_train"] == 10 * n
+    assert summary["train_class_counts"] == [n] * 10 and summary["input_dim"] == 784
+    assert summary["dims"] == [784] + [width] * (config["depth"] - 1) + [10]
+    assert summary["hessian_sizes"] == {config["depth"] - 1: width * width,
+                                        config["depth"]: 10 * width}  # fmt: skip
+    missing = mlp_dry_run(config, data_dir=tmp_path / "absent")
+    assert missing["dataset"].startswith("digits (Fashion-MNIST not found")
+    assert missing["input_dim"] == 64

@@ -37,7 +37,7 @@ from collapselab.experiments.dlufm.figures import (
     draw_relu,
 )
 from collapselab.experiments.dlufm.linear import LINEAR_CLAIMS, run_linear
-from collapselab.experiments.dlufm.mlp import MLP_CLAIMS, run_mlp
+from collapselab.experiments.dlufm.mlp import MLP_CLAIMS, mlp_dry_run, run_mlp
 from collapselab.experiments.dlufm.relu import RELU_CLAIMS, classify, run_relu
 from collapselab.experiments.dlufm.snapshots import layer_snapshot
 from collapselab.experiments.dlufm.sweeps import (
@@ -146,9 +146,11 @@ __all__ = [
     "RELU_CLAIMS",
     "classify",
     "lambda_for_ratio",
+    "mlp_dry_run",
     "layer_snapshot",
     "run_layers",
     "run_linear",
+    "run_mlp",
     "run_regularisation",
     "run_relu",
 ]

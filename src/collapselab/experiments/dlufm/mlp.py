@@ -45,7 +45,16 @@ from collapselab.theory.dlufm import DeepReLUUFM, UFMParameters
 from collapselab.theory.dlufm_layerwise import count_outliers
 from collapselab.train import TrainConfig, seed_everything, train
 
-__all__ = ["ALIGNED", "F_TOP", "MLP_CLAIMS", "as_deep_ufm", "load_images", "run_mlp"]
+__all__ = [
+    "ALIGNED",
+    "F_TOP",
+    "MLP_CLAIMS",
+    "as_deep_ufm",
+    "build_mlp",
+    "load_images",
+    "mlp_dry_run",
+    "run_mlp",
+]
 
 ALIGNED = 0.9
 """Median alignment ``a(v)`` of the predicted eigenvectors counted as aligned (1 at DNC)."""
@@ -103,15 +112,42 @@ def as_deep_ufm(
     return ufm, ufm.check_point((x, weights))
 
 
+def build_mlp(config: Mapping[str, Any], data: DataSplits, seed: int) -> MLP:
+    """The configuration's bias-free ReLU MLP (``width``, ``depth``), seeded."""
+    seed_everything(seed)
+    return MLP(int(data.train.x.shape[1]), data.n_classes, width=int(config["width"]),
+               depth=int(config["depth"]), bias=False)  # fmt: skip
+
+
+def mlp_dry_run(
+    config: Mapping[str, Any], data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build ``dlufm-mlp``'s data and network without training (the paper preset's check on
+    local files) and say what the run would compute: the dataset actually read, the
+    training set's size and class counts, the widths, and the size ``P = d_{l+1} d_l`` of
+    every analysed layer-wise Hessian (a dense ``P x P`` matrix)."""
+    data = load_images(config, Path(data_dir) if data_dir is not None else None, seed)
+    model = build_mlp(config, data, seed)
+    _, point = as_deep_ufm(model, data.train, float(config["weight_decay"]))
+    dims = [w.shape[1] for w in point.W] + [data.n_classes]
+    return {
+        "dataset": data.train.meta.get("fallback", config["dataset"]),
+        "n_train": int(data.train.y.numel()),
+        "train_class_counts": torch.bincount(data.train.y).tolist(),
+        "input_dim": int(data.train.x.shape[1]),
+        "dims": dims,
+        "hessian_sizes": {int(ell): dims[ell] * dims[ell - 1] for ell in config["layers"]},
+        "epochs": int(config["epochs"]),
+    }
+
+
 def run_mlp(run: Run, context: RunContext) -> None:
     """Train the MLP, then the layer-wise analysis of its last layers before and after."""
     c = context.config
     data = load_images(c, context.data_dir, context.seed)
     run.update_manifest(dataset=data.train.meta.get("fallback", c["dataset"]),
                         n_train=int(data.train.y.numel()))  # fmt: skip
-    seed_everything(context.seed)
-    model = MLP(int(data.train.x.shape[1]), data.n_classes, width=int(c["width"]),
-                depth=int(c["depth"]), bias=False)  # fmt: skip
+    model = build_mlp(c, data, context.seed)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     config = TrainConfig(
         epochs=int(c["epochs"]), lr=float(c["lr"]), batch_size=int(c["batch_size"]),
