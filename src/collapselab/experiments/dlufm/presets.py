@@ -135,7 +135,7 @@ _MLP = {"width": 32, "depth": 4, "layers": [3, 4], "lr": 0.02, "momentum": 0.9,
 
 MLP: dict[str, dict[str, Any]] = {
     "quick": {**_MLP, "dataset": "digits", "n_per_class": 50, "epochs": 300, "eval_every": 25},
-    "standard": {**_MLP, "dataset": "fashion_mnist", "n_per_class": 100, "epochs": 600,
+    "standard": {**_MLP, "dataset": "fashion_mnist", "n_per_class": 100, "epochs": 2000,
                  "eval_every": 50},
     "paper": {**_MLP, "width": 64, "dataset": "fashion_mnist", "n_per_class": 200,
               "epochs": 1000, "eval_every": 50},
