@@ -15,7 +15,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = (
-    "index", "catalogue", "data", "models", "training", "monitoring", "store", "theory", "dlufm",
+    "index",
+    "catalogue",
+    "data",
+    "models",
+    "training",
+    "monitoring",
+    "store",
+    "theory",
+    "dlufm",
 )
 
 # A fence opens with ``` plus an info string and closes with a bare ``` line.

@@ -139,9 +139,7 @@ def test_relu_sweep_records_every_run_and_its_classification(runs):
         row = classify(final, config["n_classes"])
         assert row["symmetric"] == sweep["symmetric"][i]
         # the classification by its definition: ranks of W_lW_lᵀ and frames of the means
-        ranks = [
-            int(np.sum(v[np.isfinite(v)] > 1e-3 * np.nanmax(v))) for v in final["weights"]
-        ]
+        ranks = [int(np.sum(v[np.isfinite(v)] > 1e-3 * np.nanmax(v))) for v in final["weights"]]
         frames = float(np.max(final["orthogonal_frame"][1:]))
         assert bool(row["symmetric"]) == (all(r == 3 for r in ranks) and frames <= 0.05)
     claims = _claims(run)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, ClaimResult, NotEvaluable, RunResults
+from collapselab.experiments.claims import Claim, ClaimResult, RunResults
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
     DeepReLUUFM,
@@ -66,17 +66,6 @@ def descend(
         tol=float(config.get("tol", 0.0)),
         progress=progress,
     )
-
-
-def array(results: RunResults, name: str, key: str) -> np.ndarray:
-    """``arrays/<name>.npz[key]`` of a run, or :class:`NotEvaluable` naming what is missing."""
-    try:
-        stored = results.arrays[name]
-    except KeyError:
-        raise NotEvaluable(f"the run saved no array {name!r}") from None
-    if key not in stored:
-        raise NotEvaluable(f"array {name!r} has no entry {key!r}")
-    return np.asarray(stored[key])
 
 
 def claim(

@@ -26,7 +26,6 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
 from collapselab.experiments.dlufm._common import (
-    array,
     build_model,
     claim,
     descend,
@@ -158,11 +157,11 @@ def run_linear(run: Run, context: RunContext) -> None:
 
 
 def _final(results: RunResults, key: str) -> np.ndarray:
-    return array(results, "dynamics", key)[-1]
+    return results.array("dynamics", key)[-1]
 
 
 def _form(results: RunResults, key: str) -> np.ndarray:
-    return array(results, "closed_form", key)
+    return results.array("closed_form", key)
 
 
 def _k(results: RunResults) -> int:
@@ -194,8 +193,8 @@ def _hessian_exact(results: RunResults) -> tuple[bool, Mapping[str, float], floa
 
 
 def _separate_then_equalise(results: RunResults) -> tuple[bool, Mapping[str, float], None, str]:
-    k, steps = _k(results), array(results, "dynamics", "steps")
-    spectra = array(results, "dynamics", "hessian")
+    k, steps = _k(results), results.array("dynamics", "steps")
+    spectra = results.array("dynamics", "hessian")
     counts = np.array([count_outliers(s, rule="gap") for s in spectra])
     spreads = np.array([relative_spread(s[: k * k]) for s in spectra])
     separated = first_step(steps, counts == k * k)
@@ -211,12 +210,11 @@ def _separate_then_equalise(results: RunResults) -> tuple[bool, Mapping[str, flo
 
 
 def _alignment(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    align = array(results, "dynamics", "alignment")
+    align = results.array("dynamics", "alignment")
     start, end = float(np.nanmin(align[0])), float(np.nanmin(align[-1]))
     ok = start < 0.9 and end >= 1 - 1e-8
     detail = (
-        f"smallest a(v_kk') {start:.4g} at step 0 (< 0.9) and {end:.12g} at the end "
-        f"(>= 1 - 1e-8)"
+        f"smallest a(v_kk') {start:.4g} at step 0 (< 0.9) and {end:.12g} at the end (>= 1 - 1e-8)"
     )
     return ok, {"initial_min": start, "final_min": end}, 1 - 1e-8, detail
 
@@ -284,9 +282,9 @@ def _weights(results: RunResults) -> tuple[bool, Mapping[str, float], float, str
 
 
 def _weights_first(results: RunResults) -> tuple[bool, Mapping[str, float], None, str]:
-    k, steps = _k(results), array(results, "dynamics", "steps")
-    weights = array(results, "dynamics", "weights")
-    hessian = array(results, "dynamics", "hessian")
+    k, steps = _k(results), results.array("dynamics", "steps")
+    weights = results.array("dynamics", "weights")
+    hessian = results.array("dynamics", "hessian")
     w_spread = np.array([max(relative_spread(s[:k]) for s in layers) for layers in weights])
     h_spread = np.array([relative_spread(s[: k * k]) for s in hessian])
     w_step = first_step(steps, w_spread <= EQUAL)
@@ -377,9 +375,9 @@ def verification_check(
 ) -> tuple[bool, Mapping[str, float], float, str]:
     """Every non-published check stored by :func:`save_verification` within :data:`EXACT`
     (ranks and counts exactly)."""
-    theorem = array(results, name, "theorem")
-    error = array(results, name, "error")
-    published = array(results, name, "published")
+    theorem = results.array(name, "theorem")
+    error = results.array(name, "error")
+    published = results.array(name, "published")
     if theorem.size == 0:
         raise NotEvaluable(f"array {name!r} holds no checks")
     keep = ~published
@@ -483,8 +481,7 @@ LINEAR_CLAIMS: list[Claim] = [
         "Theorem E.1 (corrected reading) / Fig. 12: the covariance of the per-sample "
         "gradients has K − 1 equal non-zero eigenvalues (1−t*)²‖a‖²‖h̄^(l)‖²/K.",
         "004 App. E.1, Fig. 12; note §3.12",
-        f"K − 1 eigenvalues > {ZERO:g} x the largest, within relative {EXACT:g} of the "
-        "closed form",
+        f"K − 1 eigenvalues > {ZERO:g} x the largest, within relative {EXACT:g} of the closed form",
         _spectrum_check("grad_covariance", "grad_covariance", "centred covariance"),
     ),
     claim(

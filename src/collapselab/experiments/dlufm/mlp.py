@@ -36,7 +36,7 @@ import torch
 from collapselab._threads import serial_threads
 from collapselab.data import DataSplits, LabeledData, digits, load_dataset
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.dlufm._common import array, claim
+from collapselab.experiments.dlufm._common import claim
 from collapselab.experiments.dlufm.snapshots import layer_snapshot
 from collapselab.experiments.registry import RunContext
 from collapselab.models import MLP
@@ -205,13 +205,13 @@ def _spread(values: np.ndarray, top: int) -> float:
 
 
 def _layers(results: RunResults) -> tuple[list[int], int]:
-    return [int(v) for v in array(results, "mlp_meta", "layers")], int(
-        array(results, "mlp_meta", "n_classes")
+    return [int(v) for v in results.array("mlp_meta", "layers")], int(
+        results.array("mlp_meta", "n_classes")
     )
 
 
 def _zero_error(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    acc = float(array(results, "mlp_meta", "train_accuracy"))
+    acc = float(results.array("mlp_meta", "train_accuracy"))
     return acc == 1.0, {"train_accuracy": acc}, 1.0, f"final training accuracy {acc:.4f} (= 1?)"
 
 
@@ -220,8 +220,8 @@ def _per_layer(key: str, measure: Any, ok: Any, text: str, bound: float) -> Any:
         layers, k = _layers(results)
         values, parts = {}, []
         for ell in layers:
-            final = measure(array(results, f"mlp_final_layer{ell}", key), k)
-            start = measure(array(results, f"mlp_init_layer{ell}", key), k)
+            final = measure(results.array(f"mlp_final_layer{ell}", key), k)
+            start = measure(results.array(f"mlp_init_layer{ell}", key), k)
             values |= {f"W{ell}_final": final, f"W{ell}_init": start}
             parts.append(f"W_{ell}: {start:.4g} at initialisation -> {final:.4g} trained")
         holds = all(ok(values[f"W{ell}_final"], k) for ell in layers)
@@ -236,7 +236,7 @@ def _knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None, st
     ok, values, parts = True, {}, []
     for ell in layers:
         counts = {
-            p: count_outliers(array(results, f"mlp_final_layer{ell}", f"knockout_logit_{p}")[:],
+            p: count_outliers(results.array(f"mlp_final_layer{ell}", f"knockout_logit_{p}")[:],
                               rule="gap")
             for p in expected
         }  # fmt: skip
@@ -255,8 +255,7 @@ _SOURCE = "issue 13 (beyond the paper); 004 Theorems 4.1-4.3"
 MLP_CLAIMS: list[Claim] = [
     claim(
         "mlp-zero-training-error",
-        "The MLP trained with MSE reaches zero training error (the regime the theory is "
-        "about).",
+        "The MLP trained with MSE reaches zero training error (the regime the theory is about).",
         "issue 13",
         "final training accuracy = 1",
         _zero_error,
@@ -292,8 +291,7 @@ MLP_CLAIMS: list[Claim] = [
     ),
     claim(
         "mlp-gradient-in-top-space",
-        "Theorem 4.3 / Gur-Ari on a real network: the gradient lies in the top-K² Hessian "
-        "space.",
+        "Theorem 4.3 / Gur-Ari on a real network: the gradient lies in the top-K² Hessian space.",
         _SOURCE,
         f"at every analysed layer, f_top = ‖P_top g‖²/‖g‖² >= {F_TOP:g}",
         _per_layer(

@@ -32,7 +32,6 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
 from collapselab.experiments.dlufm._common import (
-    array,
     build_model,
     claim,
     descend,
@@ -171,11 +170,11 @@ def _featured(pairs: list[tuple[int, int]], summary: Mapping[str, list[float]]) 
 def _sweep(results: RunResults) -> dict[str, np.ndarray]:
     keys = ("width", "seed", "symmetric", "weight_rank", "output_frame", "weight_spread",
             "hessian_spread", "hessian_outliers", "objective")  # fmt: skip
-    return {key: array(results, "sweep", key) for key in keys}
+    return {key: results.array("sweep", key) for key in keys}
 
 
 def _k(results: RunResults) -> int:
-    return int(array(results, "dynamics", "n_classes"))
+    return int(results.array("dynamics", "n_classes"))
 
 
 def _symmetric_runs(results: RunResults) -> list[str]:
@@ -216,7 +215,7 @@ def _symmetric_at_widest(results: RunResults) -> tuple[bool, Mapping[str, float]
 
 
 def _final(results: RunResults, name: str, key: str) -> np.ndarray:
-    return array(results, f"final_{name}", key)
+    return results.array(f"final_{name}", key)
 
 
 def _per_symmetric_run(results: RunResults, measure: Any, ok: Any, text: str, bound: float) -> Any:
@@ -318,7 +317,7 @@ def _true_coefficients(results: RunResults) -> tuple[bool, Mapping[str, float], 
 
 
 def _table3(results: RunResults) -> Any:
-    layer = int(array(results, "dynamics", "layer"))
+    layer = int(results.array("dynamics", "layer"))
 
     def off(r: RunResults, n: str) -> float:
         q = _final(r, n, "table3")[layer - 1]
@@ -336,7 +335,7 @@ def _table3(results: RunResults) -> Any:
 
 
 def _table4(results: RunResults) -> Any:
-    layer = int(array(results, "dynamics", "layer"))
+    layer = int(results.array("dynamics", "layer"))
     return _per_symmetric_run(
         results,
         lambda r, n: relative_spread(np.diag(_final(r, n, "table4")[layer - 1])),
@@ -412,8 +411,7 @@ RELU_CLAIMS: list[Claim] = [
         "relu-table3-constant-diagonal",
         "Table 3: W_{L:l}W_{L:l}ᵀ has a constant diagonal and small off-diagonal entries.",
         f"{_SOURCE}, App. G.2, Table 3",
-        "in every symmetric run, diagonal spread and largest |off-diagonal| / mean diagonal "
-        "<= 0.1",
+        "in every symmetric run, diagonal spread and largest |off-diagonal| / mean diagonal <= 0.1",
         _table3,
     ),
     claim(

@@ -23,7 +23,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
-from collapselab.experiments.dlufm._common import array, build_model, claim, descend
+from collapselab.experiments.dlufm._common import build_model, claim, descend
 from collapselab.experiments.dlufm.linear import (
     EXACT,
     OBJECTIVE_TOL,
@@ -164,7 +164,7 @@ def run_layers(run: Run, context: RunContext) -> None:
 def _reg(results: RunResults) -> dict[str, np.ndarray]:
     keys = ("ratio", "t_star", "optimum", "objective", "t_gd", "fitted", "norm_start",
             "norm_end", "dnc1")  # fmt: skip
-    return {key: array(results, "regularisation", key) for key in keys}
+    return {key: results.array("regularisation", key) for key in keys}
 
 
 def _zero_beyond(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
@@ -172,7 +172,7 @@ def _zero_beyond(results: RunResults) -> tuple[bool, Mapping[str, float], float,
     beyond = r["ratio"] > 1
     if not beyond.any():
         raise NotEvaluable("no ratio beyond the threshold (β/β_c > 1)")
-    m = float(array(results, "regularisation", "local_minimum_ratio"))
+    m = float(results.array("regularisation", "local_minimum_ratio"))
     norms = r["norm_end"] / r["norm_start"]
     excess = (r["objective"] - r["optimum"]) / r["optimum"]  # >= 0: F* is the minimum
     trivial = r["t_star"][beyond] == 0
@@ -242,7 +242,7 @@ def _dnc_below(results: RunResults) -> tuple[bool, Mapping[str, float], float, s
 def _layers(results: RunResults) -> dict[str, np.ndarray]:
     keys = ("config", "layer", "lambda_w", "outlier", "outlier_spread", "bulk", "predicted",
             "weight", "predicted_weight", "objective_gap")  # fmt: skip
-    return {key: array(results, "layers", key) for key in keys}
+    return {key: results.array("layers", key) for key in keys}
 
 
 def _proportional(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
@@ -257,8 +257,11 @@ def _proportional(results: RunResults) -> tuple[bool, Mapping[str, float], float
             f"config {int(i)}: λ_W {np.array2string(t['lambda_w'][mask], precision=4)}, "
             f"λ_out {np.array2string(t['outlier'][mask], precision=6)}, ratio spread {dev:.2g}"
         )
-    return worst <= EXACT, {"max_deviation": worst}, EXACT, "; ".join(parts) + (
-        f" (need <= {EXACT:g})"
+    return (
+        worst <= EXACT,
+        {"max_deviation": worst},
+        EXACT,
+        "; ".join(parts) + (f" (need <= {EXACT:g})"),
     )
 
 
@@ -337,8 +340,7 @@ LAYER_CLAIMS: list[Claim] = [
         "Every layer's K² Hessian outliers equal the closed form λ_out(l) and every weight "
         "outlier σ_W(l)², with unequal λ, K ≠ 3 and several L.",
         "004 Theorems 4.1, 4.4; note §3.6, §5.2 configuration B",
-        f"relative errors and the outliers' spread <= {EXACT:g}; bulk <= {ZERO:g} x the "
-        "largest",
+        f"relative errors and the outliers' spread <= {EXACT:g}; bulk <= {ZERO:g} x the largest",
         _outliers_closed_form,
     ),
     claim(
