@@ -58,7 +58,7 @@ All arrays are float64 numpy; inputs may be numpy arrays or torch tensors.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -91,6 +91,7 @@ __all__ = [
     "phi",
     "regularisation_threshold",
     "require_nontrivial",
+    "sgd_batches",
     "solve_t_star",
 ]
 
@@ -382,11 +383,47 @@ class DeepUFM:
         """``∇F`` as :class:`UFMParameters` (``∂F/∂H_1``, ``(∂F/∂W_l)_l``)."""
         return self._value_and_grad(self.check_point(point))[1]
 
-    def _value_and_grad(self, p: UFMParameters) -> tuple[float, UFMParameters]:
+    def value_and_gradient(self, point: object) -> tuple[float, UFMParameters]:
+        """``(F, ∇F)`` from one forward and backward pass."""
+        return self._value_and_grad(self.check_point(point))
+
+    def minibatch_gradient(self, point: object, columns: object) -> tuple[float, UFMParameters]:
+        r"""The stochastic estimate of ``(F, ∇F)`` from the samples ``columns`` (``b``
+        distinct indices into ``0..N−1``): the data term on them scaled by ``N/b``, the
+        penalties in full,
+
+        .. math::
+            \hat F_B = \frac{N}{b}\, s \sum_{i \in B} \|f_i - y_i\|^2
+                + \frac{λ_{H_1}}{2}\|H_1\|_F^2 + \sum_l \frac{λ_{W_l}}{2}\|W_l\|_F^2,
+
+        so that its mean over the uniformly drawn ``B`` of size ``b`` is ``(F, ∇F)``. Only
+        the columns in ``B`` of ``∂\hat F_B/∂H_1`` carry a data term (a sample's free
+        feature moves with its own loss)."""
+        p = self.check_point(point)
+        cols = np.asarray(columns)
+        if cols.ndim != 1 or cols.size == 0 or not np.issubdtype(cols.dtype, np.integer):
+            raise ValueError(f"columns must be a non-empty 1-D integer array, got {columns!r}")
+        if len(np.unique(cols)) != cols.size or cols.min() < 0 or cols.max() >= self.n_samples:
+            raise ValueError(
+                f"columns must be distinct sample indices in [0, {self.n_samples}), got "
+                f"{cols.tolist()}"
+            )
+        return self._value_and_grad(p, cols)
+
+    def _value_and_grad(
+        self, p: UFMParameters, columns: np.ndarray | None = None
+    ) -> tuple[float, UFMParameters]:
+        """``(F, ∇F)``, or with ``columns`` the estimate of :meth:`minibatch_gradient`."""
+        full_h = p.H
+        scale, targets = self.loss_scale, self.targets
+        if columns is not None:
+            scale *= self.n_samples / columns.size
+            targets = targets[:, columns]
+            p = UFMParameters(p.H[:, columns], p.W)
         feats, pre = self._forward(p)
-        r = feats[-1] - self.targets
-        value = self.loss_scale * float(np.sum(r * r)) + 0.5 * self.lambda_h * float(np.sum(p.H**2))
-        back = 2.0 * self.loss_scale * r  # ∂(data)/∂(pre-activation of W_L) = ∂/∂f
+        r = feats[-1] - targets
+        value = scale * float(np.sum(r * r)) + 0.5 * self.lambda_h * float(np.sum(full_h**2))
+        back = 2.0 * scale * r  # ∂(data)/∂(pre-activation of W_L) = ∂/∂f
         grads: list[np.ndarray] = [np.empty(0)] * self.n_layers
         for i in range(self.n_layers - 1, -1, -1):
             w = p.W[i]
@@ -400,7 +437,12 @@ class DeepUFM:
         mask = self._input_mask(p.H)
         if mask is not None:
             back = back * mask
-        return value, UFMParameters(back + self.lambda_h * p.H, tuple(grads))
+        grad_h = self.lambda_h * full_h
+        if columns is None:
+            grad_h = grad_h + back
+        else:
+            grad_h[:, columns] += back
+        return value, UFMParameters(grad_h, tuple(grads))
 
     # -- autodiff -------------------------------------------------------------------
 
@@ -780,7 +822,8 @@ class DescentTrajectory:
     Attributes:
         steps: ``(T,)`` recorded steps. objective, grad_norm: ``(T,)`` at those steps.
         points: the :class:`UFMParameters` at those steps.
-        final: the last point. lr: the step size. method: ``"literal"`` or ``"converged"``.
+        final: the last point. lr: the step size.
+        method: ``"literal"``, ``"sgd"`` or ``"converged"``.
         stopped: why the run ended.
     """
 
@@ -807,16 +850,23 @@ def gradient_descent(
     momentum: float = 0.0,
     checkpoints: Sequence[int] | int = 40,
     tol: float = 0.0,
+    batch_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> DescentTrajectory:
     r"""The paper's solver (``"literal"``): full-batch gradient descent on every block,
     ``θ ← θ − lr ∇F(θ)`` (heavy-ball ``v ← μv − lr∇F, θ ← θ + v`` when ``momentum = μ > 0``),
     from :meth:`DeepUFM.random_point` (``seed``, ``w_scale``, ``h_scale``) or ``init``.
+    With ``batch_size = b < N`` it is SGD (``"sgd"``): each step follows
+    :meth:`DeepUFM.minibatch_gradient` on the next ``b`` samples of a fresh random
+    permutation per epoch (seeded by ``seed``; the last batch of an epoch may be smaller).
 
     Args:
         checkpoints: the steps at which to keep the point (a sequence), or a count of
             log-spaced ones (:func:`log_checkpoints`); step 0 and the last step always.
-        tol: stop early once ``‖∇F‖ <= tol`` (recorded; 0 never stops).
+            The recorded objective and gradient norm are the full ``F`` and ``‖∇F‖``.
+        tol: stop early once ``‖∇F‖ <= tol`` (recorded; 0 never stops); with SGD it is
+            checked at the checkpoints only (the full gradient is computed there).
+        batch_size: ``None`` or ``N`` for full batches (the paper's), else SGD's ``b``.
         progress: called as ``progress(step, n_steps)`` every 1% of the steps.
 
     Raises:
@@ -826,6 +876,8 @@ def gradient_descent(
     n_steps = check_int("n_steps", n_steps, minimum=0)
     mu = check_float("momentum", momentum, minimum=0.0, maximum=1.0)
     tol = check_float("tol", tol, minimum=0.0)
+    n = model.n_samples
+    b = n if batch_size is None else check_int("batch_size", batch_size, minimum=1, maximum=n)
     if isinstance(checkpoints, int):
         wanted = set(log_checkpoints(n_steps, checkpoints).tolist())
     else:
@@ -853,16 +905,20 @@ def gradient_descent(
     velocity = np.zeros_like(theta)
     stopped = f"{n_steps} steps"
     every = max(n_steps // 100, 1)
+    batches = sgd_batches(n, b, seed) if b < n else None
     with serial_threads(), np.errstate(over="raise", invalid="raise"):
         step = 0
         try:
             while True:
                 point = unflat(theta)
-                value, grad = model._value_and_grad(point)
-                g = grad.flat()
-                gnorm = float(np.linalg.norm(g))
-                done = step == n_steps or (tol > 0 and gnorm <= tol)
-                if step in wanted or done:
+                recorded = step in wanted or step == n_steps
+                if batches is None or recorded:
+                    value, grad = model._value_and_grad(point)
+                    gnorm = float(np.linalg.norm(grad.flat()))
+                done = step == n_steps or (
+                    tol > 0 and (batches is None or recorded) and gnorm <= tol
+                )
+                if recorded or done:
                     steps.append(step)
                     values.append(value)
                     norms.append(gnorm)
@@ -871,6 +927,9 @@ def gradient_descent(
                     if step < n_steps:
                         stopped = f"gradient norm {gnorm:.3g} <= tol {tol:g} at step {step}"
                     break
+                if batches is not None:
+                    grad = model._value_and_grad(point, next(batches))[1]
+                g = grad.flat()
                 if mu > 0:
                     velocity = mu * velocity - lr * g
                     theta = theta + velocity
@@ -890,9 +949,20 @@ def gradient_descent(
         points=points,
         final=points[-1],
         lr=lr,
-        method="literal",
+        method="literal" if batches is None else "sgd",
         stopped=stopped,
     )
+
+
+def sgd_batches(n: int, b: int, seed: int) -> Iterator[np.ndarray]:
+    """The batches of :func:`gradient_descent` with ``batch_size = b``: consecutive ``b``
+    indices (sorted) of a fresh permutation of ``0..n−1`` per epoch; the last batch of an
+    epoch has ``n mod b`` when ``b`` does not divide ``n``."""
+    rng = np.random.default_rng([seed, 1])  # apart from the initialisation's stream
+    while True:
+        order = rng.permutation(n)
+        for start in range(0, n, b):
+            yield np.sort(order[start : start + b])
 
 
 def minimise(

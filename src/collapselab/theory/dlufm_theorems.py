@@ -391,7 +391,7 @@ def verify_dlufm(
         else [_layer(model, ell) for ell in layers]
     )
     out = DLUFMVerification()
-    value, grad = model._value_and_grad(p)
+    value, grad = model.value_and_gradient(p)
     out.add("optimum", "objective", 0, value, form.objective)
     out.add("optimum", "outputs t*Y", 0, model.features(p)[-1], form.t_star * model.targets)
     out.add("optimum", "gradient norm", 0, grad.norm(), 0.0)

@@ -73,7 +73,7 @@ def layer_snapshot(
     g = layer_gradient(model, point, layer)
     top = vectors[:, : k * k]
     gnorm = float(np.linalg.norm(g))
-    value, grad = model._value_and_grad(point)
+    value, grad = model.value_and_gradient(point)
     out: dict[str, np.ndarray] = {
         "objective": np.float64(value),
         "grad_norm": np.float64(grad.norm()),
