@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from collapselab.theory.dlufm import DeepLinearUFM, DeepReLUUFM, UFMParameters, exact_optimum
+from collapselab.theory.dlufm import (
+    DeepLinearUFM,
+    DeepReLUUFM,
+    UFMParameters,
+    closed_form,
+    exact_optimum,
+)
 from collapselab.theory.dlufm_layerwise import (
     count_outliers,
     descending_eigh,
@@ -24,6 +30,8 @@ from collapselab.theory.dlufm_layerwise import (
     layer_data,
     layer_gradient,
     layer_hessian,
+    layer_hessian_operator,
+    layer_hessian_top,
     papyan_decomposition,
     predicted_eigenvectors,
     subspace_overlap,
@@ -78,6 +86,38 @@ def test_relu_data_dependent_hessian_equals_autodiff(model):
             assert np.abs(data - auto).max() <= 1e-10 * np.abs(data).max()
     with pytest.raises(ValueError, match="linear model only"):
         layer_hessian(model, point, 1, method="kronecker")
+
+
+@pytest.mark.parametrize("model", LINEAR[:2] + RELU, ids=repr)
+def test_hessian_vector_products_and_lanczos_equal_the_autodiff_hessian(model):
+    """The matrix-free operator applied to I equals the autodiff Hessian; Lanczos top-5
+    equals numpy's eigh of it (both orders, with and without λI)."""
+    point = model.random_point(seed=3)
+    for layer in _layers(model):
+        for order in ("row", "column"):
+            for reg in (False, True):
+                options = {"order": order, "regularised": reg}
+                dense = layer_hessian(model, point, layer, method="autodiff", **options)
+                operator = layer_hessian_operator(model, point, layer, **options)
+                scale = np.abs(dense).max()
+                assert np.abs(operator @ np.eye(dense.shape[0]) - dense).max() <= 1e-12 * scale
+                values, vectors = layer_hessian_top(model, point, layer, 5, **options)
+                reference = descending_eigh(dense)[0][:5]
+                assert np.abs(values - reference).max() <= 1e-10 * scale
+                residual = dense @ vectors - vectors * values
+                assert np.abs(residual).max() <= 1e-8 * scale
+
+
+def test_lanczos_at_a_large_width_finds_the_k_squared_closed_form_outliers():
+    """d = 120 (P = 14,400 at layer 3, never formed densely): at the exact optimum the top
+    K² = 9 eigenvalues equal Theorem 4.1's λ_out(3) and the next is 0 (rank K²)."""
+    model = DeepLinearUFM(3, 10, 120, 5e-3, 5e-3, n_layers=4)
+    values, _ = layer_hessian_top(model, exact_optimum(model, seed=0), 3, 10)
+    predicted = closed_form(model).hessian_outlier[2]
+    assert np.abs(values[:9] - predicted).max() <= 1e-10 * predicted
+    assert abs(values[9]) <= 1e-12 * predicted
+    with pytest.raises(ValueError, match="k"):
+        layer_hessian_top(model, exact_optimum(model), 3, 14_400)
 
 
 @pytest.mark.parametrize("model", [LINEAR[0], RELU[0]], ids=repr)

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.sparse.linalg import LinearOperator, eigsh
 
 from collapselab.checks import check_choice, check_float, check_int
 from collapselab.theory.dlufm import DeepUFM, UFMParameters
@@ -73,6 +74,8 @@ __all__ = [
     "layer_data",
     "layer_gradient",
     "layer_hessian",
+    "layer_hessian_operator",
+    "layer_hessian_top",
     "papyan_decomposition",
     "predicted_eigenvectors",
     "subspace_overlap",
@@ -233,6 +236,66 @@ def layer_hessian(
     if regularised:
         hess = hess + model.lambda_w[data.layer - 1] * np.eye(data.dim)
     return hess
+
+
+def layer_hessian_operator(
+    model: DeepUFM, point: object, layer: int, *, order: str = "row", regularised: bool = False
+) -> LinearOperator:
+    r"""The layer-wise Hessian of :func:`layer_hessian` as a matrix-free scipy
+    ``LinearOperator`` (Hessian-vector products, never the ``P x P`` matrix), from the
+    per-sample form of App. F: with ``V`` the ``(d_{l+1}, d_l)`` matrix of ``v``,
+
+    .. math::
+        H_l v = \frac{κ}{N} \sum_i \mathrm{vec}\big(A_i^T A_i V h_i h_i^T\big)
+              \;(+ λ_{W_l} v),
+
+    ``O(N K d_{l+1} + N d_{l+1} d_l)`` per product; ``order`` as in :func:`layer_hessian`.
+    """
+    order = check_choice("order", order, ORDERS)
+    data = layer_data(model, point, layer)
+    rows, cols = data.h_next.shape[0], data.h.shape[0]
+    shift = model.lambda_w[data.layer - 1] if regularised else 0.0
+    factor = model.kappa / model.n_samples
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        flat = np.asarray(v, dtype=np.float64).ravel()
+        mat = flat.reshape(rows, cols) if order == "row" else flat.reshape(cols, rows).T
+        signal = np.einsum("ab,bi->ia", mat, data.h)  # V h_i, (N, d_{l+1})
+        pulled = np.einsum("ica,ic->ia", data.back, np.einsum("icb,ib->ic", data.back, signal))
+        out = factor * (pulled.T @ data.h.T)  # Σ_i A_iᵀA_i V h_i h_iᵀ
+        out = out.ravel() if order == "row" else out.T.ravel()
+        return out + shift * flat
+
+    return LinearOperator((data.dim, data.dim), matvec=matvec, dtype=np.float64)
+
+
+def layer_hessian_top(
+    model: DeepUFM,
+    point: object,
+    layer: int,
+    k: int,
+    *,
+    order: str = "row",
+    regularised: bool = False,
+    tol: float = 0.0,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenpairs of the layer-wise Hessian by Lanczos (scipy ``eigsh``
+    on :func:`layer_hessian_operator`), for widths where the dense ``P x P`` matrix of
+    :func:`layer_hessian` is too large: eigenvalues descending, eigenvectors as columns.
+
+    Args:
+        k: ``1 <= k < P``.
+        tol: ``eigsh``'s relative accuracy (0: machine precision).
+        seed: seed of the starting vector.
+    """
+    operator = layer_hessian_operator(model, point, layer, order=order, regularised=regularised)
+    dim = operator.shape[0]
+    k = check_int("k", k, minimum=1, maximum=dim - 1)
+    start = np.random.default_rng(seed).standard_normal(dim)
+    values, vectors = eigsh(operator, k=k, which="LA", tol=tol, v0=start)
+    order_desc = np.argsort(values)[::-1]
+    return values[order_desc], vectors[:, order_desc]
 
 
 def descending_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
