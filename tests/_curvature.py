@@ -53,14 +53,15 @@ def ufm_at_dnc(K: int = 3, n: int = 4, d: int = 6, L: int = 3, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     N = K * n
     model = DeepLinear([N] + [d] * L + [K]).double()
-    frames = [torch.linalg.qr(torch.randn(d, K, generator=g, dtype=torch.float64))[0]
-              for _ in range(L)] + [torch.eye(K, dtype=torch.float64)]
+    frames = [
+        torch.linalg.qr(torch.randn(d, K, generator=g, dtype=torch.float64))[0] for _ in range(L)
+    ] + [torch.eye(K, dtype=torch.float64)]
     scales = [0.7 + 0.2 * i for i in range(L)]
     with torch.no_grad():
         means = 0.9 * frames[0]  # h̄_k^{(1)} = 0.9 U_1[:, k]
         model.layers[0].weight.copy_(means.repeat_interleave(n, dim=1))
-        for l in range(1, L + 1):
-            model.layers[l].weight.copy_(scales[l - 1] * frames[l] @ frames[l - 1].T)
+        for i in range(1, L + 1):
+            model.layers[i].weight.copy_(scales[i - 1] * frames[i] @ frames[i - 1].T)
     x = torch.eye(N, dtype=torch.float64)
     y = torch.arange(K).repeat_interleave(n)
     return model, x, y

@@ -70,7 +70,7 @@ def test_the_loss_conventions():
         w, u = loss.factors(f)
         for i in range(5):
             dense = torch.autograd.functional.hessian(
-                lambda z, i=i: loss.value(z[None], y[i : i + 1]).sum(), f[i]
+                lambda z, i=i, loss=loss: loss.value(z[None], y[i : i + 1]).sum(), f[i]
             )
             built = sum(w[i, c] * torch.outer(u[c, i], u[c, i]) for c in range(4))
             assert (built - dense).abs().max() < 1e-13
@@ -95,19 +95,21 @@ def test_the_deep_linear_ufm_layer_hessian_is_the_kronecker_formula():
     g = torch.Generator().manual_seed(5)
     with torch.no_grad():  # away from collapse: the formula holds at any parameters
         for layer in model.layers:
-            layer.weight.add_(0.3 * torch.randn(layer.weight.shape, generator=g, dtype=torch.float64))
+            layer.weight.add_(
+                0.3 * torch.randn(layer.weight.shape, generator=g, dtype=torch.float64)
+            )
     L = len(model.layers) - 1
-    for l in range(1, L + 1):
-        obj = Objective(model, "mse_half", [(x, y)], params=[model.layers[l].weight])
+    for m in range(1, L + 1):
+        obj = Objective(model, "mse_half", [(x, y)], params=[model.layers[m].weight])
         left = torch.eye(3, dtype=torch.float64)
-        for j in range(L, l, -1):
+        for j in range(L, m, -1):
             left = left @ model.layers[j].weight.detach()
         feats = x @ model.layers[0].weight.detach().T
-        for j in range(1, l):
+        for j in range(1, m):
             feats = feats @ model.layers[j].weight.detach().T
         formula = torch.kron(left.T @ left, feats.T @ feats / len(y))
-        assert (HessianOperator(obj).dense() - formula).abs().max() < 1e-12, l
-        assert (GGNOperator(obj).dense() - formula).abs().max() < 1e-12, l
+        assert (HessianOperator(obj).dense() - formula).abs().max() < 1e-12, m
+        assert (GGNOperator(obj).dense() - formula).abs().max() < 1e-12, m
 
 
 def test_gradient_covariance_and_low_rank_operators():
@@ -139,7 +141,9 @@ def test_batchnorm_modes():
         model(x)
     running = model[1].running_mean.clone()
     with pytest.raises(ValueError, match="BatchNorm module '1' is in training mode"):
-        HessianOperator(Objective(model, "ce", [(x, y)])).matvec(torch.ones(63, dtype=torch.float64))
+        HessianOperator(Objective(model, "ce", [(x, y)])).matvec(
+            torch.ones(63, dtype=torch.float64)
+        )
     # eval: the running statistics; the reference is the model in eval mode
     obj = Objective(model, "ce", [(x, y)], batchnorm="eval")
     model.eval()

@@ -47,7 +47,9 @@ def gradient_coefficients(gradient: torch.Tensor, vectors: torch.Tensor) -> torc
 def subspace_overlap(first: torch.Tensor, second: torch.Tensor) -> float:
     """``tr(P_U P_V)/k`` for orthonormal ``U (P, k)``, ``V (P, k')`` (``k`` of ``U``)."""
     if first.shape[0] != second.shape[0]:
-        raise ValueError(f"subspaces of different dimensions: {first.shape[0]} != {second.shape[0]}")
+        raise ValueError(
+            f"subspaces of different dimensions: {first.shape[0]} != {second.shape[0]}"
+        )
     return float((first.T @ second.to(first)).pow(2).sum() / first.shape[1])
 
 

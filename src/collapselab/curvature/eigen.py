@@ -64,10 +64,10 @@ def top_eigenpairs(
         k: how many pairs, ``1 <= k <= P``.
         which: ``"LA"`` (largest, default), ``"LM"`` (largest magnitude), ``"SA"``.
         tol: relative residual tolerance.
-        block: vectors added per step (default ``min(k, 32)``: a block finds an eigenvalue
+        block: vectors added per step (default ``min(k, 16)``: a block finds an eigenvalue
             of multiplicity up to its size, e.g. the K² equal outliers of paper 004).
-        max_dim: largest basis before a restart (default ``max(2k + 2·block, 20)``, at
-            most ``P``).
+        max_dim: largest basis before a restart (default ``max(2k + 2·block, 6k, 40)``,
+            at most ``P``).
         max_products: stop (``converged=False``) after this many products (default
             ``50 · max_dim``).
         seed: seed of the random starting block.
@@ -82,8 +82,8 @@ def top_eigenpairs(
         raise ValueError(f"k = {k} exceeds the operator's dimension P = {P}")
     which = check_choice("which", which, WHICH)
     tol = check_float("tol", tol, minimum=0.0, strict=True)
-    b = min(check_int("block", block, minimum=1) if block is not None else min(k, 32), P)
-    dim_cap = max_dim if max_dim is not None else max(2 * k + 2 * b, 20)
+    b = min(check_int("block", block, minimum=1) if block is not None else min(k, 16), P)
+    dim_cap = max_dim if max_dim is not None else max(2 * k + 2 * b, 6 * k, 40)
     dim_cap = min(check_int("max_dim", dim_cap, minimum=k + 1) if dim_cap < P else P, P)
     budget = max_products if max_products is not None else 50 * dim_cap
     if dim_cap >= P:

@@ -168,9 +168,7 @@ class Objective:
             raise ValueError("data yielded no batch: the objective needs at least one sample")
         self.passes += 1
 
-    def accumulate(
-        self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    ) -> torch.Tensor:
+    def accumulate(self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
         """``ρ Σ_batches fn(x, y)`` over one pass (``fn`` returns per-batch sums)."""
         total: torch.Tensor | None = None
         n = 0
@@ -183,6 +181,7 @@ class Objective:
 
     def value(self) -> float:
         """``L(θ)``, checked finite."""
+
         def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             return check_finite_loss(self.batch_loss(self.theta, x, y))
 
@@ -314,8 +313,13 @@ def _batch_statistics(model: nn.Module) -> Iterator[None]:
     for module in model.modules():
         if isinstance(module, _BatchNorm):
             saved.append(
-                (module, module.training, module.track_running_stats,
-                 module.running_mean, module.running_var)
+                (
+                    module,
+                    module.training,
+                    module.track_running_stats,
+                    module.running_mean,
+                    module.running_var,
+                )
             )
             module.train()
             module.track_running_stats = False  # no num_batches_tracked update either

@@ -194,7 +194,9 @@ def papyan_decomposition(
     centre = (masses[:, :, None] * means).sum(dim=axis) / total[:, None]
     class_part = LowRankOperator(centre.T.contiguous(), total)
     centred = means - (centre[None, :, :] if axis == 0 else centre[:, None, :])
-    cross_part = LowRankOperator(centred.reshape(-1, means.shape[2]).T.contiguous(), masses.reshape(-1))
+    cross_part = LowRankOperator(
+        centred.reshape(-1, means.shape[2]).T.contiguous(), masses.reshape(-1)
+    )
     ggn = GGNOperator(objective, block)
     within = ggn - class_part - cross_part
     return PapyanDecomposition(ggn, class_part, cross_part, within, pairs, centring)

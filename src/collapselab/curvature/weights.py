@@ -104,4 +104,10 @@ def power_law_fit(eigenvalues: object, min_tail: int = 5) -> PowerLawFit:
     return best
 
 
-__all__ = ["PowerLawFit", "covariance_spectrum", "power_law_fit", "weight_matrix", "weight_spectrum"]
+__all__ = [
+    "PowerLawFit",
+    "covariance_spectrum",
+    "power_law_fit",
+    "weight_matrix",
+    "weight_spectrum",
+]
