@@ -51,6 +51,10 @@ def test_hessian_ggn_and_fisher_equal_dense_autograd(loss, reduction):
     g = _per_sample_gradients(obj, x, y)
     fisher = g.T @ g / (len(y) if reduction == "mean" else 1)
     assert (EmpiricalFisherOperator(obj).dense() - fisher).abs().max() < 1e-10
+    V = torch.randn(obj.dim, 5, dtype=torch.float64)
+    for op in (HessianOperator, GGNOperator, EmpiricalFisherOperator):
+        cached, fresh = op(obj), op(obj, cache=False)
+        assert (cached @ V - fresh @ V).abs().max() < 1e-13  # graphs kept or rebuilt
     # the smooth network's Hessian is not its GGN: the test would see a swap
     assert (dense_h - _ggn_reference(obj, x, y)).abs().max() > 1e-4
 

@@ -1,22 +1,27 @@
-r"""Matrix-free curvature operators: one class per matrix, products by :mod:`torch.func`.
+r"""Matrix-free curvature operators: one class per matrix, products by batched autograd.
 
 Every operator is a symmetric ``P × P`` matrix that is never formed: it applies to a block
-of vectors ``V (P, m)`` (:meth:`CurvatureOperator.matmat`), one pass over the data per
-block, with the ``m`` products of a batch vectorised by :func:`torch.func.vmap` (the
-forward pass of the batch is computed once for all of them). Memory is ``O(P·m)``.
+of vectors ``V (P, m)`` (:meth:`CurvatureOperator.matmat`). Per batch the forward pass
+(and, for the Hessian, the gradient with its graph) is computed once and the ``m``
+products are batched backward passes through that graph
+(``torch.autograd.grad(..., is_grads_batched=True)``, ``block`` vectors at a time); the
+model is called functionally (:func:`torch.func.functional_call`) at the group values
+``θ``. With ``cache=True`` (default) the graphs of every batch are built on the first
+product and kept, so later products make no forward pass (memory: the graph of a forward
+and backward pass over all the data, which suits the subsets curvature is measured on);
+``cache=False`` rebuilds them at each product (a pass over the data each, the memory of
+one batch). Memory is otherwise ``O(P·m)``.
 
 For an :class:`~collapselab.curvature.objective.Objective`
 :math:`\mathcal{L}(\theta) = \rho\sum_n \ell(f_n(\theta), y_n)` with Jacobians
 :math:`J_n = \partial f_n/\partial\theta` (``C × P``):
 
-* :class:`HessianOperator`: :math:`H = \nabla^2_\theta \mathcal{L}` (forward-over-reverse:
-  ``jvp`` of ``grad``);
+* :class:`HessianOperator`: :math:`H = \nabla^2_\theta \mathcal{L}` (double backward);
 * :class:`GGNOperator`: the generalized Gauss–Newton matrix
-  :math:`G = \rho\sum_n J_n^\top \nabla_f^2\ell_n\, J_n` (``jvp``, the loss's output
-  Hessian, ``vjp``); for piece-wise linear networks with MSE, :math:`G = H`;
+  :math:`G = \rho\sum_n J_n^\top \nabla_f^2\ell_n\, J_n`; for piece-wise linear networks
+  with MSE, :math:`G = H`;
 * :class:`EmpiricalFisherOperator`: :math:`F = \rho\sum_n g_n g_n^\top` with the
-  per-sample gradients :math:`g_n = J_n^\top \nabla_f\ell_n` (never formed: ``jvp``, a
-  scalar per sample, ``vjp``);
+  per-sample gradients :math:`g_n = J_n^\top \nabla_f\ell_n` (never formed);
 * :class:`LowRankOperator`: :math:`A\,\mathrm{diag}(w)\,A^\top` from explicit factors
   (Papyan's class and cross-class parts); :class:`LinearCombination`: sums and
   differences of operators (``G - G_class - G_cross``, knock-outs).
@@ -31,16 +36,16 @@ tests); :meth:`CurvatureOperator.to_scipy` gives a :class:`scipy.sparse.linalg.L
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
-from torch.func import jvp, vjp, vmap
 
 from collapselab.checks import ArgumentTypeError, check_int
 from collapselab.curvature.objective import Objective, check_finite_loss
 
 DEFAULT_BLOCK = 16
-"""Vectors per vectorised product (``vmap`` chunk): bounds the memory of the tangents."""
+"""Vectors per batched backward pass: bounds the memory of the products of one batch."""
 
 
 class CurvatureOperator:
@@ -112,9 +117,17 @@ class CurvatureOperator:
 
 
 class _DataOperator(CurvatureOperator):
-    """An operator that sums per-batch products over one pass of an objective's data."""
+    """An operator that sums per-batch products over an objective's data.
 
-    def __init__(self, objective: Objective, block: int = DEFAULT_BLOCK) -> None:
+    Args:
+        objective: the objective.
+        block: vectors per batched backward pass.
+        cache: keep every batch's graph after the first product (module docstring).
+    """
+
+    def __init__(
+        self, objective: Objective, block: int = DEFAULT_BLOCK, *, cache: bool = True
+    ) -> None:
         if not isinstance(objective, Objective):
             raise ArgumentTypeError(
                 f"objective must be a collapselab.curvature.Objective, got "
@@ -122,25 +135,81 @@ class _DataOperator(CurvatureOperator):
             )
         self.objective = objective
         self.block = check_int("block", block, minimum=1)
+        self.cache = bool(cache)
         self.dim = objective.dim
         self.dtype = objective.dtype
         self.device = objective.device
+        self._graphs: list[tuple[Any, ...]] | None = None
+        self._n = 0
 
     def _matmat(self, V: torch.Tensor) -> torch.Tensor:
-        return self.objective.accumulate(lambda x, y: self._batch(x, y, V))
+        if not self.cache:
+            return self.objective.accumulate(lambda x, y: self._apply(self._prepare(x, y), V))
+        if self._graphs is None:
+            graphs, n = [], 0
+            for x, y in self.objective.batches():
+                graphs.append(self._prepare(x, y))
+                n += int(y.shape[0])
+            self._graphs, self._n = graphs, n
+        total = sum(self._apply(graph, V) for graph in self._graphs)
+        return total / self._n if self.objective.reduction == "mean" else total
 
-    def _batch(self, x: torch.Tensor, y: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        """The graph of one batch that the products differentiate through."""
         raise NotImplementedError
 
-    def _columns(self, fn: object, V: torch.Tensor) -> torch.Tensor:
-        """``fn`` applied to every column of ``V``, vectorised in chunks of ``block``."""
-        out = vmap(fn, in_dims=1, out_dims=1, chunk_size=self.block)(V)
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        """The batch's unscaled products ``(P, m)`` from its graph."""
+        raise NotImplementedError
+
+    def _pullbacks(
+        self, output: torch.Tensor, theta: torch.Tensor, cotangents: torch.Tensor
+    ) -> torch.Tensor:
+        """``(∂ output/∂θ)ᵀ c`` for a block of cotangents ``(m, *output.shape)``, as
+        ``(P, m)``: batched backward passes through the kept graph, ``block`` at a time."""
+        parts = []
+        for start in range(0, cotangents.shape[0], self.block):
+            chunk = cotangents[start : start + self.block].contiguous()
+            (part,) = torch.autograd.grad(
+                output, theta, grad_outputs=chunk, is_grads_batched=True, retain_graph=True
+            )
+            parts.append(part)
+        out = torch.cat(parts).T
         if not bool(torch.isfinite(out).all()):
             raise ValueError(
                 f"{type(self).__name__}: NaN or Inf in a product on a batch (is the loss or "
                 "the model's output NaN there?)"
             )
         return out
+
+    def _jacobian_products(
+        self, jtu: torch.Tensor, u: torch.Tensor, V: torch.Tensor
+    ) -> torch.Tensor:
+        """``J v`` for every column ``v`` of ``V``, as ``(m, *u.shape)``, by the double
+        backward trick: ``jtu = Jᵀu`` is linear in the dummy ``u``, and its vector-Jacobian
+        product with ``v`` is ``J v``."""
+        parts = []
+        for start in range(0, V.shape[1], self.block):
+            chunk = V[:, start : start + self.block].T.contiguous()
+            (part,) = torch.autograd.grad(
+                jtu, u, grad_outputs=chunk, is_grads_batched=True, retain_graph=True
+            )
+            parts.append(part)
+        return torch.cat(parts)
+
+    def _graph(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(θ as a leaf, f(x; θ))`` with the graph kept for the products."""
+        theta = self.objective.theta.detach().requires_grad_(True)
+        return theta, self.objective.forward(theta, x)
+
+    def _output_graph(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        """``(θ, f, u, Jᵀu, y)``: the outputs' graph and that of ``Jᵀu`` for a dummy ``u``."""
+        with torch.enable_grad():
+            theta, out = self._graph(x)
+            check_finite_loss(self.objective.loss.value(out.detach(), y).sum())
+            u = torch.zeros_like(out, requires_grad=True)
+            (jtu,) = torch.autograd.grad(out, theta, grad_outputs=u, create_graph=True)
+        return theta, out, u, jtu, y
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.objective!r})"
@@ -155,18 +224,20 @@ class HessianOperator(_DataOperator):
             + \sum_{c} \frac{\partial \ell_n}{\partial f_c}\,\nabla^2_\theta f_{n,c}\Big),
         \qquad Hv = \frac{d}{dt}\,\nabla_\theta\mathcal{L}(\theta + t v)\Big|_{t=0}.
 
-    Products are forward-over-reverse (``jvp`` of ``grad``), one pass per block.
+    Products are double backward passes: per batch the gradient is built with its graph,
+    then differentiated along every ``v`` of the block.
     """
 
-    def _batch(self, x: torch.Tensor, y: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-        obj = self.objective
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        with torch.enable_grad():
+            theta, out = self._graph(x)
+            loss = check_finite_loss(self.objective.loss.value(out, y).sum())
+            (grad,) = torch.autograd.grad(loss, theta, create_graph=True)
+        return theta, grad
 
-        grad = torch.func.grad(lambda theta: obj.batch_loss(theta, x, y))
-
-        def hvp(v: torch.Tensor) -> torch.Tensor:
-            return jvp(grad, (obj.theta,), (v,))[1]
-
-        return self._columns(hvp, V)
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        theta, grad = graph
+        return self._pullbacks(grad, theta, V.T)
 
 
 class GGNOperator(_DataOperator):
@@ -178,23 +249,17 @@ class GGNOperator(_DataOperator):
 
     with the output Hessians of :mod:`~collapselab.curvature.losses` (cross-entropy:
     :math:`\mathrm{diag}(p) - pp^\top`; MSE :math:`s\lVert f-e_y\rVert^2`: :math:`2sI`).
-    Positive semi-definite. Products: ``jvp`` (``J V``), the output Hessian, ``vjp``.
+    Positive semi-definite. Products: :math:`JV` by the double backward trick, the output
+    Hessian, one batched backward pass.
     """
 
-    def _batch(self, x: torch.Tensor, y: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-        obj = self.objective
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        return self._output_graph(x, y)
 
-        def f(theta: torch.Tensor) -> torch.Tensor:
-            return obj.forward(theta, x)
-
-        out, pullback = vjp(f, obj.theta)
-        check_finite_loss(obj.loss.value(out, y).sum())
-
-        def product(v: torch.Tensor) -> torch.Tensor:
-            jv = jvp(f, (obj.theta,), (v,))[1]
-            return pullback(obj.loss.hessian_apply(out, jv))[0]
-
-        return self._columns(product, V)
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        theta, out, u, jtu, _ = graph
+        jv = self._jacobian_products(jtu, u, V)
+        return self._pullbacks(out, theta, self.objective.loss.hessian_apply(out.detach(), jv))
 
 
 class EmpiricalFisherOperator(_DataOperator):
@@ -204,25 +269,18 @@ class EmpiricalFisherOperator(_DataOperator):
         F = \rho\sum_n g_n g_n^\top,\qquad g_n = J_n^\top\nabla_f\ell(f_n, y_n),\qquad
         F v = \rho\sum_n J_n^\top\,\nabla_f\ell_n\,\big(\nabla_f\ell_n^\top J_n v\big).
 
-    The per-sample gradients are never formed: ``jvp`` gives :math:`J_n v`, one scalar per
-    sample weights :math:`\nabla_f\ell_n`, and one ``vjp`` sums the batch.
+    The per-sample gradients are never formed: :math:`J_n v` by the double backward trick,
+    one scalar per sample weighting :math:`\nabla_f\ell_n`, one batched backward pass.
     """
 
-    def _batch(self, x: torch.Tensor, y: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-        obj = self.objective
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        return self._output_graph(x, y)
 
-        def f(theta: torch.Tensor) -> torch.Tensor:
-            return obj.forward(theta, x)
-
-        out, pullback = vjp(f, obj.theta)
-        check_finite_loss(obj.loss.value(out, y).sum())
-        r = obj.loss.gradient(out, y)
-
-        def product(v: torch.Tensor) -> torch.Tensor:
-            jv = jvp(f, (obj.theta,), (v,))[1]
-            return pullback(r * (r * jv).sum(-1, keepdim=True))[0]
-
-        return self._columns(product, V)
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        theta, out, u, jtu, y = graph
+        r = self.objective.loss.gradient(out.detach(), y)
+        jv = self._jacobian_products(jtu, u, V)
+        return self._pullbacks(out, theta, r * (r * jv).sum(-1, keepdim=True))
 
 
 class LowRankOperator(CurvatureOperator):
