@@ -136,6 +136,8 @@ def test_slq_integrates_to_one_and_matches_the_dense_spectrum():
 def test_outlier_counts():
     assert count_outliers([9, 8, 7, 0.1, 0.05, 0.01]) == 3
     assert count_outliers([5, 1e-17, 0, -1e-16]) == 1
+    # a tiny last value (the bottom of a truncated spectrum) is not a gap of the outliers
+    assert count_outliers([9, 8, 7, 0.1, 0.08, 0.07, 0.06, 1e-9]) == 3
     assert count_outliers([1, 1, 1]) == 0
     assert count_outliers([9, 8, 7, 0.1], "threshold", threshold=0.5) == 3
     assert count_outliers([9, 8, 7, 0.1], "threshold", threshold=7.5, relative=False) == 2

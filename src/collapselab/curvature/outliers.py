@@ -3,14 +3,16 @@ r"""Counting the outliers of a spectrum: by the largest gap, or by a threshold.
 * ``"gap"``: with the eigenvalues sorted in decreasing order, :math:`\lambda_1 \ge \dots
   \ge \lambda_m`, and floored at :math:`\varepsilon\lambda_1` (``floor``, so that zeros
   and negative values count as the floor), the count is the position of the largest
-  log-gap,
+  log-gap among the first half,
 
   .. math::
-      n_{\text{out}} = \arg\max_{1 \le j < m}\; \log\lambda_j - \log\lambda_{j+1} .
+      n_{\text{out}} = \arg\max_{1 \le j \le \lfloor m/2 \rfloor}\;
+          \log\lambda_j - \log\lambda_{j+1} .
 
-  It needs eigenvalues from the bulk as well: pass more than the expected number of
-  outliers (the family passes ``K² + K`` or more). A spectrum with all values equal has no
-  gap; the count is then 0.
+  The bulk must be represented: at least as many values as outliers are passed (the
+  family passes ``2K² + K``); the cap keeps a small last value of a truncated or
+  rank-deficient spectrum (a gap into the bottom of the bulk) from counting everything
+  above it as outliers. A spectrum with all values equal has no gap; the count is 0.
 * ``"threshold"``: the number of eigenvalues above ``threshold · λ_1`` (relative) or above
   ``threshold`` (``relative=False``).
 """
@@ -48,8 +50,8 @@ def count_outliers(
     if vals.size < 2 or top <= 0:
         return 0
     clipped = np.maximum(vals, floor * top)
-    gaps = -np.diff(np.log(clipped))
-    if gaps.max() <= 0:
+    gaps = -np.diff(np.log(clipped))[: vals.size // 2]
+    if gaps.size == 0 or gaps.max() <= 0:
         return 0
     return int(np.argmax(gaps)) + 1
 

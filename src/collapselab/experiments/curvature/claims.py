@@ -2,8 +2,8 @@
 
 Every claim reads the curvature rows at the last measurement (the final epoch) of the
 classifier layer (``W_L``) or of the weight layer before it (``W_{L-1}``), with ``K`` the
-number of classes of the run. Counts use the largest log-gap among the top ``K² + K``
-eigenvalues (:func:`collapselab.curvature.count_outliers`). The papers prove the exact
+number of classes of the run. Counts use the largest log-gap in the first half of the top
+``2K² + K`` eigenvalues (:func:`collapselab.curvature.count_outliers`). The papers prove the exact
 statements at a global optimum of the (deep linear) unconstrained feature model; real
 networks at a quick budget are only near such a point, hence the tolerances.
 """

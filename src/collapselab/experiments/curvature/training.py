@@ -42,6 +42,7 @@ def run_curvature(run: Run, context: RunContext) -> None:
         batch_size=int(config["curvature_batch_size"]),
         centring=config["centring"],
         tol=float(config["tol"]),
+        layers=config.get("curvature_layers") or "auto",
     )
     weight_layers = [
         n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)

@@ -74,8 +74,8 @@ class Curvature(Family):
         layers: ``"auto"`` (every ``nn.Linear`` / ``nn.Conv*d`` weight) or module names.
         loss: the loss of the curvature (``"ce"``, ``"mse"``, ``"mse_sum"``, ``"mse_half"``);
             default: the Monitor's loss, which must then be given by name.
-        top: eigenvalues computed per spectrum (default ``K² + K``, at most ``P − 1``): the
-            outlier counts look for the largest gap among them.
+        top: eigenvalues computed per spectrum (default ``2K² + K``, at most ``P − 1``):
+            the outlier counts look for the largest gap in their first half.
         fraction_k: the top eigenvectors of ``f_top`` and of the subspace overlap (default
             ``K``, Gur-Ari et al.'s choice; note 004 uses ``K²``).
         centring: Papyan's centring, ``"logit"`` or ``"class"`` (note 004 §3.9).
@@ -319,7 +319,7 @@ def _measure_layer(
 
     obj = cv.Objective(model, loss, data, params=[module.weight])
     P = obj.dim
-    top = min(fam.top or K * K + K, P - 1)
+    top = min(fam.top or 2 * K * K + K, P - 1)
     values: dict[str, float] = {}
     arrays: dict[str, np.ndarray] = {}
 
@@ -419,9 +419,9 @@ def _papyan(
         if key not in need:
             continue
         knocked = dec.knockout(part)
-        if part == "within":
+        if part == "within":  # low rank: its exact spectrum, then its zero bulk
             vals = knocked.eigenpairs()[0].cpu().numpy()
-            vals = np.concatenate([vals, np.zeros(1)])  # the zero bulk of a low-rank part
+            vals = np.concatenate([vals, np.zeros(max(vals.size, 1))])
         else:
             vals = eig(knocked).values.detach().cpu().numpy()
         arrays[f"ggn_without_{part}_eigenvalues"] = vals
