@@ -100,12 +100,12 @@ def _within_shrinks(results: RunResults) -> ClaimResult:
 
 CLAIMS = [
     Claim(
-        "hessian-k-outliers",
-        "The top of the layer-wise Hessian spectrum separates into about K outliers (Sagun et "
-        "al.; Papyan's class means)",
-        "004 §1; Papyan 2020",
-        "outlier count of the classifier layer's Hessian at the final epoch within 1 of K",
-        _count_claim("hessian_outliers", "K", "1", -1),
+        "hessian-k2-outliers",
+        "The layer-wise Hessian has K² outliers, with eigenvectors the Kronecker products of "
+        "adjacent class means",
+        "004 Thm 4.1, Fig. 3",
+        "outlier count of the classifier layer's Hessian at the final epoch within K of K²",
+        _count_claim("hessian_outliers", "K^2", "K", -1),
     ),
     Claim(
         "class-part-k-outliers",

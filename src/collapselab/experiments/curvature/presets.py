@@ -23,6 +23,21 @@ from typing import Any
 
 QUICK_CLASSES = [0, 1, 3, 5, 8]
 
+TINY_KEYS = (
+    "hessian_top_eigenvalue",
+    "hessian_outliers",
+    "ggn_top_eigenvalue",
+    "ggn_outliers",
+    "gradient_fraction_top",
+    "papyan_within_top",
+    "papyan_class_cross_overlap",
+    "ggn_outliers_without_class",
+    "ggn_outliers_without_cross",
+    "kronecker_alignment_mean",
+    "weight_outliers",
+)
+"""The keys the claims read (the tiny preset computes only these)."""
+
 _SGD = {"momentum": 0.9, "weight_decay": 5e-4, "batch_size": 64}
 
 
@@ -65,7 +80,9 @@ def _preset(
         # CE: Papyan's class part in the class centring (the logit centring vanishes for CE)
         "centring": "logit" if loss == "mse" else "class",
         "tol": 1e-3,
-        "cpu_threads": 2,
+        "curvature_keys": None,  # every key of the family
+        "density_steps": 40,
+        "cpu_threads": 1,  # small networks: one thread is faster on a shared 2-core machine
     }
 
 
@@ -115,5 +132,12 @@ def presets(net: str, loss: str) -> dict[str, dict[str, Any]]:
             "width": 8,
             "channels": [2, 3],
             "batch_size": 12,
+            "curvature_layers": {
+                "mlp": ["layers.1.linear", "classifier"],
+                "conv": ["fc", "classifier"],
+            }[net],
+            "curvature_keys": list(TINY_KEYS),
+            "density_steps": 0,
+            "tol": 1e-2,
         },
     }

@@ -37,7 +37,9 @@ def run_curvature(run: Run, context: RunContext) -> None:
     model = build_network(config, data).to(context.device)
     K = data.n_classes
     family = Curvature(
+        config.get("curvature_keys"),
         epochs=list(config["curvature_epochs"]),
+        density_steps=int(config.get("density_steps", 40)),
         samples=int(config["curvature_samples"]),
         batch_size=int(config["curvature_batch_size"]),
         centring=config["centring"],
