@@ -14,7 +14,10 @@ restarts thick: ``B ← BY_{:, :q}``, ``AB ← (AB)Y_{:, :q}`` for the ``q`` bes
 :math:`\lVert A x - \theta x\rVert \le \mathrm{tol}\cdot \max|\theta|`; the eigenvalue
 error is then at most that residual, and of order its square over the spectral gap.
 
-Memory is ``2 · P · max_dim`` (``O(P·k)``); products come in blocks, which the operators
+The basis and the Rayleigh–Ritz problem are kept in float64 whatever the operator's dtype
+(a float32 model's products are converted), so orthogonality does not break down with the
+products' rounding. Memory is ``2 · P · max_dim`` float64 numbers (``O(P·k)``); products
+come in blocks, which the operators
 of :mod:`~collapselab.curvature.operators` vectorise. When ``max_dim`` reaches ``P`` the
 basis spans the space and the result is exact (a dense eigendecomposition from ``P``
 products).
@@ -89,9 +92,8 @@ def top_eigenpairs(
     if dim_cap >= P:
         return _full_space(op, k, which)
     gen = torch.Generator().manual_seed(seed)
-    B = _orthonormal(torch.randn(P, b, generator=gen, dtype=torch.float64).to(op.dtype), None)
-    B = B.to(op.device)
-    AB = op.matmat(B)
+    B = _orthonormal(torch.randn(P, b, generator=gen, dtype=torch.float64), None).to(op.device)
+    AB = _apply(op, B)
     products = B.shape[1]
     scale = 0.0
     while True:
@@ -111,21 +113,33 @@ def top_eigenpairs(
             keep = max(k + b, dim_cap - 2 * b)
             B, AB = B @ Y[:, :keep], AB @ Y[:, :keep]
         W = _orthonormal(W, B, gen)
-        AW = op.matmat(W)
+        AW = _apply(op, W)
         products += W.shape[1]
         B, AB = torch.cat([B, W], dim=1), torch.cat([AB, AW], dim=1)
+
+
+def _apply(op: CurvatureOperator, V: torch.Tensor) -> torch.Tensor:
+    """``A V`` in float64 (the operator computes in its own dtype), checked finite."""
+    AV = op.matmat(V).to(torch.float64)
+    if not bool(torch.isfinite(AV).all()):
+        raise ValueError(f"{type(op).__name__}: a product is NaN or Inf")
+    return AV
 
 
 def _ritz(B: torch.Tensor, AB: torch.Tensor, which: str) -> tuple[torch.Tensor, torch.Tensor]:
     T = B.T @ AB
     theta, Y = torch.linalg.eigh((T + T.T) / 2)
-    if which == "LA":
-        order = torch.argsort(theta, descending=True)
-    elif which == "LM":
-        order = torch.argsort(theta.abs(), descending=True)
-    else:
-        order = torch.argsort(theta)
+    order = _order(theta, which)
     return theta[order], Y[:, order]
+
+
+def _order(values: torch.Tensor, which: str) -> torch.Tensor:
+    """Indices of ``values`` from the wanted end of the spectrum first."""
+    if which == "LA":
+        return torch.argsort(values, descending=True)
+    if which == "LM":
+        return torch.argsort(values.abs(), descending=True)
+    return torch.argsort(values)
 
 
 def _orthonormal(
@@ -153,15 +167,12 @@ def _orthonormal(
 
 def _full_space(op: CurvatureOperator, k: int, which: str) -> Eigenpairs:
     """The exact answer from ``P`` products when the basis would span the whole space."""
-    A = op.dense()
+    A = op.dense().to(torch.float64)
+    if not bool(torch.isfinite(A).all()):
+        raise ValueError(f"{type(op).__name__}: a product is NaN or Inf")
     A = (A + A.T) / 2
     vals, vecs = torch.linalg.eigh(A)
-    if which == "LA":
-        order = torch.argsort(vals, descending=True)
-    elif which == "LM":
-        order = torch.argsort(vals.abs(), descending=True)
-    else:
-        order = torch.argsort(vals)
+    order = _order(vals, which)
     vals, vecs = vals[order][:k], vecs[:, order][:, :k]
     res = (A @ vecs - vecs * vals).norm(dim=0)
     return Eigenpairs(vals, vecs, res, op.dim, True)
