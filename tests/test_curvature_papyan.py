@@ -17,6 +17,7 @@ from collapselab.curvature import (
     kronecker_vectors,
     module_class_means,
     papyan_decomposition,
+    subspace_overlap,
     top_eigenpairs,
     top_fraction,
 )
@@ -145,3 +146,18 @@ def test_paper_004_theorems_at_deep_neural_collapse(centring):
     for part, left_over in (("class", K * (K - 1)), ("cross", K), ("within", K * K)):
         knocked = np.linalg.eigvalsh(dec.knockout(part).dense().numpy())[::-1]
         assert count_outliers(knocked[: 2 * K * K + K]) == left_over, part
+
+
+def test_subspace_overlap_is_the_trace_of_the_projectors():
+    """M15: tr(P_U P_V)/k, by dense projectors; 1 for a rotated basis, 0 for orthogonal."""
+    g = torch.Generator().manual_seed(0)
+    Q = torch.linalg.qr(torch.randn(20, 20, generator=g, dtype=torch.float64))[0]
+    U, W = Q[:, :3], Q[:, 3:7]
+    R = torch.linalg.qr(torch.randn(3, 3, generator=g, dtype=torch.float64))[0]
+    assert subspace_overlap(U, U @ R) == pytest.approx(1.0, abs=1e-14)
+    assert subspace_overlap(U, W) == pytest.approx(0.0, abs=1e-14)
+    V = torch.linalg.qr(torch.randn(20, 4, generator=g, dtype=torch.float64))[0]
+    dense = float(torch.trace((U @ U.T) @ (V @ V.T))) / 3
+    assert subspace_overlap(U, V) == pytest.approx(dense, rel=1e-12)
+    with pytest.raises(ValueError, match="different dimensions"):
+        subspace_overlap(U, V[:10])

@@ -21,7 +21,7 @@ from collapselab.metrics.families import BUILTIN, Curvature
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.track import Monitor
-from tests._curvature import blobs
+from tests._curvature import blobs, ufm_at_dnc
 
 KEYS = [
     "hessian_top_eigenvalue",
@@ -109,3 +109,68 @@ def test_epochs_schedule_and_errors():
         Curvature(trace_products=10)
     with pytest.raises(ValueError, match="layers must be 'auto'"):
         Curvature(layers="classifier")
+
+
+def test_the_family_on_the_deep_linear_ufm_gives_the_kronecker_formula():
+    """Issue 13's cross-check: on paper 004's deep linear UFM as an ``nn.Module``, the family's
+    layer-wise Hessian (top eigenvalues, Hutch++ trace, spectrum in the arrays) is note 004
+    §3.8's ``(W_{L:l+1}ᵀW_{L:l+1}) ⊗ (1/N) H_l H_lᵀ``, away from collapse; at exact DNC the
+    inner layer has K² outliers and the Kronecker vectors are eigenvectors (M11)."""
+    K, L = 3, 3
+    keys = ["hessian_top_eigenvalue", "hessian_outliers", "hessian_trace"]
+    keys += ["kronecker_alignment_min", "ggn_top_eigenvalue"]
+
+    def formula(model, x, m):
+        left = torch.eye(K, dtype=torch.float64)
+        for j in range(L, m, -1):
+            left = left @ model.layers[j].weight.detach()
+        feats = x @ model.layers[0].weight.detach().T
+        for j in range(1, m):
+            feats = feats @ model.layers[j].weight.detach().T
+        return torch.kron(left.T @ left, feats.T @ feats / len(x))
+
+    for collapsed in (False, True):
+        model, x, y = ufm_at_dnc(K=K, L=L)
+        if not collapsed:
+            g = torch.Generator().manual_seed(5)
+            with torch.no_grad():
+                for layer in model.layers:
+                    layer.weight.add_(0.3 * torch.randn(layer.weight.shape, generator=g).double())
+        family = Curvature(
+            keys, loss="mse_half", samples=len(y), batch_size=5, tol=1e-12, trace_products=108
+        )
+        monitor = Monitor(model, LabeledData(x, y, K), families=[family], schedule=None, loss="mse")
+        values = monitor.measure_now(epoch=0)["train"]
+        arrays = monitor.last_arrays["curvature"]
+        for m in range(1, L + 1):
+            name = f"layers.{m}"
+            H = formula(model, x, m)
+            eig = np.linalg.eigvalsh(H.numpy())[::-1]
+            got = values[name]
+            assert got["hessian_top_eigenvalue"] == pytest.approx(eig[0], rel=1e-10), name
+            assert got["ggn_top_eigenvalue"] == pytest.approx(eig[0], rel=1e-10), name  # H = G
+            assert got["hessian_trace"] == pytest.approx(float(torch.trace(H)), rel=1e-10), name
+            spectrum = arrays[f"{name}:hessian_eigenvalues"]
+            assert np.abs(spectrum - eig[: spectrum.size]).max() < 1e-10 * eig[0], name
+        if collapsed:  # Theorem 4.1 on the inner layers
+            for m in (1, 2):
+                assert values[f"layers.{m}"]["hessian_outliers"] == K * K
+                assert values[f"layers.{m}"]["kronecker_alignment_min"] == pytest.approx(1.0)
+
+
+def test_the_family_measures_batchnorm_networks_with_running_statistics():
+    """The Monitor measures in eval mode: BatchNorm layers use their running statistics
+    (the package's ``batchnorm="eval"``), and the model's state is left as it was."""
+    x, y = blobs(n=24, d=5)
+    torch.manual_seed(0)
+    model = MLP(5, 3, width=6, depth=3, bias=True, norm="batchnorm").double()
+    with torch.no_grad():
+        model(x)  # non-trivial running statistics
+    running = model.layers[1].norm.running_mean.clone()
+    family = Curvature(["hessian_top_eigenvalue"], layers=["classifier"], samples=24, tol=1e-10)
+    monitor = Monitor(model, LabeledData(x, y, 3), families=[family], schedule=None, loss="ce")
+    got = monitor.measure_now(epoch=0)["train"]["classifier"]["hessian_top_eigenvalue"]
+    obj = Objective(model, "ce", [(x, y)], params=[model.classifier.weight], batchnorm="eval")
+    ref = np.linalg.eigvalsh(HessianOperator(obj).dense().numpy())[-1]
+    assert got == pytest.approx(ref, rel=1e-9)
+    assert model.training and torch.equal(model.layers[1].norm.running_mean, running)
