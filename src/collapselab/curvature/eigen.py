@@ -103,26 +103,35 @@ def top_eigenpairs(
     basis.extend(first, _apply(op, first))
     products = first.shape[1]
     scale = 0.0
+    reach = 100 * float(torch.finfo(op.dtype).eps) ** 0.5
     while True:
         theta, Y = _ritz(basis.T, which)
         scale = max(scale, float(theta.abs().max()))
         n_check = min(len(theta), k + b)
         threshold = tol * scale
         res = basis.residual_norms(Y[:, :n_check], theta[:n_check])
-        # The Gram estimate loses precision below sqrt(eps)·scale: wherever it says
-        # "converged or too close to tell", the residual is computed exactly.
-        unsure = res <= max(threshold, 1e-6 * scale) * 2
-        if products >= budget:
-            unsure[:k] = True
-        idx = torch.nonzero(unsure).flatten()
+        # The Gram estimate is exact up to the products' rounding, which it sees squared: a
+        # residual below ~sqrt(eps)·scale (eps of the operator's dtype; float32 products are
+        # not exactly symmetric) is out of its reach. Pairs it puts above that are certainly
+        # not converged and drive the expansion; when none of the wanted pairs is, their
+        # residuals are computed exactly to decide.
+        unconverged = res > max(2 * threshold, reach * scale)
+        deciding = not bool(unconverged[:k].any()) or products >= budget
+        # Exact residuals where the estimate cannot tell: for every pair when the wanted
+        # ones might all have converged, else only before the b-th certainly unconverged
+        # pair (the expansion takes the first b pairs that have not converged).
+        cut = n_check
+        if not deciding:
+            cut = int(torch.nonzero(unconverged).flatten()[:b][-1]) + 1
+        idx = torch.nonzero(~unconverged[:cut]).flatten()
         if idx.numel():
             res[idx] = basis.residuals(Y[:, idx], theta[idx]).norm(dim=0)
         done = res <= threshold
-        if bool(done[:k].all()) or products >= budget:
+        if deciding and (bool(done[:k].all()) or products >= budget):
             X = basis.B @ Y[:, :k]
             return Eigenpairs(theta[:k], X, res[:k], products, bool(done[:k].all()))
-        # Expand by the residuals of the first b wanted pairs that have not converged.
-        pending = [i for i in range(n_check) if not bool(done[i])][:b]
+        # Expand by the residuals of the first b pairs that have not converged.
+        pending = [i for i in range(cut) if not bool(done[i])][:b]
         if basis.size + len(pending) > dim_cap:  # thick restart: BᵀAB becomes diagonal
             keep = max(k + b, dim_cap - 2 * b)
             basis.restart(Y[:, :keep], theta[:keep])
@@ -143,19 +152,21 @@ class _Basis:
     """
 
     def __init__(self, P: int, capacity: int, device: torch.device) -> None:
-        self._B = torch.empty(P, capacity, dtype=torch.float64, device=device)
-        self._AB = torch.empty(P, capacity, dtype=torch.float64, device=device)
+        # Stored transposed, (capacity, P): the first n rows are contiguous, so B and AB
+        # are transposed views that matrix products take without a copy.
+        self._Bt = torch.empty(capacity, P, dtype=torch.float64, device=device)
+        self._ABt = torch.empty(capacity, P, dtype=torch.float64, device=device)
         self.T = torch.empty(0, 0, dtype=torch.float64, device=device)
         self.M = torch.empty(0, 0, dtype=torch.float64, device=device)
         self.size = 0
 
     @property
     def B(self) -> torch.Tensor:
-        return self._B[:, : self.size]
+        return self._Bt[: self.size].T
 
     @property
     def AB(self) -> torch.Tensor:
-        return self._AB[:, : self.size]
+        return self._ABt[: self.size].T
 
     def extend(self, W: torch.Tensor, AW: torch.Tensor) -> None:
         """Append orthonormal columns ``W`` (orthogonal to ``B``) and their products."""
@@ -164,15 +175,15 @@ class _Basis:
         self.T = torch.cat([torch.cat([self.T, C], 1), torch.cat([C.T, D], 1)], 0)
         self.M = torch.cat([torch.cat([self.M, E], 1), torch.cat([E.T, F], 1)], 0)
         n, m = self.size, W.shape[1]
-        self._B[:, n : n + m] = W
-        self._AB[:, n : n + m] = AW
+        self._Bt[n : n + m] = W.T
+        self._ABt[n : n + m] = AW.T
         self.size = n + m
 
     def restart(self, Y: torch.Tensor, theta: torch.Tensor) -> None:
         """``B ← BY``, ``AB ← (AB)Y`` for orthonormal Ritz vectors ``Y`` with values ``θ``."""
         q = Y.shape[1]
         B, AB = self.B @ Y, self.AB @ Y
-        self._B[:, :q], self._AB[:, :q] = B, AB
+        self._Bt[:q], self._ABt[:q] = B.T, AB.T
         self.T, self.M, self.size = torch.diag(theta), Y.T @ self.M @ Y, q
 
     def residual_norms(self, Y: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
