@@ -7,13 +7,14 @@ Checks the performance targets of the issue "Curvature of real networks":
 2. speed: top-10 Hessian eigenvalues of a ~100k-parameter MLP on 2,048 samples, same model,
    data and tolerance: collapselab (restarted block Lanczos) vs PyHessian (power iteration
    with deflation, ``cuda=False``) vs curvlinops + ``scipy.sparse.linalg.eigsh``;
-3. the cost of Papyan's decomposition of one layer (passes over the data).
+3. the cost of Papyan's decomposition of one layer (passes over the data, products);
+4. the peak memory of the top-k run, against ``P x k`` and ``P x P``.
 
 Needs a benchmark environment with curvlinops and PyHessian next to collapselab (they are
 not dependencies: curvlinops' metadata pulls torchvision through backpack, which is broken
 against the CPU torch here)::
 
-    python3 -m venv .bench-venv && . .bench-venv/bin/activate
+    python3 -m venv /tmp/bench-venv && . /tmp/bench-venv/bin/activate
     pip install -c constraints.txt -e .
     pip install -c constraints.txt --no-deps curvlinops-for-pytorch backpack-for-pytorch pyhessian
     pip install -c constraints.txt tqdm einops einconv linear_operator opt-einsum unfoldNd
@@ -30,6 +31,7 @@ import copy
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -152,7 +154,7 @@ def speed(repeats: int, tol: float, k: int, threads: int) -> None:
         products["curvlinops+eigsh"] = count["n"]
         return np.sort(vals)[::-1]
 
-    import pyhessian.hessian as pyhessian_module
+    pyhessian_module = sys.modules["pyhessian.hessian"]  # the package exports a class of that name
 
     hvp = pyhessian_module.hessian_vector_product
 
@@ -200,21 +202,82 @@ def speed(repeats: int, tol: float, k: int, threads: int) -> None:
     print(f"   load average before {load_before}, after {load_after}")
 
 
-def decomposition_cost() -> None:
+def decomposition_cost(k: int, tol: float, threads: int) -> None:
+    """The full decomposition of one layer: class-pair means, G, G_within and the two
+    operator knock-outs (top-k each), with the passes over the data counted."""
+    from collapselab.curvature import papyan_decomposition
+
+    torch.set_num_threads(threads)
     model = mlp([784, 120, 64, 10], seed=0)
     x, y = data(2048, 784, 10, seed=0, dtype=torch.float32)
+    train_briefly(model, x, y, 60)
     batches = [(x[i : i + 512], y[i : i + 512]) for i in range(0, 2048, 512)]
     obj = Objective(model, "ce", batches, params=[model[2].weight])
-    start = time.perf_counter()
-    pairs = class_pair_means(obj)
-    took = time.perf_counter() - start
     t0 = time.perf_counter()
     obj.gradient()
     grad_time = time.perf_counter() - t0
+    passes0 = obj.passes
+    start = time.perf_counter()
+    pairs = class_pair_means(obj)
+    pair_time = time.perf_counter() - start
+    dec = papyan_decomposition(obj, centring="class", pairs=pairs)
+    products = 0
+    for op in (dec.ggn, dec.within_part, dec.knockout("class"), dec.knockout("cross")):
+        products += top_eigenpairs(op, k, tol=tol).products
+    dec.class_part.eigenpairs()
+    dec.cross_part.eigenpairs()
+    total = time.perf_counter() - start
     print(
-        f"\n3. Papyan's class-pair means of layer 2 (P = {obj.dim}, K = 10, 2048 samples): "
-        f"{obj.passes - 1} pass over the data, {took:.2f} s = {took / grad_time:.1f} gradient "
-        f"passes ({grad_time:.3f} s each); factors {tuple(pairs.means.shape)} (K·C vectors of P)"
+        f"\n3. Papyan's decomposition of layer 2 (P = {obj.dim}, K = 10, 2048 samples in 4 "
+        f"batches, CE, class centring, top-{k} of G, G_within and the two knock-outs, "
+        f"tol={tol}): {obj.passes - passes0} passes over the data (class-pair means: 1 pass "
+        f"of {pair_time:.3f} s = {pair_time / grad_time:.1f} gradient passes of "
+        f"{grad_time:.3f} s; G's graphs: 1 pass, kept for every product), "
+        f"{products} Lanczos products, {total:.2f} s in all; factors "
+        f"{tuple(pairs.means.shape)} (K·C vectors of P, never P x P)"
+    )
+
+
+def memory(k: int, tol: float) -> None:
+    """Peak resident memory of the top-k Lanczos run, in a fresh child process that loads
+    the briefly trained model (so that training's own peak is not in the baseline)."""
+    import json
+    import subprocess
+    import tempfile
+
+    model = mlp([784, 120, 64, 10], seed=0)
+    x, y = data(2048, 784, 10, seed=0, dtype=torch.float32)
+    train_briefly(model, x, y, 60)
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "model.pt")
+        torch.save(model.state_dict(), state)
+        code = f"""
+import json, resource, sys, torch
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from bench_curvature import mlp, data
+from collapselab.curvature import HessianOperator, Objective, top_eigenpairs
+torch.set_num_threads(1)
+model = mlp([784, 120, 64, 10], seed=0)
+model.load_state_dict(torch.load({state!r}))
+x, y = data(2048, 784, 10, seed=0, dtype=torch.float32)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+pairs = top_eigenpairs(HessianOperator(Objective(model, "ce", [(x, y)])), {k}, tol={tol})
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"before": before, "after": after, "P": pairs.vectors.shape[0]}}))
+"""
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(run.stderr)
+    rec = json.loads(run.stdout.strip().splitlines()[-1])
+    P = rec["P"]
+    extra_mb = (rec["after"] - rec["before"]) / 1024
+    dim = max(6 * k, 2 * k + 2 * min(k, 4), 40) + min(k, 4)
+    print(
+        f"\n4. memory of top-{k} (child process, peak RSS): {rec['before'] / 1024:.0f} MB with "
+        f"the model and data loaded; +{extra_mb:.0f} MB at the peak of the Lanczos run "
+        f"(its basis and products: 2 x P x {dim} float64 = {2 * P * dim * 8 / 2**20:.0f} MB, "
+        f"plus the kept graph of the 2048 samples); a P x P float32 matrix would be "
+        f"{P * P * 4 / 2**30:.0f} GB"
     )
 
 
@@ -231,7 +294,8 @@ def main() -> None:
     )
     value_check()
     speed(args.repeats, args.tol, args.k, args.threads)
-    decomposition_cost()
+    decomposition_cost(args.k, args.tol, args.threads)
+    memory(args.k, args.tol)
 
 
 if __name__ == "__main__":
