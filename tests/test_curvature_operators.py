@@ -195,3 +195,18 @@ def test_bad_input_is_a_clear_error():
             op.matvec(torch.ones(43, dtype=torch.float64))
     with pytest.raises(ValueError, match=r"V must have shape \(43, m\)"):
         HessianOperator(Objective(model, "ce", [(x, y)])).matmat(torch.ones(5, 2))
+
+
+def test_a_torch_data_loader_is_the_data():
+    """A ``DataLoader`` (re-iterable) gives the operators of the same batches as a list."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    x, y = blobs()
+    model = tanh_net()
+    loader = DataLoader(TensorDataset(x, y), batch_size=7, shuffle=False)
+    listed = Objective(model, "ce", batches(x, y))
+    looped = Objective(model, "ce", loader)
+    V = torch.randn(listed.dim, 3, dtype=torch.float64)
+    for op in (HessianOperator, GGNOperator, EmpiricalFisherOperator):
+        assert (op(looped) @ V - op(listed) @ V).abs().max() < 1e-14
+    assert looped.passes == 3  # one pass per operator (graphs kept for later products)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from collapselab.experiments import get_experiment, refresh_run, run_experiment
 from collapselab.experiments.curvature import CLAIMS, load_data
+from collapselab.experiments.curvature.networks import DEBIAN_DATA
 from collapselab.experiments.curvature.presets import presets
 
 IDS = ["curvature-mlp-ce", "curvature-conv-mse"]
@@ -64,3 +66,18 @@ def test_quick_falls_back_to_bundled_digits_without_fashion_mnist(tmp_path):
     without = {**config, "fallback": None}
     with pytest.raises(FileNotFoundError):
         load_data(without, tmp_path, seed=0)
+
+
+@pytest.mark.skipif(
+    not (DEBIAN_DATA / "fashion-mnist").is_dir(),
+    reason="Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)",
+)
+def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files():
+    for net in ("mlp", "conv"):  # images (1, 28, 28); the MLP flattens them
+        config = presets(net, "ce")["standard"]
+        assert config["fallback"] is None  # standard never runs on stand-in data
+        data, used = load_data(config, None, seed=0)
+        assert used == {"dataset": "fashion_mnist", "data_dir": str(DEBIAN_DATA)}
+        assert data.n_classes == 10 and tuple(data.input_shape) == (1, 28, 28)
+        counts = torch.bincount(data.train.y, minlength=10)
+        assert counts.tolist() == [config["n_train_per_class"]] * 10
