@@ -11,8 +11,13 @@ location (``/usr/share/datasets``). Without the files the quick preset falls bac
 scikit-learn's bundled 8x8 digits (the same five class ids), and the run records which
 data it used (manifest ``curvature.data``).
 
-``standard``: all ten Fashion-MNIST classes (``K² = 100``), 1000 images per class,
-100 epochs, curvature on 500 images at six epochs (measured runtime: see the experiment).
+``standard``: all ten Fashion-MNIST classes (``K = 10``, ``K² = 100``), 500 training
+images per class, 100 epochs (the conv net reaches 100% training accuracy, the MLP 94-98%),
+curvature of the classifier and the layer before it on 300 training images at epochs 0,
+10, 30 and 100 (``2K² + K = 210`` eigenpairs per spectrum). No stand-in data: it needs
+the Fashion-MNIST files. Measured wall times (2 shared cores, load average 2.5-4.4,
+2026-11-24): MLP 1.4 min (CE) and 2.8 min (MSE), conv net 13.5 min (CE) and 27.1 min (MSE):
+the conv net's 50,176-weight ``fc`` layer makes most of it.
 
 ``tiny`` is the test-suite's: seconds, every claim evaluable.
 """
@@ -42,8 +47,11 @@ _SGD = {"momentum": 0.9, "weight_decay": 5e-4, "batch_size": 64}
 
 
 _QUICK_LAYERS = {"mlp": ["layers.1.linear", "classifier"], "conv": ["conv2", "fc", "classifier"]}
+_STANDARD_LAYERS = {"mlp": ["layers.1.linear", "classifier"], "conv": ["fc", "classifier"]}
 """Weight layers measured at the quick preset: all but the input layer (whose 784 x 64 or
-conv-1 weights cost most and are not the subject of the claims); ``None``: every layer."""
+conv-1 weights cost most and are not the subject of the claims); ``None``: every layer.
+The standard preset (K = 10: 2K² + K = 210 eigenpairs per spectrum) measures the two layers
+the claims read."""
 
 
 def _preset(
@@ -109,12 +117,13 @@ def presets(net: str, loss: str) -> dict[str, dict[str, Any]]:
             net,
             loss,
             classes=None,
-            n_per_class=1000,
+            n_per_class=500,
             epochs=100,
             lr=lr,
-            curvature_epochs=[0, 2, 8, 25, 60, 100],
-            samples=500,
+            curvature_epochs=[0, 10, 30, 100],
+            samples=300,
             fallback=None,
+            layers=_STANDARD_LAYERS[net],
         ),
         "tiny": {
             **_preset(
