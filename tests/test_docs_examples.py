@@ -24,6 +24,7 @@ PAGES = (
     "monitoring",
     "store",
     "theory",
+    "dlufm",
 )
 
 # A fence opens with ``` plus an info string and closes with a bare ``` line.
