@@ -210,3 +210,34 @@ def test_a_torch_data_loader_is_the_data():
     for op in (HessianOperator, GGNOperator, EmpiricalFisherOperator):
         assert (op(looped) @ V - op(listed) @ V).abs().max() < 1e-14
     assert looped.passes == 3  # one pass per operator (graphs kept for later products)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_the_operators_equal_the_theory_layer_hessians_of_the_deep_ufm(relu):
+    """Issue 13's cross-check against the theory package: on ``DeepUFM.as_module`` (paper
+    004's UFM as an ``nn.Module``), the layer Hessian of the data term ``(1/2N)‖F − Y‖²``
+    (``"mse_half"``, mean) equals ``layer_hessian`` of ``collapselab.theory.dlufm_layerwise``:
+    the Kronecker formula for the linear model, the per-sample form for the ReLU one."""
+    from collapselab.theory.dlufm import DeepLinearUFM, DeepReLUUFM
+    from collapselab.theory.dlufm_layerwise import layer_hessian
+
+    K, n = 3, 4
+    kind = DeepReLUUFM if relu else DeepLinearUFM
+    ufm = kind(K, n, 5, lambda_w=1e-3, lambda_h=1e-3, n_layers=3)
+    point = ufm.random_point(seed=2, w_scale=1.0, h_scale=0.5)
+    module = ufm.as_module(point)
+    x = torch.eye(K * n, dtype=torch.float64)
+    y = torch.arange(K).repeat_interleave(n)
+    assert torch.equal(module.targets, torch.nn.functional.one_hot(y, K).double())
+    for layer in range(1, 4):
+        obj = Objective(
+            module,
+            "mse_half",
+            [(x[:7], y[:7]), (x[7:], y[7:])],
+            params=[module.layers[layer].weight],
+        )
+        method = "data" if relu else "kronecker"
+        theory = torch.from_numpy(layer_hessian(ufm, point, layer, method=method))
+        scale = float(theory.abs().max())
+        assert (HessianOperator(obj).dense() - theory).abs().max() < 1e-12 * scale, layer
+        assert (GGNOperator(obj).dense() - theory).abs().max() < 1e-12 * scale, layer
