@@ -77,26 +77,46 @@ RANDOM_CONFIGS = [
 ]
 
 
-def _torch_objective(model, H, Ws):
-    """F written directly in torch (the reference for the analytic gradient)."""
+def _torch_objective(model, H, Ws, bs=(), cols=None):
+    """F written directly in torch (the reference for the analytic gradient); with ``cols``
+    the minibatch estimate: the data term of those samples scaled by ``N/b``, the
+    penalties on the whole ``H``."""
     y = torch.tensor(model.targets)
+    scale = model.loss_scale
     h = torch.relu(H) if getattr(model, "relu_on_features", False) else H
+    if cols is not None:
+        h, y = h[:, torch.as_tensor(cols)], y[:, torch.as_tensor(cols)]
+        scale = scale * model.n_samples / len(cols)
     for i, w in enumerate(Ws):
-        h = w @ h
+        h = w @ h + (bs[i][:, None] if bs else 0.0)
         if i < len(Ws) - 1 and model.activation == "relu":
             h = torch.relu(h)
-    value = model.loss_scale * ((h - y) ** 2).sum() + 0.5 * model.lambda_h * (H**2).sum()
+    value = scale * ((h - y) ** 2).sum() + 0.5 * model.lambda_h * (H**2).sum()
     for lam, w in zip(model.lambda_w, Ws, strict=True):
         value = value + 0.5 * lam * (w**2).sum()
+    for b in bs:
+        value = value + 0.5 * model.lambda_b * (b**2).sum()
     return value
 
 
-def _autograd(model, point):
+def _autograd(model, point, cols=None):
     H = torch.tensor(point.H, requires_grad=True)
     Ws = [torch.tensor(w, requires_grad=True) for w in point.W]
-    value = _torch_objective(model, H, Ws)
+    bs = [torch.tensor(b, requires_grad=True) for b in point.b]
+    value = _torch_objective(model, H, Ws, bs, cols)
     value.backward()
-    return value.item(), UFMParameters(H.grad.numpy(), tuple(w.grad.numpy() for w in Ws))
+    grads = UFMParameters(
+        H.grad.numpy(), tuple(w.grad.numpy() for w in Ws), tuple(b.grad.numpy() for b in bs)
+    )
+    return value.item(), grads
+
+
+def _point(model, seed):
+    """A random point; a model with biases gets random (non-zero) biases too."""
+    point = model.random_point(seed=seed)
+    rng = np.random.default_rng([seed, 7])
+    biases = tuple(rng.normal(scale=0.3, size=d) for d in model.dims[1:]) if model.bias else ()
+    return UFMParameters(point.H, point.W, biases)
 
 
 MODELS = [
@@ -105,12 +125,14 @@ MODELS = [
     *(DeepLinearUFM(**c) for c in RANDOM_CONFIGS),
     DeepReLUUFM(3, 4, [5, 6, 4], [1e-3, 2e-3, 3e-3], 2e-3),
     DeepReLUUFM(4, 3, 6, 2e-3, 1e-3, n_layers=4, relu_on_features=True),
+    DeepLinearUFM(3, 4, [5, 6], [1e-3, 2e-3], 2e-3, bias=True, lambda_b=1e-2),
+    DeepReLUUFM(3, 4, [5, 6, 4], 1e-3, 2e-3, bias=True),
 ]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=repr)
 def test_objective_and_gradient_equal_autograd(model):
-    point = model.random_point(seed=1)
+    point = _point(model, seed=1)
     value, ref = _autograd(model, point)
     assert model.objective(point) == pytest.approx(value, rel=1e-13)
     grad = model.gradient(point)
@@ -123,16 +145,15 @@ def test_objective_and_gradient_equal_autograd(model):
 
 @pytest.mark.parametrize("model", MODELS, ids=repr)
 def test_gradient_equals_central_finite_differences(model):
-    point = model.random_point(seed=2)
+    point = _point(model, seed=2)
     theta = point.flat()
     grad = model.gradient(point).flat()
     rng = np.random.default_rng(0)
-    shapes = [point.H.shape] + [w.shape for w in point.W]
-    sizes = np.cumsum([0] + [int(np.prod(s)) for s in shapes])
+    back = model.from_flat(theta)
+    assert np.array_equal(back.flat(), theta) and len(back.b) == len(point.b)
 
     def f(v):
-        blocks = [v[sizes[i] : sizes[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
-        return model.objective(UFMParameters(blocks[0], tuple(blocks[1:])))
+        return model.objective(model.from_flat(v))
 
     eps = 1e-6
     for _ in range(5):
@@ -305,36 +326,14 @@ def test_gradient_descent_stops_at_tol_and_momentum_converges_too():
         assert abs(t.objective[-1] - form.objective) / form.objective < 1e-12
 
 
-def _torch_minibatch(model, point, cols):
-    """The minibatch estimate written directly in torch: the data term of the columns
-    ``cols`` scaled by ``N/b``, the penalties on the whole ``H`` (autograd reference)."""
-    H = torch.tensor(point.H, requires_grad=True)
-    Ws = [torch.tensor(w, requires_grad=True) for w in point.W]
-    h = torch.relu(H) if getattr(model, "relu_on_features", False) else H
-    h = h[:, torch.as_tensor(cols)]
-    for i, w in enumerate(Ws):
-        h = w @ h
-        if i < len(Ws) - 1 and model.activation == "relu":
-            h = torch.relu(h)
-    y = torch.tensor(model.targets[:, cols])
-    scale = model.loss_scale * model.n_samples / len(cols)
-    value = scale * ((h - y) ** 2).sum() + 0.5 * model.lambda_h * (H**2).sum()
-    for lam, w in zip(model.lambda_w, Ws, strict=True):
-        value = value + 0.5 * lam * (w**2).sum()
-    value.backward()
-    return value.item(), np.concatenate(
-        [H.grad.numpy().ravel()] + [w.grad.numpy().ravel() for w in Ws]
-    )
-
-
 @pytest.mark.parametrize("model", MODELS, ids=repr)
 def test_minibatch_gradient_equals_autograd_of_the_minibatch_objective(model):
-    point = model.random_point(seed=3)
+    point = _point(model, seed=3)
     cols = np.sort(np.random.default_rng(0).choice(model.n_samples, 3, replace=False))
     value, grad = model.minibatch_gradient(point, cols)
-    ref_value, ref_grad = _torch_minibatch(model, point, cols)
+    ref_value, ref_grad = _autograd(model, point, cols)
     assert value == pytest.approx(ref_value, rel=1e-13)
-    assert np.allclose(grad.flat(), ref_grad, rtol=1e-11, atol=1e-13)
+    assert np.allclose(grad.flat(), ref_grad.flat(), rtol=1e-11, atol=1e-13)
 
 
 def test_minibatch_gradient_is_unbiased_over_every_batch_of_its_size():
@@ -463,3 +462,51 @@ def test_mismatched_parameters_are_a_clear_error():
     relu = DeepReLUUFM(3, 2, [4, 5], 1e-3, 1e-3)
     with pytest.raises(ValueError, match=r"linear model .* only"):
         closed_form(relu)
+
+
+BIAS_MODELS = [m for m in MODELS if m.bias]
+
+
+@pytest.mark.parametrize("model", BIAS_MODELS, ids=repr)
+def test_with_biases_the_layer_hessians_agree_three_ways(model):
+    from collapselab.theory.dlufm_layerwise import layer_hessian
+
+    point = _point(model, seed=5)
+    methods = ("kronecker", "data", "autodiff") if model.activation == "identity" else ("data",)
+    for layer in range(1, model.n_layers + 1):
+        reference = layer_hessian(model, point, layer, method="autodiff")
+        for method in methods:
+            hessian = layer_hessian(model, point, layer, method=method)
+            assert np.abs(hessian - reference).max() < 1e-10, (layer, method)
+
+
+def test_unregularised_last_bias_makes_the_mean_output_the_mean_target():
+    """∂F/∂b_L = 2s Σ_i (f_i − y_i) = 0 at a critical point: every class's output
+    averages 1/K over the samples (λ_b = 0)."""
+    model = DeepLinearUFM(3, 4, [5, 6], [1e-3, 2e-3], 2e-3, bias=True)
+    solution = minimise(model, seed=0)
+    assert solution.grad_norm[-1] < 1e-8
+    outputs = model.features(solution.final)[-1]
+    assert np.allclose(outputs.mean(axis=1), 1 / 3, atol=1e-8)
+
+
+def test_bias_options_and_points_are_checked():
+    with pytest.raises(ValueError, match=r"lambda_b=0\.1 needs bias=True"):
+        DeepLinearUFM(3, 2, 4, 1e-3, 1e-3, n_layers=2, lambda_b=0.1)
+    with pytest.raises(TypeError, match="bias must be a bool"):
+        DeepLinearUFM(3, 2, 4, 1e-3, 1e-3, n_layers=2, bias="yes")
+    plain = DeepLinearUFM(3, 2, 4, 1e-3, 1e-3, n_layers=2)
+    biased = DeepLinearUFM(3, 2, 4, 1e-3, 1e-3, n_layers=2, bias=True)
+    point = biased.random_point()
+    assert [b.shape for b in point.b] == [(4,), (3,)] and all(not b.any() for b in point.b)
+    with pytest.raises(ValueError, match="the model has none"):
+        plain.objective(point)
+    with pytest.raises(ValueError, match="b has 0 vectors but the model"):
+        biased.objective((point.H, point.W))
+    with pytest.raises(ValueError, match=r"b_2 must have shape \(3,\)"):
+        biased.objective((point.H, point.W, (point.b[0], np.zeros(4))))
+    for solve in (closed_form, exact_optimum):
+        with pytest.raises(ValueError, match="bias-free model"):
+            solve(biased)
+    with pytest.raises(ValueError, match=r"theta must have shape \(\d+,\)"):
+        biased.from_flat(np.zeros(3))

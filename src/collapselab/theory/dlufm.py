@@ -110,19 +110,30 @@ LOSS_SCALES: dict[str, Callable[[int, int], float]] = {
 
 @dataclass(frozen=True, eq=False)
 class UFMParameters:
-    """A point of a deep UFM: the free features and the weights.
+    """A point of a deep UFM: the free features, the weights and, for a model with biases,
+    the biases.
 
     Attributes:
         H: ``(d_1, N)`` features ``H_1``, one column per sample (class-major).
         W: ``(W_1, ..., W_L)``, ``W_l`` of shape ``(d_{l+1}, d_l)``.
+        b: ``(b_1, ..., b_L)``, ``b_l`` of shape ``(d_{l+1},)``; empty without biases (the
+            paper's model).
     """
 
     H: np.ndarray
     W: tuple[np.ndarray, ...]
+    b: tuple[np.ndarray, ...] = ()
 
     def flat(self) -> np.ndarray:
-        """One vector: ``vec_row(H_1)`` then ``vec_row(W_1), ..., vec_row(W_L)``."""
-        return np.concatenate([self.H.ravel()] + [w.ravel() for w in self.W])
+        """One vector: ``vec_row(H_1)``, ``vec_row(W_1), ..., vec_row(W_L)``, then
+        ``b_1, ..., b_L`` if any."""
+        return np.concatenate([self.H.ravel()] + [w.ravel() for w in self.W] + list(self.b))
+
+    def copy(self) -> UFMParameters:
+        """A copy that owns its arrays."""
+        return UFMParameters(
+            self.H.copy(), tuple(w.copy() for w in self.W), tuple(v.copy() for v in self.b)
+        )
 
     def norm(self) -> float:
         """Frobenius norm of every block together."""
@@ -130,7 +141,9 @@ class UFMParameters:
 
     def scaled(self, factor: float) -> UFMParameters:
         """Every block multiplied by ``factor``."""
-        return UFMParameters(self.H * factor, tuple(w * factor for w in self.W))
+        return UFMParameters(
+            self.H * factor, tuple(w * factor for w in self.W), tuple(v * factor for v in self.b)
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -204,6 +217,9 @@ class DeepUFM:
         lambda_h: ``λ_{H_1} > 0``.
         n_layers: ``L >= 1`` when ``widths`` is one number.
         loss_scale: ``s``: ``"1/(2N)"`` (default), ``"1/N"``, ``"1/(2n)"`` or a number > 0.
+        bias: give every layer a bias, ``W_l h + b_l`` (off by default: the paper sets them
+            to zero; the closed form and the theorems are for the bias-free model).
+        lambda_b: ``λ_b >= 0``, the penalty ``(λ_b/2) Σ_l ‖b_l‖²`` (0: unregularised).
     """
 
     activation = "identity"
@@ -218,6 +234,8 @@ class DeepUFM:
         *,
         n_layers: int | None = None,
         loss_scale: str | float = "1/(2N)",
+        bias: bool = False,
+        lambda_b: float = 0.0,
     ) -> None:
         self.n_classes = check_int("n_classes", n_classes, minimum=2)
         self.n_per_class = check_int("n_per_class", n_per_class, minimum=1)
@@ -238,6 +256,12 @@ class DeepUFM:
         self.lambda_w = _lambdas(lambda_w, len(self.widths))
         self.lambda_h = check_float("lambda_h", lambda_h, minimum=0.0, strict=True)
         self.loss_scale = _loss_scale(loss_scale, self.n_classes, self.n_per_class)
+        if not isinstance(bias, bool):
+            raise ArgumentTypeError(f"bias must be a bool, got {bias!r}")
+        self.bias = bias
+        self.lambda_b = check_float("lambda_b", lambda_b, minimum=0.0)
+        if lambda_b and not bias:
+            raise ValueError(f"lambda_b={lambda_b} needs bias=True (the model has no biases)")
 
     # -- sizes ------------------------------------------------------------------------
 
@@ -276,22 +300,25 @@ class DeepUFM:
         return (
             f"{type(self).__name__}(K={self.n_classes}, n={self.n_per_class}, "
             f"widths={list(self.widths)}, lambda_w={lam}, lambda_h={self.lambda_h}, "
-            f"loss_scale={self.loss_scale:.6g})"
+            f"loss_scale={self.loss_scale:.6g}"
+            + (f", bias=True, lambda_b={self.lambda_b}" if self.bias else "")
+            + ")"
         )
 
     # -- parameters -------------------------------------------------------------------
 
     def check_point(self, point: object) -> UFMParameters:
         """``point`` as float64 :class:`UFMParameters` with the model's shapes (an
-        :class:`UFMParameters` or a pair ``(H, [W_1, ..., W_L])``)."""
+        :class:`UFMParameters`, a pair ``(H, [W_1, ..., W_L])`` or, with biases, a triple
+        ``(H, [W_1, ..., W_L], [b_1, ..., b_L])``)."""
         if isinstance(point, UFMParameters):
-            h, ws = point.H, point.W
-        elif isinstance(point, tuple | list) and len(point) == 2:
-            h, ws = point
+            h, ws, bs = point.H, point.W, point.b
+        elif isinstance(point, tuple | list) and len(point) in (2, 3):
+            h, ws, bs = (*point, ()) if len(point) == 2 else point
         else:
             raise ArgumentTypeError(
-                f"point must be UFMParameters or a pair (H, [W_1, ..., W_L]), "
-                f"got {type(point).__name__}"
+                f"point must be UFMParameters or a pair (H, [W_1, ..., W_L]) (with biases, a "
+                f"triple (H, [W_1, ..., W_L], [b_1, ..., b_L])), got {type(point).__name__}"
             )
         dims = self.dims
         h = as_real_array("H", h, shape=(dims[0], self.n_samples))
@@ -302,14 +329,45 @@ class DeepUFM:
         weights = tuple(
             as_real_array(f"W_{i + 1}", w, shape=(dims[i + 1], dims[i])) for i, w in enumerate(ws)
         )
-        return UFMParameters(h, weights)
+        return UFMParameters(h, weights, self._check_biases(bs))
+
+    def _check_biases(self, bs: object) -> tuple[np.ndarray, ...]:
+        if not self.bias:
+            if len(bs) if isinstance(bs, Sequence) else True:
+                raise ValueError("the point has biases but the model has none (bias=False)")
+            return ()
+        if isinstance(bs, np.ndarray | torch.Tensor) or not isinstance(bs, Sequence):
+            raise ArgumentTypeError("b must be a sequence of L bias vectors (b_1, ..., b_L)")
+        if len(bs) != self.n_layers:
+            raise ValueError(
+                f"b has {len(bs)} vectors but the model (bias=True) has L = {self.n_layers}"
+            )
+        return tuple(
+            as_real_array(f"b_{i + 1}", v, shape=(self.dims[i + 1],)) for i, v in enumerate(bs)
+        )
+
+    def from_flat(self, theta: np.ndarray) -> UFMParameters:
+        """The point whose :meth:`UFMParameters.flat` is ``theta`` (views into it)."""
+        dims, n = self.dims, self.n_samples
+        shapes = [(dims[0], n)] + [(dims[i + 1], dims[i]) for i in range(self.n_layers)]
+        if self.bias:
+            shapes += [(dims[i + 1],) for i in range(self.n_layers)]
+        ends = np.cumsum([int(np.prod(shape)) for shape in shapes])
+        if theta.shape != (ends[-1],):
+            raise ValueError(f"theta must have shape ({ends[-1]},), got {theta.shape}")
+        blocks = [
+            theta[e - int(np.prod(sh)) : e].reshape(sh) for e, sh in zip(ends, shapes, strict=True)
+        ]
+        return UFMParameters(
+            blocks[0], tuple(blocks[1 : 1 + self.n_layers]), tuple(blocks[1 + self.n_layers :])
+        )
 
     def random_point(
         self, seed: int = 0, *, w_scale: float = 1.0, h_scale: float = 1.0
     ) -> UFMParameters:
         """The normal initialisation: ``W_l`` entries ``N(0, w_scale²/d_l)``, ``H_1`` entries
         ``N(0, h_scale²)`` (note §5.2: ``w_scale = h_scale = 0.5`` for the linear model,
-        ``w_scale = 1`` for the ReLU model)."""
+        ``w_scale = 1`` for the ReLU model); biases, if any, start at zero."""
         ws = check_float("w_scale", w_scale, minimum=0.0, strict=True)
         hs = check_float("h_scale", h_scale, minimum=0.0, strict=True)
         rng = np.random.default_rng(seed)
@@ -319,7 +377,8 @@ class DeepUFM:
             rng.normal(scale=ws / math.sqrt(dims[i]), size=(dims[i + 1], dims[i]))
             for i in range(self.n_layers)
         )
-        return UFMParameters(h, weights)
+        biases = tuple(np.zeros(d) for d in dims[1:]) if self.bias else ()
+        return UFMParameters(h, weights, biases)
 
     # -- forward and backward ---------------------------------------------------------
 
@@ -342,6 +401,8 @@ class DeepUFM:
         pre = []
         for i, w in enumerate(p.W):
             z = w @ feats[-1]
+            if p.b:
+                z = z + p.b[i][:, None]
             pre.append(z)
             feats.append(z if i == self.n_layers - 1 else self._act(z))
         return feats, pre
@@ -375,6 +436,7 @@ class DeepUFM:
     def _value(self, p: UFMParameters) -> float:
         r = self._forward(p)[0][-1] - self.targets
         value = self.loss_scale * float(np.sum(r * r)) + 0.5 * self.lambda_h * float(np.sum(p.H**2))
+        value += 0.5 * self.lambda_b * sum(float(np.sum(v * v)) for v in p.b)
         return value + sum(
             0.5 * lam * float(np.sum(w * w)) for lam, w in zip(self.lambda_w, p.W, strict=True)
         )
@@ -419,16 +481,20 @@ class DeepUFM:
         if columns is not None:
             scale *= self.n_samples / columns.size
             targets = targets[:, columns]
-            p = UFMParameters(p.H[:, columns], p.W)
+            p = UFMParameters(p.H[:, columns], p.W, p.b)
         feats, pre = self._forward(p)
         r = feats[-1] - targets
         value = scale * float(np.sum(r * r)) + 0.5 * self.lambda_h * float(np.sum(full_h**2))
         back = 2.0 * scale * r  # ∂(data)/∂(pre-activation of W_L) = ∂/∂f
         grads: list[np.ndarray] = [np.empty(0)] * self.n_layers
+        grads_b: list[np.ndarray] = [np.empty(0)] * len(p.b)
         for i in range(self.n_layers - 1, -1, -1):
             w = p.W[i]
             value += 0.5 * self.lambda_w[i] * float(np.sum(w * w))
             grads[i] = back @ feats[i].T + self.lambda_w[i] * w
+            if p.b:
+                value += 0.5 * self.lambda_b * float(np.sum(p.b[i] ** 2))
+                grads_b[i] = back.sum(axis=1) + self.lambda_b * p.b[i]
             back = w.T @ back  # ∂/∂h^{(i+1)}
             if i > 0:
                 mask = self._act_mask(pre[i - 1])
@@ -442,7 +508,7 @@ class DeepUFM:
             grad_h = grad_h + back
         else:
             grad_h[:, columns] += back
-        return value, UFMParameters(grad_h, tuple(grads))
+        return value, UFMParameters(grad_h, tuple(grads), tuple(grads_b))
 
     # -- autodiff -------------------------------------------------------------------
 
@@ -488,20 +554,27 @@ class UFMModule(nn.Module):
     The free features are the weight of a bias-free first linear layer fed the one-hot
     sample indices: ``forward(x)`` maps ``x`` (``(B, N)``, rows of ``I_N``, cast to float64)
     to the outputs ``(B, K)``, so ``model(torch.eye(N))`` gives every sample's ``f`` (rows);
-    ``layers[0].weight`` is ``H_1``, ``layers[l].weight`` is ``W_l``. ``loss(outputs)``
-    is the data term ``s‖f − Y‖²`` on all ``N`` samples; :meth:`objective` adds the
-    penalties.
+    ``layers[0].weight`` is ``H_1``, ``layers[l].weight`` is ``W_l`` (and
+    ``layers[l].bias`` is ``b_l`` for a model with biases). ``loss(outputs)`` is the data
+    term ``s‖f − Y‖²`` on all ``N`` samples; :meth:`objective` adds the penalties.
     """
 
     def __init__(self, model: DeepUFM, point: UFMParameters) -> None:
         super().__init__()
         self.ufm = model
         dims = model.dims
-        sizes = [(dims[0], model.n_samples)] + [(dims[i + 1], dims[i]) for i in range(len(point.W))]
-        self.layers = nn.ModuleList(nn.Linear(s[1], s[0], bias=False).double() for s in sizes)
+        self.layers = nn.ModuleList(
+            [nn.Linear(model.n_samples, dims[0], bias=False).double()]
+            + [
+                nn.Linear(dims[i], dims[i + 1], bias=model.bias).double()
+                for i in range(model.n_layers)
+            ]
+        )
         with torch.no_grad():
             for layer, value in zip(self.layers, (point.H, *point.W), strict=True):
                 layer.weight.copy_(torch.from_numpy(value))
+            for layer, value in zip(self.layers[1:], point.b, strict=False):
+                layer.bias.copy_(torch.from_numpy(value))
         self.register_buffer("targets", torch.from_numpy(model.targets.T.copy()))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -525,6 +598,8 @@ class UFMModule(nn.Module):
         value = self.loss(self(eye)) + 0.5 * self.ufm.lambda_h * self.layers[0].weight.pow(2).sum()
         for lam, layer in zip(self.ufm.lambda_w, self.layers[1:], strict=True):
             value = value + 0.5 * lam * layer.weight.pow(2).sum()
+            if layer.bias is not None:
+                value = value + 0.5 * self.ufm.lambda_b * layer.bias.pow(2).sum()
         return value
 
 
@@ -649,6 +724,10 @@ def _need_linear(model: object, what: str) -> DeepUFM:
     if model.activation != "identity":
         raise ValueError(
             f"{what} exists for the linear model (DeepLinearUFM) only, got {type(model).__name__}"
+        )
+    if model.bias:
+        raise ValueError(
+            f"{what} is derived for the bias-free model (the paper's); this model has bias=True"
         )
     return model
 
@@ -891,12 +970,7 @@ def gradient_descent(
         else model.check_point(init)
     )
     theta = p.flat()
-    shapes = [p.H.shape] + [w.shape for w in p.W]
-    sizes = np.cumsum([0] + [int(np.prod(s)) for s in shapes])
-
-    def unflat(v: np.ndarray) -> UFMParameters:
-        blocks = [v[sizes[i] : sizes[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
-        return UFMParameters(blocks[0], tuple(blocks[1:]))
+    unflat = model.from_flat
 
     steps: list[int] = []
     values: list[float] = []
@@ -922,7 +996,7 @@ def gradient_descent(
                     steps.append(step)
                     values.append(value)
                     norms.append(gnorm)
-                    points.append(UFMParameters(point.H.copy(), tuple(w.copy() for w in point.W)))
+                    points.append(point.copy())
                 if done:
                     if step < n_steps:
                         stopped = f"gradient norm {gnorm:.3g} <= tol {tol:g} at step {step}"
@@ -995,12 +1069,7 @@ def minimise(
         if init is None
         else model.check_point(init)
     )
-    shapes = [start.H.shape] + [w.shape for w in start.W]
-    sizes = np.cumsum([0] + [int(np.prod(s)) for s in shapes])
-
-    def unflat(v: np.ndarray) -> UFMParameters:
-        blocks = [v[sizes[i] : sizes[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
-        return UFMParameters(blocks[0], tuple(blocks[1:]))
+    unflat = model.from_flat
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad = model._value_and_grad(unflat(v))
