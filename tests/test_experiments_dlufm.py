@@ -43,13 +43,17 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("dlufm-runs")
     with serial_threads():
         result = reproduce("004", preset="tiny", root=root)
-    assert [o.experiment for o in result.outcomes] == IDS
+    ran = [o.experiment for o in result.outcomes]
+    # paper 004 also holds the curvature of real networks (curvature-*, issue 12)
+    assert [e for e in ran if not e.startswith("curvature-")] == IDS
     return {e: Run.open(root / f"{e}-tiny-seed0") for e in IDS}
 
 
 def test_the_paper_registers_five_experiments_with_four_presets():
     found = {e.id: e for e in experiments_for_paper("004")}
-    assert sorted(found) == IDS
+    # paper 004 also holds the curvature of real networks (curvature-*, issue 12)
+    assert sorted(i for i in found if not i.startswith("curvature-")) == IDS
+    found = {i: found[i] for i in IDS}
     for experiment in found.values():
         assert {"tiny", "quick", "standard", "paper"} <= set(experiment.presets)
         assert experiment.paper == "004" and experiment.figures and experiment.claims
