@@ -37,7 +37,7 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from collapselab.checks import ArgumentTypeError, check_choice
+from collapselab.checks import ArgumentTypeError, check_choice, split_batch
 from collapselab.curvature.losses import OutputLoss, resolve_loss
 from collapselab.probe import eval_mode
 
@@ -155,7 +155,7 @@ class Objective:
         count = 0
         with self._mode(), torch.no_grad():
             for batch in self.data:
-                x, y = _split_batch(batch)
+                x, y = split_batch(batch)
                 x = x.to(self.device)
                 if x.is_floating_point():
                     x = x.to(self.dtype)
@@ -277,16 +277,6 @@ def _names_of(
         )
     raise ArgumentTypeError(
         f"params must hold modules, parameter names or parameter tensors, got {type(item).__name__}"
-    )
-
-
-def _split_batch(batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    if isinstance(batch, Sequence) and len(batch) >= 2:
-        x, y = batch[0], batch[1]
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            return x, y
-    raise ArgumentTypeError(
-        f"each batch must be (inputs, labels) tensors, got {type(batch).__name__}"
     )
 
 
