@@ -185,6 +185,23 @@ def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):
     assert np.allclose(stored, expected, atol=1e-9 * expected[0])
 
 
+def test_the_curvature_family_measures_the_same_layer_hessian_as_app_f(runs):
+    """Issue 13 x issue 12: on the trained MLP, the curvature family's top eigenvalue (Lanczos
+    on the network's own Hessian-vector products) equals App. F's dense formula's, and the
+    family's f_top and outliers are logged beside the theory module's."""
+    run = runs["dlufm-mlp"]
+    rows = run.metrics()
+    rows = rows[rows["split"] == "mlp"]
+    for stage in ("init", "final"):
+        for ell in run.config["layers"]:
+            at = rows[rows["layer"] == f"{stage}:W{ell}"].set_index("metric")["value"]
+            assert at["family_gap"] < 1e-8, (stage, ell, at["family_gap"])
+            top = run.load_array(f"mlp_{stage}_layer{ell}")["hessian"][0]
+            assert at["family_hessian_top_eigenvalue"] == pytest.approx(top, rel=1e-8)
+            assert 0.0 <= at["family_gradient_fraction_top"] <= 1.0 + 1e-12
+            assert at["family_hessian_outliers"] >= 1
+
+
 def test_figures_are_redrawn_from_the_stored_results(runs):
     for experiment_id in ("dlufm-linear", "dlufm-relu"):
         run = runs[experiment_id]
