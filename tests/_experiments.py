@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,3 +27,25 @@ def registered(*experiments: Experiment) -> Iterator[None]:
     finally:
         for spec in experiments:
             unregister(spec.id)
+
+
+def stored_claims(run: Any) -> dict[str, dict]:
+    """A run's ``claims.json`` entries by claim name."""
+    document = json.loads((run.path / "claims.json").read_text())
+    return {entry["name"]: entry for entry in document["claims"]}
+
+
+def check_completed_run(run: Any, spec: Experiment) -> dict[str, dict]:
+    """Assert that ``run`` of ``spec`` completed with every figure a PNG, one stored entry
+    per claim (in order, each with its threshold and detail) and a report; return the
+    entries by name."""
+    assert run.status == "completed"
+    for name in spec.figures:
+        figure = run.path / "figures" / f"{name}.png"
+        assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
+    claims = stored_claims(run)
+    assert list(claims) == [c.name for c in spec.claims]
+    for entry in claims.values():
+        assert entry["threshold_text"] and entry["detail"], entry
+    assert (run.path / "report.html").is_file()
+    return claims

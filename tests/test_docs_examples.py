@@ -14,7 +14,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ("index", "catalogue", "data", "models", "training", "monitoring", "store", "theory")
+PAGES = (
+    "index",
+    "catalogue",
+    "curvature",
+    "data",
+    "models",
+    "training",
+    "monitoring",
+    "store",
+    "theory",
+    "dlufm",
+)
 
 # A fence opens with ``` plus an info string and closes with a bare ``` line.
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)

@@ -8,7 +8,6 @@ figures, verdicts, numbers recorded), not the claims' truth at this size.
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -19,6 +18,7 @@ from collapselab.experiments.mse_nc import FIGURES, THEORY_FIGURES, StoredArms, 
 from collapselab.experiments.mse_nc.arms import NC_METRICS
 from collapselab.experiments.mse_nc.presets import paper_lr_grid
 from collapselab.store import Run
+from tests._experiments import stored_claims
 
 TINY_TRAINING = {
     "datasets": {
@@ -106,11 +106,6 @@ def tiny(monkeypatch):
     monkeypatch.setitem(get_experiment("mse-nc-theory").presets, "tiny", TINY_THEORY)
 
 
-def _claims(run) -> dict[str, dict]:
-    document = json.loads((run.path / "claims.json").read_text())
-    return {entry["name"]: entry for entry in document["claims"]}
-
-
 def test_reproduce_end_to_end(tiny, tmp_path):
     result = reproduce("mse-nc", preset="tiny", root=tmp_path)
     assert [o.experiment for o in result.outcomes] == ["mse-nc-collapse", "mse-nc-theory"]
@@ -164,7 +159,7 @@ def _check_training_run(run) -> None:
     )
     assert math.isnan(r["paper_acc_final"])
     assert (run.path / "table1.csv").read_text().startswith("arm,lr,zero_error_epoch")
-    claims = _claims(run)
+    claims = stored_claims(run)
     assert len(claims) == len(get_experiment("mse-nc-collapse").claims)
     for entry in claims.values():
         assert entry["verdict"] in ("holds", "does not hold"), (entry["name"], entry["detail"])
@@ -206,7 +201,7 @@ def test_training_run_resumes_arm_by_arm(tiny, tmp_path, monkeypatch):
 def _check_theory_run(run) -> None:
     figures = {p.stem for p in (run.path / "figures").glob("*.png")}
     assert figures == set(THEORY_FIGURES)
-    claims = _claims(run)
+    claims = stored_claims(run)
     for entry in claims.values():
         assert entry["verdict"] in ("holds", "does not hold"), (entry["name"], entry["detail"])
     assert claims["snr-singular-vectors-frozen"]["verdict"] == "holds"

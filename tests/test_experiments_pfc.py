@@ -4,7 +4,6 @@ recomputation, and the claim evaluators against brute-force references on synthe
 from __future__ import annotations
 
 import itertools
-import json
 import math
 
 import numpy as np
@@ -34,6 +33,7 @@ from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accura
 from collapselab.store import Run
 from collapselab.theory.ufm import column_pfc
 from collapselab.train import seed_everything
+from tests._experiments import check_completed_run, stored_claims
 
 IDS = [
     "pfc-toy",
@@ -53,11 +53,6 @@ def runs(tmp_path_factory):
         return {e: run_experiment(e, preset="tiny", root=root) for e in IDS}
 
 
-def _claims(run: Run) -> dict[str, dict]:
-    document = json.loads((run.path / "claims.json").read_text())
-    return {entry["name"]: entry for entry in document["claims"]}
-
-
 def test_the_paper_registers_six_experiments_with_three_presets():
     found = {e.id: e for e in experiments_for_paper("pfc")}
     assert sorted(found) == sorted(IDS)
@@ -69,18 +64,9 @@ def test_the_paper_registers_six_experiments_with_three_presets():
 
 @pytest.mark.parametrize("experiment_id", IDS)
 def test_tiny_preset_runs_end_to_end_with_figures_and_evaluable_claims(runs, experiment_id):
-    run = runs[experiment_id]
-    experiment = get_experiment(experiment_id)
-    assert run.status == "completed"
-    for name in experiment.figures:
-        figure = run.path / "figures" / f"{name}.png"
-        assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
-    claims = _claims(run)
-    assert list(claims) == [c.name for c in experiment.claims]
+    claims = check_completed_run(runs[experiment_id], get_experiment(experiment_id))
     for entry in claims.values():
         assert entry["verdict"] in ("holds", "does not hold"), entry
-        assert entry["threshold_text"] and entry["detail"]
-    assert (run.path / "report.html").is_file()
 
 
 def test_figures_are_redrawn_from_the_stored_results(runs):
@@ -179,7 +165,7 @@ def test_mufm_rows_are_the_metrics_of_the_stored_solutions(runs):
     rows = table[table["layer"] == "mufm_converged"].set_index("metric")["value"]
     assert rows["alignment"] == pytest.approx(align, rel=1e-12)
     assert rows["grad_norm"] <= config["tol"]
-    claims = _claims(run)
+    claims = stored_claims(run)
     assert claims["ufm-exact-collapse"]["verdict"] == "holds"
     assert claims["converged-below-literal"]["verdict"] == "holds"
 
@@ -191,7 +177,7 @@ def test_lambda_sweep_grid_and_claims(runs):
     np.testing.assert_allclose(sweep["lam"], sweep["ratio"] * 0.005, rtol=1e-12)
     assert sweep["converged_nc1_trace_ratio"].shape == (3,)
     assert np.all(sweep["converged_objective"] < sweep["literal_objective"])
-    claims = _claims(run)
+    claims = stored_claims(run)
     for name, key in (
         ("sweep-alignment-decreases-with-lambda", "converged_alignment"),
         ("sweep-pfc1-increases-with-lambda", "converged_nc1_trace_ratio"),
@@ -201,7 +187,7 @@ def test_lambda_sweep_grid_and_claims(runs):
 
 
 def test_theorem_claims_separate_the_published_and_corrected_reduction(runs):
-    claims = _claims(runs["pfc-theorems"])
+    claims = stored_claims(runs["pfc-theorems"])
     assert claims["theorem3-reduction-corrected"]["verdict"] == "holds"
     published = claims["theorem3-reduction-as-published"]
     assert published["verdict"] == "does not hold"

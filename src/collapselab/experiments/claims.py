@@ -158,6 +158,17 @@ class RunResults:
     def preset(self) -> str:
         return str(self.manifest.get("preset", ""))
 
+    def array(self, name: str, key: str) -> np.ndarray:
+        """``arrays/<name>.npz[key]`` of the run, or :class:`NotEvaluable` naming what is
+        missing."""
+        try:
+            stored = self.arrays[name]
+        except KeyError:
+            raise NotEvaluable(f"the run saved no array {name!r}") from None
+        if key not in stored:
+            raise NotEvaluable(f"array {name!r} has no entry {key!r}")
+        return np.asarray(stored[key])
+
     def rows(self, metric: str, split: str | None = None, layer: str | None = "") -> pd.DataFrame:
         """Rows of ``metric`` (and ``split`` / ``layer`` unless ``None``), in logging order."""
         table = self.metrics

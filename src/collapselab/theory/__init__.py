@@ -17,6 +17,12 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
 - :mod:`~collapselab.theory.ufm` (paper 001): UFM and (multilayer) MUFM, Theorems 3 and 4.
 - :mod:`~collapselab.theory.transport` (paper 001, beyond it): optimal-transport diagnostics
   of the layer-to-layer feature flow.
+- :mod:`~collapselab.theory.dlufm` (paper 004): the deep linear and deep ReLU unconstrained
+  feature models, gradient descent, the exact global optimum and its closed form;
+  :mod:`~collapselab.theory.dlufm_layerwise`: layer-wise Hessians (Kronecker, data-dependent,
+  autodiff), Papyan's decomposition, gradients, App. E matrices, Gram tables;
+  :mod:`~collapselab.theory.dlufm_theorems`: Theorems 3.1, 4.1-4.4, E.1-E.3 as predictions
+  and :func:`verify_dlufm`.
 """
 
 from collapselab.theory.central_path import (
@@ -28,6 +34,15 @@ from collapselab.theory.central_path import (
     tangent_projection,
     verify_central_path,
 )
+from collapselab.theory.dlufm import (
+    DeepLinearUFM,
+    DeepReLUUFM,
+    UFMParameters,
+    exact_optimum,
+    is_global_optimum,
+)
+from collapselab.theory.dlufm_layerwise import layer_hessian, papyan_decomposition
+from collapselab.theory.dlufm_theorems import verify_dlufm
 from collapselab.theory.geodesic import (
     ideal_endpoint,
     simplex_etf,
@@ -60,16 +75,23 @@ from collapselab.theory.ufm_mse import UFMMSE, ufm_mse_descent, ufm_mse_minimise
 
 __all__ = [
     "UFMMSE",
+    "DeepLinearUFM",
+    "DeepReLUUFM",
     "RenormalisedGD",
+    "UFMParameters",
     "alignment",
     "class_centering_matrix",
+    "exact_optimum",
     "gradient_flow",
     "ideal_endpoint",
+    "is_global_optimum",
+    "layer_hessian",
     "layer_transport",
     "mufm_model",
     "omega_asymptotic",
     "omega_closed_form",
     "omega_ode",
+    "papyan_decomposition",
     "renormalise",
     "renormalised_flow",
     "simplex_etf",
@@ -86,6 +108,7 @@ __all__ = [
     "ufm_mse_descent",
     "ufm_mse_minimise",
     "verify_central_path",
+    "verify_dlufm",
     "verify_mufm",
     "verify_snr_dynamics",
     "verify_straight_line",

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import NotEvaluable, RunResults
+from collapselab.experiments.claims import RunResults
 
 PAPER = "001"
 SOURCE = "Wang, Gai & Zhang, Progressive Feedforward Collapse of ResNet Training"
@@ -35,17 +35,6 @@ def cpu_threads(config: Mapping[str, Any]) -> Iterator[None]:
             yield
     else:
         yield
-
-
-def array(results: RunResults, name: str, key: str) -> np.ndarray:
-    """``arrays/<name>.npz[key]`` of a run, or :class:`NotEvaluable` naming what is missing."""
-    try:
-        stored = results.arrays[name]
-    except KeyError:
-        raise NotEvaluable(f"the run saved no array {name!r}") from None
-    if key not in stored:
-        raise NotEvaluable(f"array {name!r} has no entry {key!r}")
-    return np.asarray(stored[key])
 
 
 def row_value(results: RunResults, metric: str, layer: str, split: str = "train") -> float:

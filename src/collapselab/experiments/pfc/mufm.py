@@ -26,7 +26,7 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.data import gaussian_mixture
 from collapselab.experiments.claims import Claim, ClaimResult, Erratum, NotEvaluable, RunResults
-from collapselab.experiments.pfc._common import array, row_value, spearman
+from collapselab.experiments.pfc._common import row_value, spearman
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics import PFC_KEYS
 from collapselab.store import Run
@@ -297,8 +297,8 @@ MUFM_CLAIMS: list[Claim] = [
 
 def _sweep_trend(key: str, direction: str) -> Any:
     def evaluate(results: RunResults) -> ClaimResult:
-        ratio = array(results, "sweep", "ratio")
-        values = array(results, "sweep", f"converged_{key}")
+        ratio = results.array("sweep", "ratio")
+        values = results.array("sweep", f"converged_{key}")
         if ratio.size < 3:
             raise NotEvaluable(f"{ratio.size} λ values; a trend needs at least 3")
         rho = spearman(ratio, values)
@@ -319,11 +319,11 @@ def _sweep_trend(key: str, direction: str) -> Any:
 
 
 def _sweep_vs_data(results: RunResults) -> ClaimResult:
-    ratio = array(results, "sweep", "ratio")
-    data = {k: float(array(results, "sweep", f"data_{k}")) for k in PFC_KEYS}
+    ratio = results.array("sweep", "ratio")
+    data = {k: float(results.array("sweep", f"data_{k}")) for k in PFC_KEYS}
     failing = []
     for i, r in enumerate(ratio):
-        pfc = {k: float(array(results, "sweep", f"converged_{k}")[i]) for k in PFC_KEYS}
+        pfc = {k: float(results.array("sweep", f"converged_{k}")[i]) for k in PFC_KEYS}
         ok, _ = _more_collapsed(pfc, data)
         if not ok:
             failing.append(float(r))
@@ -337,8 +337,8 @@ def _sweep_vs_data(results: RunResults) -> ClaimResult:
 
 
 def _sweep_converged_below(results: RunResults) -> ClaimResult:
-    conv = array(results, "sweep", "converged_objective")
-    lit = array(results, "sweep", "literal_objective")
+    conv = results.array("sweep", "converged_objective")
+    lit = results.array("sweep", "literal_objective")
     worse = int(np.sum(conv >= lit))
     ratio = conv / lit
     values = {"max_objective_ratio": float(np.max(ratio)), "n_not_lower": float(worse)}

@@ -29,7 +29,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, ClaimResult, Erratum, RunResults
-from collapselab.experiments.pfc._common import array, row_value
+from collapselab.experiments.pfc._common import row_value
 from collapselab.experiments.pfc.mufm import mufm_data
 from collapselab.experiments.registry import RunContext
 from collapselab.store import Run
@@ -184,8 +184,8 @@ def _theorem1(results: RunResults) -> ClaimResult:
 
 
 def _theorem2_small(results: RunResults) -> ClaimResult:
-    scales = array(results, "theorem2", "scales")
-    fraction = array(results, "theorem2", "fraction_monotone")
+    scales = results.array("theorem2", "scales")
+    fraction = results.array("theorem2", "fraction_monotone")
     i = int(np.argmin(scales))
     ok = fraction[i] >= 1.0
     values = {"scale": float(scales[i]), "fraction_monotone": float(fraction[i])}
@@ -199,8 +199,8 @@ def _theorem2_small(results: RunResults) -> ClaimResult:
 
 
 def _theorem2_local(results: RunResults) -> ClaimResult:
-    interval = array(results, "theorem2", "min_monotone_interval")
-    curvature = array(results, "theorem2", "curvature")
+    interval = results.array("theorem2", "min_monotone_interval")
+    curvature = results.array("theorem2", "curvature")
     ok = bool(np.all(interval > 0) and np.all(curvature > 0))
     values = {"min_interval": float(interval.min()), "min_curvature": float(curvature.min())}
     detail = (
@@ -228,9 +228,9 @@ def _theorem3(variant: str) -> Any:
 
 
 def _theorem4_flow(results: RunResults) -> ClaimResult:
-    within = array(results, "theorem4", "trace_within")
-    between = array(results, "theorem4", "trace_between")
-    pfc1 = array(results, "theorem4", "pfc1")
+    within = results.array("theorem4", "trace_within")
+    between = results.array("theorem4", "trace_between")
+    pfc1 = results.array("theorem4", "pfc1")
     dw, db, dp = np.diff(within), np.diff(between), np.diff(pfc1)
     ok = bool(np.all(dw < 0) and np.all(db > 0) and np.all(dp < 0))
     values = {
@@ -247,10 +247,10 @@ def _theorem4_flow(results: RunResults) -> ClaimResult:
 
 
 def _theorem4_minimiser(results: RunResults) -> ClaimResult:
-    lambdas = array(results, "theorem4", "lambdas")
-    errors = array(results, "theorem4", "relative_error")
-    pfc1 = array(results, "theorem4", "minimiser_pfc1")
-    data = float(array(results, "theorem4", "data_pfc1"))
+    lambdas = results.array("theorem4", "lambdas")
+    errors = results.array("theorem4", "relative_error")
+    pfc1 = results.array("theorem4", "minimiser_pfc1")
+    data = float(results.array("theorem4", "data_pfc1"))
     ratios = errors[:-1] / errors[1:] * (lambdas[:-1] / lambdas[1:]) * 2.0
     lo, hi = FLOW_RATIO
     first_order = bool(np.all((ratios >= lo) & (ratios <= hi))) if ratios.size else True

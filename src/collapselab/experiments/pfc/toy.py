@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from collapselab.experiments.claims import Claim, ClaimResult, RunResults
-from collapselab.experiments.pfc._common import array, max_rise
+from collapselab.experiments.pfc._common import max_rise
 from collapselab.experiments.registry import RunContext
 from collapselab.store import Run
 from collapselab.theory.geodesic import simplex_etf, straight_line_model
@@ -73,8 +73,8 @@ def run_toy(run: Run, context: RunContext) -> None:
 
 
 def _monotone(results: RunResults) -> ClaimResult:
-    s = float(array(results, "toy", "s"))
-    pfc1 = array(results, "toy", "curve_nc1_trace_ratio")
+    s = float(results.array("toy", "s"))
+    pfc1 = results.array("toy", "curve_nc1_trace_ratio")
     rise = max_rise(pfc1) / pfc1[0]
     ok = s >= 0 and rise <= _TOL
     values = {"theorem1_s": s, "pfc1_max_relative_rise": rise, "pfc1_start": float(pfc1[0])}
@@ -83,9 +83,9 @@ def _monotone(results: RunResults) -> ClaimResult:
 
 
 def _collapsed_at_end(results: RunResults) -> ClaimResult:
-    pfc1 = float(array(results, "toy", "curve_nc1_trace_ratio")[-1])
-    pfc2 = float(array(results, "toy", "curve_nc2_etf_distance")[-1])
-    pfc3 = float(array(results, "toy", "curve_ncc_accuracy")[-1])
+    pfc1 = float(results.array("toy", "curve_nc1_trace_ratio")[-1])
+    pfc2 = float(results.array("toy", "curve_nc2_etf_distance")[-1])
+    pfc3 = float(results.array("toy", "curve_ncc_accuracy")[-1])
     ok = pfc1 <= _TOL and pfc2 <= 1e-6 and pfc3 == 1.0
     values = {"pfc1": pfc1, "pfc2": pfc2, "pfc3": pfc3}
     detail = f"at t = 1: PFC1 {pfc1:.3g}, PFC2 {pfc2:.3g}, PFC3 {pfc3:g}"

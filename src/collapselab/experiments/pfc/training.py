@@ -46,7 +46,6 @@ from collapselab.experiments.claims import (
     value_above,
 )
 from collapselab.experiments.pfc._common import (
-    array,
     cpu_threads,
     max_rise,
     spearman,
@@ -319,13 +318,13 @@ def _span(values: np.ndarray) -> float:
 
 
 def _band(results: RunResults) -> ClaimResult:
-    layers = [str(s) for s in array(results, "geodesic", "layers")]
+    layers = [str(s) for s in results.array("geodesic", "layers")]
     values: dict[str, float] = {}
     worst = 0.0
     parts = []
     for key in PFC_KEYS:
         _, observed = AcrossLayers(key, layers=layers)(results)
-        predicted = array(results, "geodesic", f"predicted_{key}")
+        predicted = results.array("geodesic", f"predicted_{key}")
         if key == "nc1_trace_ratio":
             if np.any(observed <= 0) or np.any(predicted <= 0):
                 raise NotEvaluable("PFC1 is not positive at every layer; no log scale")
@@ -348,9 +347,9 @@ def _band(results: RunResults) -> ClaimResult:
 
 
 def _prediction_monotone(results: RunResults) -> ClaimResult:
-    pfc1 = array(results, "geodesic", "curve_nc1_trace_ratio")
-    pfc2 = array(results, "geodesic", "curve_nc2_etf_distance")
-    pfc3 = array(results, "geodesic", "curve_ncc_accuracy")
+    pfc1 = results.array("geodesic", "curve_nc1_trace_ratio")
+    pfc2 = results.array("geodesic", "curve_nc2_etf_distance")
+    pfc3 = results.array("geodesic", "curve_ncc_accuracy")
     rise1 = max_rise(pfc1) / abs(pfc1[0]) if pfc1[0] != 0 else max_rise(pfc1)
     rise2 = max_rise(pfc2)
     drop3 = max_rise(-pfc3)

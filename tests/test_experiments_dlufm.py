@@ -1,0 +1,251 @@
+"""Paper 004's experiments: the tiny presets end to end (figures drawn, claims evaluated),
+stored numbers against independent recomputation, and the ReLU claims on every branch."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from collapselab._threads import serial_threads
+from collapselab.experiments import (
+    RunResults,
+    evaluate_claims,
+    experiments_for_paper,
+    get_experiment,
+    refresh_run,
+    reproduce,
+)
+from collapselab.experiments.dlufm import RELU_CLAIMS, classify, lambda_for_ratio, presets
+from collapselab.experiments.dlufm.mlp import as_deep_ufm, load_images, mlp_dry_run
+from collapselab.models import MLP
+from collapselab.store import Run
+from collapselab.theory.dlufm import (
+    DeepLinearUFM,
+    closed_form,
+    gradient_descent,
+    regularisation_threshold,
+)
+from collapselab.theory.dlufm_layerwise import layer_hessian
+from collapselab.train import seed_everything
+from tests._experiments import check_completed_run, stored_claims
+
+IDS = ["dlufm-layers", "dlufm-linear", "dlufm-mlp", "dlufm-regularisation", "dlufm-relu"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """``reproduce 004 --preset tiny`` once for the module."""
+    root = tmp_path_factory.mktemp("dlufm-runs")
+    with serial_threads():
+        result = reproduce("004", preset="tiny", root=root)
+    ran = [o.experiment for o in result.outcomes]
+    # paper 004 also holds the curvature of real networks (curvature-*, issue 12)
+    assert [e for e in ran if not e.startswith("curvature-")] == IDS
+    return {e: Run.open(root / f"{e}-tiny-seed0") for e in IDS}
+
+
+def test_the_paper_registers_five_experiments_with_four_presets():
+    found = {e.id: e for e in experiments_for_paper("004")}
+    # paper 004 also holds the curvature of real networks (curvature-*, issue 12)
+    assert sorted(i for i in found if not i.startswith("curvature-")) == IDS
+    found = {i: found[i] for i in IDS}
+    for experiment in found.values():
+        assert {"tiny", "quick", "standard", "paper"} <= set(experiment.presets)
+        assert experiment.paper == "004" and experiment.figures and experiment.claims
+        assert experiment.draw is not None
+        assert experiment.uses_device == (experiment.id == "dlufm-mlp")
+        assert set(experiment.captions) == set(experiment.figures)
+
+
+@pytest.mark.parametrize("experiment_id", IDS)
+def test_tiny_preset_runs_end_to_end_with_figures_and_claims(runs, experiment_id):
+    claims = check_completed_run(runs[experiment_id], get_experiment(experiment_id))
+    if experiment_id != "dlufm-relu":  # the tiny ReLU runs may end lower-rank (below)
+        for entry in claims.values():
+            assert entry["verdict"] in ("holds", "does not hold"), entry
+
+
+def test_the_linear_claims_hold_at_tiny_and_the_published_e1_reading_does_not(runs):
+    claims = stored_claims(runs["dlufm-linear"])
+    published = claims.pop("gradient-second-moment-as-published")
+    assert published["verdict"] == "does not hold"
+    assert published["values"]["rank"] == 3  # K, not K - 1
+    assert all(c["verdict"] == "holds" for c in claims.values()), claims
+    for experiment_id in ("dlufm-layers", "dlufm-regularisation"):
+        assert all(c["verdict"] == "holds" for c in stored_claims(runs[experiment_id]).values())
+
+
+def test_linear_stored_spectra_equal_an_independent_recomputation(runs):
+    run = runs["dlufm-linear"]
+    config = run.config
+    model = DeepLinearUFM(
+        config["n_classes"], config["n_per_class"], config["width"], config["lambda_w"],
+        config["lambda_h"], n_layers=config["n_layers"],
+    )  # fmt: skip
+    traj = gradient_descent(
+        model, config["lr"], config["steps"], seed=0, w_scale=config["w_scale"],
+        h_scale=config["h_scale"], checkpoints=config["checkpoints"],
+    )  # fmt: skip
+    dynamics = run.load_array("dynamics")
+    assert np.array_equal(dynamics["steps"], traj.steps)
+    layer = config["layer"]
+    for i in (0, len(traj.steps) // 2, -1):
+        kron = layer_hessian(model, traj.points[i], layer, method="kronecker")
+        expected = np.sort(np.linalg.eigvalsh(kron))[::-1]
+        assert np.allclose(dynamics["hessian"][i], expected, rtol=0, atol=1e-12)
+        assert dynamics["objective"][i] == pytest.approx(model.objective(traj.points[i]), 1e-13)
+    form = run.load_array("closed_form")
+    assert float(form["t_star"]) == pytest.approx(closed_form(model).t_star, rel=1e-14)
+
+
+def test_regularisation_ratios_are_the_ratios_of_the_closed_form(runs):
+    run = runs["dlufm-regularisation"]
+    stored = run.load_array("regularisation")
+    config = run.config
+    big_l = config["n_layers"]
+    for ratio, lam, t_star in zip(stored["ratio"], stored["lambda"], stored["t_star"],
+                                  strict=True):  # fmt: skip
+        assert lam == pytest.approx(lambda_for_ratio(config, ratio), rel=1e-14)
+        model = DeepLinearUFM(config["n_classes"], config["n_per_class"], config["width"], lam,
+                              lam, n_layers=big_l)  # fmt: skip
+        form = closed_form(model)
+        assert form.beta / regularisation_threshold(big_l) == pytest.approx(ratio, rel=1e-12)
+        assert t_star == form.t_star
+        assert (t_star == 0) == (ratio > 1)
+
+
+def test_relu_sweep_records_every_run_and_its_classification(runs):
+    run = runs["dlufm-relu"]
+    config = run.config
+    sweep = run.load_array("sweep")
+    pairs = [(w, s) for w in config["widths"] for s in config["seeds"]]
+    assert list(zip(sweep["width"].astype(int), sweep["seed"].astype(int), strict=True)) == pairs
+    for i, (width, seed) in enumerate(pairs):
+        final = run.load_array(f"final_d{width}_s{seed}")
+        row = classify(final, config["n_classes"])
+        assert row["symmetric"] == sweep["symmetric"][i]
+        # the classification by its definition: ranks of W_lW_lᵀ and frames of the means
+        ranks = [int(np.sum(v[np.isfinite(v)] > 1e-3 * np.nanmax(v))) for v in final["weights"]]
+        frames = float(np.max(final["orthogonal_frame"][1:]))
+        assert bool(row["symmetric"]) == (all(r == 3 for r in ranks) and frames <= 0.05)
+    claims = stored_claims(run)
+    assert claims["relu-symmetric-at-widest"]["verdict"] in ("holds", "does not hold")
+    for name, entry in claims.items():
+        if entry["verdict"] == "not evaluable":
+            assert "no run reached the symmetric solution" in entry["detail"], name
+
+
+def test_relu_claims_are_computed_on_every_run_marked_symmetric(runs):
+    """Every ReLU claim's computation runs (and yields a verdict with numbers) when the runs
+    count as symmetric: the tiny runs are too short to reach that solution themselves."""
+    results = RunResults.from_run(runs["dlufm-relu"])
+    arrays = {name: dict(results.arrays[name]) for name in results.arrays}
+    arrays["sweep"]["symmetric"] = np.ones_like(arrays["sweep"]["symmetric"])
+    forced = RunResults(results.metrics, results.manifest, arrays)
+    document = evaluate_claims(RELU_CLAIMS, forced)
+    for entry in document["claims"]:
+        assert entry["verdict"] in ("holds", "does not hold"), entry
+        assert entry["values"], entry
+    assert document["claims"][0]["verdict"] == "holds"  # every run now counts as symmetric
+
+
+def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):
+    """The trained MLP's outputs equal the deep UFM's at H_1 = Xᵀ, and the stored Hessian
+    spectrum is that of the autodiff Hessian of the MLP's own MSE loss in its last weight."""
+    run = runs["dlufm-mlp"]
+    config = run.config
+    data = load_images(config, None, 0)
+    seed_everything(0)
+    model = MLP(64, 10, width=config["width"], depth=config["depth"], bias=False)
+    state = Run.open(run.path).latest_checkpoint().load()
+    model.load_state_dict(state["model"])
+    ufm, point = as_deep_ufm(model, data.train, config["weight_decay"])
+    with torch.no_grad():
+        outputs = model(data.train.x.double().float()).double().numpy()
+    assert np.allclose(ufm.features(point)[-1].T, outputs, atol=1e-4)
+    weight = model.classifier.weight.detach().double().clone().requires_grad_(True)
+    x = data.train.x.double()
+    hidden = x
+    for block in model.layers:
+        hidden = torch.relu(hidden @ block.linear.weight.detach().double().T)
+    targets = torch.nn.functional.one_hot(data.train.y, 10).double()
+
+    def loss(w: torch.Tensor) -> torch.Tensor:  # mean over samples of ½‖f − y‖²
+        return 0.5 * ((hidden @ w.reshape(10, -1).T - targets) ** 2).sum() / x.shape[0]
+
+    hess = torch.autograd.functional.hessian(loss, weight.reshape(-1)).numpy()
+    expected = np.sort(np.linalg.eigvalsh(hess))[::-1]
+    depth = config["depth"]
+    stored = run.load_array(f"mlp_final_layer{depth}")["hessian"]
+    assert np.allclose(stored, expected, atol=1e-9 * expected[0])
+
+
+def test_the_curvature_family_measures_the_same_layer_hessian_as_app_f(runs):
+    """Issue 13 x issue 12: on the trained MLP, the curvature family's top eigenvalue (Lanczos
+    on the network's own Hessian-vector products) equals App. F's dense formula's, and the
+    family's f_top and outliers are logged beside the theory module's."""
+    run = runs["dlufm-mlp"]
+    rows = run.metrics()
+    rows = rows[rows["split"] == "mlp"]
+    for stage in ("init", "final"):
+        for ell in run.config["layers"]:
+            at = rows[rows["layer"] == f"{stage}:W{ell}"].set_index("metric")["value"]
+            assert at["family_gap"] < 1e-8, (stage, ell, at["family_gap"])
+            top = run.load_array(f"mlp_{stage}_layer{ell}")["hessian"][0]
+            assert at["family_hessian_top_eigenvalue"] == pytest.approx(top, rel=1e-8)
+            assert 0.0 <= at["family_gradient_fraction_top"] <= 1.0 + 1e-12
+            assert at["family_hessian_outliers"] >= 1
+
+
+def test_figures_are_redrawn_from_the_stored_results(runs):
+    for experiment_id in ("dlufm-linear", "dlufm-relu"):
+        run = runs[experiment_id]
+        for png in (run.path / "figures").glob("*.png"):
+            png.unlink()
+        refresh_run(run.path)
+        names = sorted(p.stem for p in (run.path / "figures").glob("*.png"))
+        assert names == sorted(get_experiment(experiment_id).figures)
+
+
+def test_presets_are_plain_data_and_the_quick_linear_configuration_is_note_a():
+    quick = presets.LINEAR["quick"]
+    assert (quick["n_classes"], quick["n_per_class"], quick["width"], quick["n_layers"]) == (
+        3, 10, 10, 4,
+    )  # fmt: skip
+    assert quick["lambda_w"] == quick["lambda_h"] == 5e-3 and quick["layer"] == 3
+    json.dumps([presets.LINEAR, presets.RELU, presets.REGULARISATION, presets.LAYERS])
+
+
+def _idx(path, array: np.ndarray) -> None:
+    header = struct.pack(">I", 0x0800 | array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    with gzip.open(f"{path}.gz", "wb") as handle:
+        handle.write(header + array.astype(np.uint8).tobytes())
+
+
+def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
+    """The paper preset reads Fashion-MNIST's IDX files (fixtures in the real format) and
+    builds its network; without the files it falls back to digits and says so."""
+    config = get_experiment("dlufm-mlp").config("paper")
+    n = config["n_per_class"]
+    rng = np.random.default_rng(0)
+    root = tmp_path / "fashion-mnist"
+    root.mkdir()
+    _idx(root / "train-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+    _idx(root / "train-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    _idx(root / "t10k-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+    _idx(root / "t10k-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    summary = mlp_dry_run(config, data_dir=tmp_path)
+    width = config["width"]
+    assert summary["dataset"] == "fashion_mnist" and summary["n_train"] == 10 * n
+    assert summary["train_class_counts"] == [n] * 10 and summary["input_dim"] == 784
+    assert summary["dims"] == [784] + [width] * (config["depth"] - 1) + [10]
+    assert summary["hessian_sizes"] == {config["depth"] - 1: width * width,
+                                        config["depth"]: 10 * width}  # fmt: skip
+    missing = mlp_dry_run(config, data_dir=tmp_path / "absent")
+    assert missing["dataset"].startswith("digits (Fashion-MNIST not found")
+    assert missing["input_dim"] == 64
