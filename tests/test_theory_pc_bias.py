@@ -424,3 +424,66 @@ def test_bad_input_gets_clear_errors() -> None:
         pb.closed_form_columns(f, np.zeros((K, Q)), 1e-3, 1.0, np.array([0.5]))
     with pytest.raises(ValueError, match="eps"):
         pb.time_to_epsilon(f.eigenvalues, 1e-3, 1.0, 0.0)
+    with pytest.raises(ValueError, match=r"must start with q = 16 and end with K = 3"):
+        pb.verify_pc_bias(x, y, [Q + 1, 8, K])
+    with pytest.raises(ValueError, match=r"checkpoints must lie in \[1, steps=5\]"):
+        pb.verify_pc_bias(x, y, [Q, 8, K], steps=5, checkpoints=[0, 5])
+    with pytest.raises(ValueError, match="at least 2 widths"):
+        pb.scales_against_width(4, 3, 3, [16])
+    with pytest.raises(ValueError, match="init"):
+        pb.expected_scales([Q, 8, K], "xavier")
+
+
+# ---------------------------------------------------------------------------------------
+# against width, and end to end
+
+
+def test_scales_against_width_slopes() -> None:
+    r = pb.scales_against_width(8, 3, 3, [16, 32, 64, 128], n_samples=200, seed=0)
+    assert r.slope_a == pytest.approx(-1.0, abs=0.15)  # measured -0.97
+    assert r.slope_b == pytest.approx(-1.0, abs=0.15)  # measured -1.01
+    # Means within Monte-Carlo error of alpha I, beta I: sqrt(var / n) is 0.025 at m = 16.
+    assert (r.mean_error_a < 6 * np.sqrt(r.var_a / 200)).all()
+    assert (r.mean_error_b < 6 * np.sqrt(r.var_b / 200)).all()
+
+
+@pytest.fixture(scope="module")
+def verifications(deep_runs) -> dict[tuple[str, int], pb.PCBiasVerification]:
+    x, y = _gaussian_classes()
+    out = {}
+    with serial_threads():
+        for init in ("def3", "glorot_normal"):
+            for m in (64, 256):
+                out[init, m] = pb.verify_pc_bias(
+                    x, y, [Q, m, m, K], init, steps=200, lr=0.1, checkpoints=CHECKPOINTS, seed=7
+                )
+    return out
+
+
+def test_verify_pc_bias_matches_the_autograd_run(deep_runs, verifications) -> None:
+    # Same data, widths, seed and mu as deep_runs: the same trajectory, loss and errors.
+    for init, (f, widths, mu, ws, sim_pc, _) in deep_runs.items():
+        v = verifications[init, 256]
+        np.testing.assert_allclose(v.loss, f.loss(sim_pc[CHECKPOINTS]), rtol=1e-9)
+        assert v.measured_factor == pytest.approx(pb.measured_factor(ws), rel=1e-12)
+        for variant in pb.VARIANTS:
+            c = pb.effective_factor(widths, init, variant)
+            pred = pb.closed_form_columns(f, sim_pc[0], mu, c, CHECKPOINTS, variant)
+            want = _motion_error(pred, sim_pc)
+            np.testing.assert_allclose(v.closed_form_error[variant], want, rtol=1e-7)
+
+
+def test_verify_pc_bias_corrected_improves_with_width_published_does_not(verifications) -> None:
+    for init in ("def3", "glorot_normal"):
+        assert verifications[init, 64].follows == verifications[init, 256].follows == "corrected"
+        small, large = (verifications[init, m].closed_form_error["corrected"] for m in (64, 256))
+        assert large.max() < small.max()
+    glorot = verifications["glorot_normal", 256]
+    # c = L = 3 against the Glorot factor 7.58: at every checkpoint the published error is
+    # at least 1.8x the corrected one (measured 0.33-0.51 vs 0.14-0.18, ratios 2.0-2.8), and
+    # its predicted excess loss L - L* is off by 0.60-1.04 (relative), the corrected by
+    # 0.04-0.07. Def. 3, width 64 -> 256: corrected 0.33 -> 0.18 (Glorot 0.32 -> 0.18).
+    pub, cor = glorot.closed_form_error["published"], glorot.closed_form_error["corrected"]
+    assert (pub > 1.8 * cor).all()
+    assert glorot.loss_error["published"].min() > 0.5
+    assert glorot.loss_error["corrected"].max() < 0.1

@@ -65,6 +65,7 @@ from collapselab.theory.pc_bias import (
     iterated_product_columns,
     principal_frame,
     scale_monte_carlo,
+    verify_pc_bias,
 )
 from collapselab.theory.snr_dynamics import (
     omega_asymptotic,
@@ -133,6 +134,7 @@ __all__ = [
     "verify_central_path",
     "verify_dlufm",
     "verify_mufm",
+    "verify_pc_bias",
     "verify_snr_dynamics",
     "verify_straight_line",
     "verify_theorem3",

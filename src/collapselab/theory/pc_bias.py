@@ -43,8 +43,10 @@ from collapselab.models.deep_linear import layer_variances
 
 __all__ = [
     "VARIANTS",
+    "PCBiasVerification",
     "PCFrame",
     "ScaleMonteCarlo",
+    "ScalesAgainstWidth",
     "closed_form_columns",
     "compact_matrix",
     "compact_update_residual",
@@ -65,7 +67,9 @@ __all__ = [
     "principal_frame",
     "product_entry_variance",
     "scale_monte_carlo",
+    "scales_against_width",
     "time_to_epsilon",
+    "verify_pc_bias",
 ]
 
 VARIANTS = ("published", "corrected")
@@ -628,3 +632,162 @@ def iterated_product_columns(
         err = out[s] * frame.eigenvalues - frame.class_sums
         out[s + 1] = out[s] - mu * a_s @ err
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Monte Carlo against width (Thm 4) and an end-to-end check against gradient descent
+
+
+@dataclass(frozen=True)
+class ScalesAgainstWidth:
+    """Monte-Carlo moments of ``A_l``, ``B_l`` at init for a range of hidden widths.
+
+    Attributes:
+        widths: the hidden widths ``m`` (every hidden layer has width ``m``).
+        mean_error_a, mean_error_b: ``max_l max_ij |E[A_l] - α_l I|`` (resp. ``B``) over
+            the layers with a random product (``l < L`` for ``A``, ``l > 1`` for ``B``).
+        var_a, var_b: the entrywise variance averaged over entries and those layers.
+        slope_a, slope_b: least-squares slopes of ``log var`` against ``log m`` (Thm 4
+            under Def. 3 predicts ``-1``).
+    """
+
+    widths: np.ndarray
+    mean_error_a: np.ndarray
+    mean_error_b: np.ndarray
+    var_a: np.ndarray
+    var_b: np.ndarray
+    slope_a: float
+    slope_b: float
+
+
+def scales_against_width(
+    input_dim: int,
+    n_outputs: int,
+    n_layers: int,
+    hidden_widths: Sequence[int],
+    init: str = "def3",
+    n_samples: int = 200,
+    seed: int = 0,
+) -> ScalesAgainstWidth:
+    r"""Thm 3-4 against width: for each ``m`` in ``hidden_widths`` sample ``n_samples``
+    networks ``[input_dim, m, ..., m, n_outputs]`` (``n_layers`` layers, init scheme
+    ``init``) with :func:`scale_monte_carlo` and summarise the deviation of the mean from
+    :math:`\alpha_l I`, :math:`\beta_l I` and the variance, with its log-log slope."""
+    big_l = check_int("n_layers", n_layers, minimum=2)
+    ms = np.array([check_int("hidden_widths[i]", m, minimum=1) for m in hidden_widths])
+    if len(ms) < 2:
+        raise ValueError(f"hidden_widths needs at least 2 widths for a slope, got {list(ms)}")
+    rows = []
+    for i, m in enumerate(ms):
+        widths = [input_dim, *[int(m)] * (big_l - 1), n_outputs]
+        mc = scale_monte_carlo(widths, init, n_samples, seed + i)
+        a_layers, b_layers = range(big_l - 1), range(1, big_l)
+        rows.append(
+            (
+                max(np.abs(mc.a_mean[k] - mc.alpha[k] * np.eye(n_outputs)).max() for k in a_layers),
+                max(np.abs(mc.b_mean[k] - mc.beta[k] * np.eye(input_dim)).max() for k in b_layers),
+                np.mean([mc.a_var[k].mean() for k in a_layers]),
+                np.mean([mc.b_var[k].mean() for k in b_layers]),
+            )
+        )
+    err_a, err_b, var_a, var_b = (np.array(c) for c in zip(*rows, strict=True))
+    log_m = np.log(ms)
+    return ScalesAgainstWidth(
+        ms,
+        err_a,
+        err_b,
+        var_a,
+        var_b,
+        float(np.polyfit(log_m, np.log(var_a), 1)[0]),
+        float(np.polyfit(log_m, np.log(var_b), 1)[0]),
+    )
+
+
+@dataclass(frozen=True)
+class PCBiasVerification:
+    """The closed form and Eq. 9 held against exact full-batch GD of a deep linear net.
+
+    Errors are relative to the motion, ``‖pred^s - W̃^s‖_F / ‖W̃^s - W̃^0‖_F``, at
+    ``checkpoints``.
+
+    Attributes:
+        checkpoints: the steps compared (``>= 1``).
+        factor: ``{"published": L, "corrected": Σ α_l β_l}`` (Thm 3 at these widths).
+        measured_factor: :func:`measured_factor` of the initial weights.
+        closed_form_error: per variant, the error of Eq. 10 (published: ``c = L`` and the
+            printed index shift; corrected: ``c = Σ α_l β_l``, exponent ``s``).
+        iterated_error: per variant of :func:`driving_matrix`, the error of Eq. 9 driven
+            by the ``A_l`` measured along the GD run.
+        loss: the simulated loss at the checkpoints.
+        loss_error: per variant, the relative error of :func:`predicted_loss` in
+            ``L - L*``.
+        follows: the variant whose closed form has the smaller largest error.
+    """
+
+    checkpoints: np.ndarray
+    factor: dict[str, float]
+    measured_factor: float
+    closed_form_error: dict[str, np.ndarray]
+    iterated_error: dict[str, np.ndarray]
+    loss: np.ndarray
+    loss_error: dict[str, np.ndarray]
+    follows: str
+
+
+def verify_pc_bias(
+    x: object,
+    y: object,
+    widths: Sequence[int],
+    init: str = "def3",
+    steps: int = 200,
+    lr: float = 0.1,
+    checkpoints: Sequence[int] | None = None,
+    seed: int = 0,
+) -> PCBiasVerification:
+    r"""Train one deep linear net of ``widths`` (Gaussian init of the variances of ``init``,
+    seed ``seed``) by exact full-batch GD (:func:`gd_step`) on ``x`` ``(n, q)``, ``y``
+    ``(n, K)`` for ``steps`` steps with :math:`\mu = \texttt{lr} / (L d_1)` and hold the
+    published and corrected closed forms (Eq. 10) and Eq. 9 against it."""
+    frame = principal_frame(x, y)
+    xa, ya = _data(x, y)
+    m, var = _widths_variances(widths, init)
+    if m[0] != xa.shape[1] or m[-1] != ya.shape[1]:
+        raise ValueError(
+            f"widths {m} must start with q = {xa.shape[1]} and end with K = {ya.shape[1]}"
+        )
+    steps = check_int("steps", steps, minimum=1)
+    mu = check_float("lr", lr, minimum=0.0, strict=True) / ((len(m) - 1) * frame.eigenvalues[0])
+    marks = _steps(
+        np.unique(np.geomspace(1, steps, 6).astype(int))
+        if checkpoints is None
+        else np.asarray(checkpoints)
+    )
+    if marks.min() < 1 or marks.max() > steps:
+        raise ValueError(f"checkpoints must lie in [1, steps={steps}], got {marks.tolist()}")
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    ws = [rng.normal(0.0, math.sqrt(v), (m[i + 1], m[i])) for i, v in enumerate(var)]
+    c0 = measured_factor(ws)
+    compact = [frame.rotate(compact_matrix(ws))]
+    drivers: dict[str, list[np.ndarray]] = {v: [] for v in VARIANTS}
+    for _ in range(steps):
+        for v in VARIANTS:
+            drivers[v].append(driving_matrix(ws, v))
+        ws = gd_step(ws, xa, ya, mu)
+        compact.append(frame.rotate(compact_matrix(ws)))
+    sim = np.stack(compact)
+    motion = np.linalg.norm(sim[marks] - sim[0], axis=(1, 2))
+
+    def rel(pred: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(pred - sim[marks], axis=(1, 2)) / motion
+
+    factor = {v: effective_factor(m, var, v) for v in VARIANTS}
+    loss = frame.loss(sim[marks])
+    excess = loss - frame.optimal_loss()
+    closed, iterated, loss_err = {}, {}, {}
+    for v in VARIANTS:
+        closed[v] = rel(closed_form_columns(frame, sim[0], mu, factor[v], marks, v))
+        iterated[v] = rel(iterated_product_columns(frame, sim[0], mu, np.stack(drivers[v]))[marks])
+        pred_loss = predicted_loss(frame, sim[0], mu, factor[v], marks, v)
+        loss_err[v] = np.abs(pred_loss - loss) / excess
+    follows = min(VARIANTS, key=lambda v: closed[v].max())
+    return PCBiasVerification(marks, factor, c0, closed, iterated, loss, loss_err, follows)
