@@ -17,6 +17,7 @@ DOCS = ROOT / "docs"
 PAGES = (
     "index",
     "catalogue",
+    "curvature",
     "data",
     "models",
     "training",

@@ -73,6 +73,7 @@ __all__ = [
     "infer_n_classes",
     "resolve_for_labels",
     "resolve_weighting",
+    "split_batch",
     "to_f64",
     "warn_imbalanced_counts",
 ]
@@ -713,3 +714,15 @@ def to_f64(t: torch.Tensor) -> torch.Tensor:
 def as_float(value: torch.Tensor) -> float:
     """A 0-d tensor as a Python float."""
     return float(value.item())
+
+
+def split_batch(batch: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(inputs, labels)`` of a data loader's batch (its first two entries, both tensors)."""
+    if isinstance(batch, Sequence) and len(batch) >= 2:
+        x, y = batch[0], batch[1]
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            return x, y
+    raise ArgumentTypeError(
+        "each batch must be an (inputs, labels) pair of tensors, as a TensorDataset loader "
+        f"yields; got {type(batch).__name__}"
+    )

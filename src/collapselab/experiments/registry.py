@@ -31,6 +31,7 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
     "collapselab.experiments.pcb",
     "collapselab.experiments.mse_nc",
     "collapselab.experiments.dlufm",
+    "collapselab.experiments.curvature",
 )
 """Modules imported (when present) to register the built-in experiments, one per paper."""
 

@@ -55,9 +55,10 @@ the centred means with the decisions of pass 2 (exact for NC1 and every trace); 
 ``D x D`` within-class covariance where the dimension allows it (``D <= dense_max_dim``;
 the key is left out otherwise); the dense covariance, required."""
 
-WHERE = ("layer", "penultimate", "gated", "path", "model")
+WHERE = ("layer", "penultimate", "gated", "path", "model", "weights")
 """Where a key takes values: every measured layer; the layer the classifier reads; ReLU-type
-layers; the ordered layers of a layer path; once per split (layer ``""``)."""
+layers; the ordered layers of a layer path; once per split (layer ``""``); the weight layers
+a model procedure measures (its rows name the parameter's module, e.g. ``"classifier"``)."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,9 @@ class ModelAccess:
         modules: the measured layers by name.
         layout: the measured layers' :class:`Layout`.
         device: where the model runs.
+        loss_name: the Monitor's loss when given by name (``"ce"``, ``"mse"``), else ``None``.
+        epoch: the epoch of the measurement (``None`` when not given).
+        step: the step of the measurement (``None`` when not given).
     """
 
     model: torch.nn.Module
@@ -239,6 +243,9 @@ class ModelAccess:
     modules: Mapping[str, torch.nn.Module]
     layout: Layout
     device: torch.device
+    loss_name: str | None = None
+    epoch: int | None = None
+    step: int | None = None
 
 
 class Family:
@@ -337,6 +344,12 @@ class Family:
     ) -> dict[str, dict[str, Values]]:
         """For ``Needs(model=True)``: run a procedure on the model (Hessian-vector products,
         weight spectra) and return ``{split: {layer: {key: value}}}`` (default: none)."""
+        return {}
+
+    def take_arrays(self) -> dict[str, Any]:
+        """Arrays (spectra) of the last :meth:`compute_model`, handed over once: the Monitor
+        writes them with the measurement to ``arrays/<family name>_step<step>.npz`` of its
+        run (names are the ``.npz`` keys; default: none)."""
         return {}
 
     def copy(self) -> Family:

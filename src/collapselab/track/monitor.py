@@ -14,6 +14,9 @@ whole split, whatever the batch size. Test features are measured against the *tr
 means where the catalogue says so (``ncc_accuracy`` and ``nc4_ncc_mismatch`` of the test
 split). Every value is written to the run store in long format: one row per
 ``(step, epoch, split, layer, metric, value)``; model-level rows have ``layer = ""``.
+Arrays a family hands over (:meth:`~collapselab.metrics.Family.take_arrays`: the curvature
+family's spectra) go to ``arrays/<family>_step<step>.npz`` with ``step`` and ``epoch``
+(``-1`` when none), and to :attr:`Monitor.last_arrays`.
 
 Model level, always: ``accuracy`` of ``argmax(model(x))`` per split; once,
 ``zero_error_epoch`` (see :meth:`Monitor.after_epoch`), of which the Monitor is the one owner
@@ -213,6 +216,7 @@ class Monitor:
         self.request = Request(_family_copies(families))
         needs = self.request.needs
         self.loss_fn = _loss_function(loss)
+        self._loss_name = loss if isinstance(loss, str) else None
         self.gradients = bool(needs.signals & _GRADIENT_SIGNALS)
         self.gated = gated_layers(model, self.layers) if needs.signals & _GATE_SIGNALS else []
         check_not_inplace(model, self.gated)
@@ -231,6 +235,7 @@ class Monitor:
         self.layout: Layout | None = None
         self._kept: list[str] = []
         self.last_results: Results | None = None
+        self.last_arrays: dict[str, dict[str, Any]] = {}
         self.n_measurements = 0
 
     # ------------------------------------------------------------------ schedule
@@ -422,7 +427,7 @@ class Monitor:
             for split, loader in loaders.items():
                 reference = sweeps["train"][0] if split != "train" else None
                 sweeps[split] = self._sweep(split, loader, reference, device)
-            model_values = self._model_procedures(loaders, device)
+            model_values = self._model_procedures(loaders, device, epoch, step)
         counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in sweeps.items()}
         self._warn_imbalanced(counts)
         classifier = self._classifier()
@@ -436,13 +441,16 @@ class Monitor:
             results[split] = {**per_layer, MODEL_LAYER: model_level}
         self.n_measurements += 1
         self.last_results = results
+        self.last_arrays = {f.name: a for f in self.families if (a := f.take_arrays())}
         if log:
             self._log(results, epoch, step, time.perf_counter() - t0)
         if epoch_end and epoch is not None and sweeps["train"][1].all_correct:
             self._record_zero_error(epoch, step)
         return results
 
-    def _model_procedures(self, loaders: dict[str, Any], device: torch.device) -> Results:
+    def _model_procedures(
+        self, loaders: dict[str, Any], device: torch.device, epoch: int | None, step: int | None
+    ) -> Results:
         """The families that run a procedure on the model itself (``Needs(model=True)``)."""
         out: Results = {}
         modules = dict(self.model.named_modules())
@@ -453,6 +461,9 @@ class Monitor:
             modules={n: modules[n] for n in self.layers},
             layout=self.layout,
             device=device,
+            loss_name=self._loss_name,
+            epoch=epoch,
+            step=step,
         )
         for fam in self.families:
             keys = frozenset(k for k in self.request.plan[fam] if fam.key(k).needs.model)
@@ -596,6 +607,9 @@ class Monitor:
             for k, v in values.items()
         ]
         self.run.log_many(rows)
+        for name, arrays in self.last_arrays.items():
+            epoch_value = -1 if epoch is None else epoch
+            self.run.save_array(f"{name}_step{step:08d}", step=step, epoch=epoch_value, **arrays)
         self.run.add_duration("monitor_seconds", seconds)
 
 

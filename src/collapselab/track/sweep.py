@@ -18,14 +18,14 @@ The outputs' confusion counts (labels against ``argmax`` of the logits) come wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from collapselab.checks import check_labels
+from collapselab.checks import check_labels, split_batch
 from collapselab.metrics.collection import Collection
 from collapselab.probe import FeatureCapture, per_sample_gradients
 from collapselab.probe._inplace import InPlaceGuard
@@ -66,18 +66,6 @@ class SweepSettings:
     distributed: bool
 
 
-def unpack(batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(inputs, labels)`` of a loader's batch."""
-    if isinstance(batch, Sequence) and len(batch) >= 2:
-        x, y = batch[0], batch[1]
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            return x, y
-    raise TypeError(
-        "each batch must be an (inputs, labels) pair of tensors, as a TensorDataset loader "
-        f"yields; got {type(batch).__name__}"
-    )
-
-
 def first_param(model: nn.Module) -> torch.Tensor | None:
     """The first floating parameter or buffer (its device and dtype are the model's)."""
     for t in list(model.parameters()) + list(model.buffers()):
@@ -115,7 +103,7 @@ class Sweep:
     # ------------------------------------------------------------------ batches
     def _batch(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs on the model's device and dtype; labels checked as ``measure`` checks them."""
-        x, y = unpack(batch)
+        x, y = split_batch(batch)
         s = self.settings
         first = first_param(s.model)
         dtype = first.dtype if first is not None and x.is_floating_point() else None

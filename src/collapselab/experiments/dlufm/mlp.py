@@ -11,13 +11,16 @@ exact for a piece-wise linear network with MSE), its outliers, the alignment of 
 predicted Kronecker eigenvectors ``h̄^{(l+1)}_k ⊗ h̄^{(l)}_{k'}`` built from the network's own
 class means, Papyan's knockouts and Gur-Ari's ``f_top`` of the gradient, before and after
 training. The theory predicts ``K²`` outliers, alignment 1 and ``f_top = 1`` at a DNC
-optimum; the claims say how far a trained network is from that.
+optimum; the claims say how far a trained network is from that. The same layers are also
+measured by the library's ``curvature`` family (a Monitor on a float64 copy of the network,
+Lanczos on Hessian-vector products of the network itself, loss ``mse_half``): its top
+eigenvalue, outlier count, ``f_top`` and Kronecker alignment are logged beside the App. F
+values, with ``family_gap``, the relative difference of the two top eigenvalues.
 
 Data: ``quick`` uses scikit-learn's digits (bundled); ``standard`` and ``paper`` read
 Fashion-MNIST's IDX files from ``--data-dir`` (or ``/usr/share/datasets``, where Debian's
 ``dataset-fashion-mnist`` puts them) and fall back to digits when they are absent (the
-manifest's ``dataset`` says which was used). The curvature family (another branch, not
-merged) is not used here; where it exists it should give the same layer-wise Hessian.
+manifest's ``dataset`` says which was used).
 
 Stored: ``arrays/mlp_<stage>_layer<l>.npz`` (``stage`` ``init`` or ``final``: the
 snapshot of :func:`~collapselab.experiments.dlufm.snapshots.layer_snapshot`), rows of the
@@ -26,6 +29,7 @@ training loop, and rows of split ``"mlp"`` (``layer`` = ``<stage>:W<l>``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -164,29 +168,72 @@ def run_mlp(run: Run, context: RunContext) -> None:
     final = {k: v.clone() for k, v in model.state_dict().items()}
     depth = int(c["depth"])
     layers = [int(ell) for ell in c["layers"]]
+    for ell in layers:
+        if not 1 <= ell <= depth:
+            raise ValueError(f"layers entries must be in [1, depth={depth}], got {ell}")
     with serial_threads(), context.progress.task("layer-wise spectra", 2 * len(layers), "") as done:
         for i, (stage, state) in enumerate((("init", initial), ("final", final))):
             model.load_state_dict(state)
             ufm, point = as_deep_ufm(model, data.train, float(c["weight_decay"]))
+            family = _curvature_family(model, data.train, layers)
             for j, ell in enumerate(layers):
-                if not 1 <= ell <= depth:
-                    raise ValueError(f"layers entries must be in [1, depth={depth}], got {ell}")
                 snap = layer_snapshot(ufm, point, ell, centrings=("logit",), appendix=False)
                 snap.pop("top_vectors")
                 run.save_array(f"mlp_{stage}_layer{ell}", **snap)
                 k = data.n_classes
+                top = float(snap["hessian"][0])
                 run.log_dict(0, {
                     "outliers": float(count_outliers(snap["hessian"], rule="gap")),
                     "median_alignment": _median(snap["alignment"]),
                     "f_top": float(snap["f_top"]),
                     "dnc1_input": float(snap["dnc1"][ell - 1]),
                     "top_k2_spread": _spread(snap["hessian"], k * k),
+                    **{f"family_{key}": value for key, value in family[ell].items()},
+                    "family_gap": abs(family[ell]["hessian_top_eigenvalue"] - top) / top,
                 }, split="mlp", layer=f"{stage}:W{ell}")  # fmt: skip
                 done(i * len(layers) + j + 1, 2 * len(layers))
     accuracy = np.float64(result.final.get("train_accuracy", np.nan))
     run.save_array("mlp_meta", layers=np.asarray(layers), n_classes=np.int64(data.n_classes),
                    train_accuracy=accuracy)  # fmt: skip
     run.flush()
+
+
+FAMILY_KEYS = (
+    "hessian_top_eigenvalue",
+    "hessian_outliers",
+    "gradient_fraction_top",
+    "kronecker_alignment_mean",
+)
+"""What the curvature family measures on the analysed layers (logged as ``family_<key>``)."""
+
+
+def _curvature_family(
+    model: MLP, train: LabeledData, layers: list[int]
+) -> dict[int, dict[str, float]]:
+    """The curvature family's :data:`FAMILY_KEYS` for the weights ``W_l`` (``l`` in
+    ``layers``) of a float64 copy of ``model``, on the whole (balanced) training set with
+    the UFM's per-sample loss ``½‖f − y‖²`` averaged over the samples: the same Hessian as
+    App. F's formula, computed by Lanczos on the network's own Hessian-vector products."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from collapselab.metrics.families.curvature import Curvature
+    from collapselab.track import Monitor
+
+    network = copy.deepcopy(model).double().eval()
+    names = [n for n, m in network.named_modules() if isinstance(m, torch.nn.Linear)]
+    family = Curvature(
+        FAMILY_KEYS,
+        layers=[names[ell - 1] for ell in layers],
+        samples=int(train.y.numel()),
+        loss="mse_half",
+        tol=1e-10,
+    )
+    loader = DataLoader(TensorDataset(train.x.double(), train.y), batch_size=1024)
+    monitor = Monitor(network, loader, families=[family], n_classes=train.n_classes,
+                      loss="mse", schedule=None)  # fmt: skip
+    measured = monitor.measure_now(log=False)["train"]
+    return {ell: {key: float(measured[names[ell - 1]][key]) for key in FAMILY_KEYS}
+            for ell in layers}  # fmt: skip
 
 
 def _median(values: np.ndarray) -> float:

@@ -4,14 +4,17 @@
 - :class:`MSE` (``"mse"``): the MSE-loss decomposition around the central path (paper 003).
 - :class:`PFC` (``"pfc"``): PFC1-3 per layer and the layer path (paper 001).
 - :class:`Diversity` (``"diversity"``): feature, gating and gradient diversity (paper 000).
+- :class:`Curvature` (``"curvature"``): layer-wise Hessian/GGN spectra, Papyan's class
+  structure, gradient alignment, weight spectra (paper 004; a model procedure).
 """
 
+from collapselab.metrics.families.curvature import Curvature
 from collapselab.metrics.families.diversity import Diversity
 from collapselab.metrics.families.mse import MSE
 from collapselab.metrics.families.nc import NC
 from collapselab.metrics.families.pfc import PFC
 
-BUILTIN = (NC, MSE, PFC, Diversity)
+BUILTIN = (NC, MSE, PFC, Diversity, Curvature)
 """The families registered in the catalogue when :mod:`collapselab.metrics` is imported."""
 
-__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Diversity"]
+__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Curvature", "Diversity"]

@@ -1,0 +1,103 @@
+"""Curvature of networks: matrix-free Hessian, Gauss–Newton and Fisher operators, their
+spectra, Papyan's class structure, gradient alignment and weight spectra.
+
+Everything is built on :mod:`torch.func` (no dependency beyond PyTorch, NumPy and SciPy);
+docs/curvature.md gives the formulas, the conventions and why curvlinops is not a
+dependency. Modules, one per concept:
+
+- :mod:`~collapselab.curvature.losses`: losses with their output Hessians (``"ce"``,
+  ``"mse"``, ``"mse_sum"``, ``"mse_half"``).
+- :mod:`~collapselab.curvature.objective`: :class:`Objective`, a model, a loss, data and a
+  parameter group; BatchNorm handling.
+- :mod:`~collapselab.curvature.operators`: :class:`HessianOperator`, :class:`GGNOperator`,
+  :class:`EmpiricalFisherOperator`, :class:`LowRankOperator`, :class:`LinearCombination`,
+  :func:`gradient_covariance`.
+- :mod:`~collapselab.curvature.eigen`: :func:`top_eigenpairs` (restarted block Lanczos).
+- :mod:`~collapselab.curvature.trace`: :func:`hutchinson`, :func:`hutchpp`.
+- :mod:`~collapselab.curvature.density`: :func:`slq` (stochastic Lanczos quadrature).
+- :mod:`~collapselab.curvature.outliers`: :func:`count_outliers`.
+- :mod:`~collapselab.curvature.papyan`: :func:`papyan_decomposition`, :func:`image_overlap`.
+- :mod:`~collapselab.curvature.alignment`: :func:`top_fraction`, :func:`subspace_overlap`,
+  :func:`gradient_coefficients`, :func:`kronecker_vectors`, :func:`eigenvector_alignment`,
+  :func:`module_class_means`.
+- :mod:`~collapselab.curvature.weights`: :func:`weight_spectrum`, :func:`power_law_fit`,
+  :func:`covariance_spectrum`.
+"""
+
+from collapselab.curvature.alignment import (
+    eigenvector_alignment,
+    gradient_coefficients,
+    kronecker_vectors,
+    module_class_means,
+    subspace_overlap,
+    top_fraction,
+)
+from collapselab.curvature.density import SpectralDensity, lanczos_tridiagonal, slq
+from collapselab.curvature.eigen import Eigenpairs, top_eigenpairs
+from collapselab.curvature.losses import LOSSES, OutputLoss, resolve_loss
+from collapselab.curvature.objective import Objective, resolve_params
+from collapselab.curvature.operators import (
+    CurvatureOperator,
+    EmpiricalFisherOperator,
+    GGNOperator,
+    HessianOperator,
+    LinearCombination,
+    LowRankOperator,
+    gradient_covariance,
+)
+from collapselab.curvature.outliers import count_outliers
+from collapselab.curvature.papyan import (
+    ClassPairMeans,
+    PapyanDecomposition,
+    class_pair_means,
+    image_overlap,
+    papyan_decomposition,
+)
+from collapselab.curvature.trace import TraceEstimate, hutchinson, hutchpp
+from collapselab.curvature.weights import (
+    PowerLawFit,
+    covariance_spectrum,
+    power_law_fit,
+    weight_matrix,
+    weight_spectrum,
+)
+
+__all__ = [
+    "LOSSES",
+    "ClassPairMeans",
+    "CurvatureOperator",
+    "Eigenpairs",
+    "EmpiricalFisherOperator",
+    "GGNOperator",
+    "HessianOperator",
+    "LinearCombination",
+    "LowRankOperator",
+    "Objective",
+    "OutputLoss",
+    "PapyanDecomposition",
+    "PowerLawFit",
+    "SpectralDensity",
+    "TraceEstimate",
+    "class_pair_means",
+    "count_outliers",
+    "covariance_spectrum",
+    "eigenvector_alignment",
+    "gradient_coefficients",
+    "gradient_covariance",
+    "hutchinson",
+    "hutchpp",
+    "image_overlap",
+    "kronecker_vectors",
+    "lanczos_tridiagonal",
+    "module_class_means",
+    "papyan_decomposition",
+    "power_law_fit",
+    "resolve_loss",
+    "resolve_params",
+    "slq",
+    "subspace_overlap",
+    "top_eigenpairs",
+    "top_fraction",
+    "weight_matrix",
+    "weight_spectrum",
+]

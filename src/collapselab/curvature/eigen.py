@@ -1,0 +1,260 @@
+r"""Top eigenpairs of a symmetric operator by restarted block Lanczos.
+
+:func:`top_eigenpairs` builds an orthonormal basis ``B`` of a block Krylov space and keeps
+the products ``AB``; every step solves the Rayleigh–Ritz problem
+
+.. math::
+    T = B^\top A B = Y\,\Theta\,Y^\top,\qquad X = BY,\qquad R = AX - X\Theta ,
+
+and extends ``B`` by the orthonormalised residuals ``R`` of the wanted Ritz pairs that have
+not converged (the residuals lie in the next Krylov block, so without restarts this is
+block Lanczos with full reorthogonalisation). When the basis reaches ``max_dim`` vectors it
+restarts thick: ``B ← BY_{:, :q}``, ``AB ← (AB)Y_{:, :q}`` for the ``q`` best Ritz vectors
+(no product is recomputed). A Ritz pair is converged when
+:math:`\lVert A x - \theta x\rVert \le \mathrm{tol}\cdot \max|\theta|`; the eigenvalue
+error is then at most that residual, and of order its square over the spectral gap.
+
+The basis and the Rayleigh–Ritz problem are kept in float64 whatever the operator's dtype
+(a float32 model's products are converted), so orthogonality does not break down with the
+products' rounding. Convergence is screened from the small Gram matrix ``(AB)ᵀAB``
+(:math:`\lVert R\rVert^2 = y^\top (AB)^\top AB\, y - \theta^2`) and confirmed on the exact
+residuals, so a step costs ``O(P · max_dim · block)`` besides its products. Memory is
+``2 · P · (max_dim + block)`` float64 numbers in preallocated buffers (``O(P·k)``); products
+come in blocks, which the operators of :mod:`~collapselab.curvature.operators` vectorise.
+When ``max_dim`` reaches ``P`` the basis spans the space and the result is exact (a dense
+eigendecomposition from ``P`` products).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from collapselab.checks import check_choice, check_float, check_int
+from collapselab.curvature.operators import CurvatureOperator
+
+WHICH = ("LA", "LM", "SA")
+"""Which end of the spectrum: largest algebraic, largest magnitude, smallest algebraic."""
+
+
+@dataclass
+class Eigenpairs:
+    """Eigenvalues ``values (k,)`` (ordered by ``which``), orthonormal ``vectors (P, k)``,
+    residual norms ``residuals (k,)``, the number of operator-vector ``products`` used, and
+    whether every pair ``converged``."""
+
+    values: torch.Tensor
+    vectors: torch.Tensor
+    residuals: torch.Tensor
+    products: int
+    converged: bool
+
+
+def top_eigenpairs(
+    op: CurvatureOperator,
+    k: int,
+    *,
+    which: str = "LA",
+    tol: float = 1e-6,
+    block: int | None = None,
+    max_dim: int | None = None,
+    max_products: int | None = None,
+    seed: int = 0,
+) -> Eigenpairs:
+    """The ``k`` extreme eigenpairs of ``op`` (module docstring).
+
+    Args:
+        op: a symmetric operator of dimension ``P``.
+        k: how many pairs, ``1 <= k <= P``.
+        which: ``"LA"`` (largest, default), ``"LM"`` (largest magnitude), ``"SA"``.
+        tol: relative residual tolerance.
+        block: vectors added per step (default ``min(k, 4)``; the start is ``k`` random
+            vectors, so an eigenvalue of multiplicity up to ``k`` is found, e.g. paper
+            004's K² equal outliers).
+        max_dim: largest basis before a restart (default ``max(2k + 2·block, 6k, 40)``,
+            at most ``P``).
+        max_products: stop (``converged=False``) after this many products (default
+            ``50 · max_dim``).
+        seed: seed of the random starting block.
+
+    Raises:
+        ValueError: ``k`` larger than the dimension, or not positive.
+    """
+    P = op.dim
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if k > P:
+        raise ValueError(f"k = {k} exceeds the operator's dimension P = {P}")
+    which = check_choice("which", which, WHICH)
+    tol = check_float("tol", tol, minimum=0.0, strict=True)
+    b = min(check_int("block", block, minimum=1) if block is not None else min(k, 4), P)
+    dim_cap = max_dim if max_dim is not None else max(2 * k + 2 * b, 6 * k, 40)
+    dim_cap = min(check_int("max_dim", dim_cap, minimum=k + 1) if dim_cap < P else P, P)
+    budget = max_products if max_products is not None else 50 * dim_cap
+    if dim_cap >= P:
+        return _full_space(op, k, which)
+    gen = torch.Generator().manual_seed(seed)
+    # k random starting vectors: the basis always holds k Ritz pairs, and an eigenvalue of
+    # multiplicity up to k is seen (a block Krylov space finds at most its start's rank).
+    start = torch.randn(P, max(k, b), generator=gen, dtype=torch.float64)
+    basis = _Basis(P, max(dim_cap, k + 2 * b) + b, op.device)
+    first = _orthonormal(start.to(op.device), None)
+    basis.extend(first, _apply(op, first))
+    products = first.shape[1]
+    scale = 0.0
+    reach = 100 * float(torch.finfo(op.dtype).eps) ** 0.5
+    while True:
+        theta, Y = _ritz(basis.T, which)
+        scale = max(scale, float(theta.abs().max()))
+        n_check = min(len(theta), k + b)
+        threshold = tol * scale
+        res = basis.residual_norms(Y[:, :n_check], theta[:n_check])
+        # The Gram estimate is exact up to the products' rounding, which it sees squared: a
+        # residual below ~sqrt(eps)·scale (eps of the operator's dtype; float32 products are
+        # not exactly symmetric) is out of its reach. Pairs it puts above that are certainly
+        # not converged and drive the expansion; when none of the wanted pairs is, their
+        # residuals are computed exactly to decide.
+        unconverged = res > max(2 * threshold, reach * scale)
+        deciding = not bool(unconverged[:k].any()) or products >= budget
+        # Exact residuals where the estimate cannot tell: for every pair when the wanted
+        # ones might all have converged, else only before the b-th certainly unconverged
+        # pair (the expansion takes the first b pairs that have not converged).
+        cut = n_check
+        if not deciding:
+            cut = int(torch.nonzero(unconverged).flatten()[:b][-1]) + 1
+        idx = torch.nonzero(~unconverged[:cut]).flatten()
+        if idx.numel():
+            res[idx] = basis.residuals(Y[:, idx], theta[idx]).norm(dim=0)
+        done = res <= threshold
+        if deciding and (bool(done[:k].all()) or products >= budget):
+            X = basis.B @ Y[:, :k]
+            return Eigenpairs(theta[:k], X, res[:k], products, bool(done[:k].all()))
+        # Expand by the residuals of the first b pairs that have not converged.
+        pending = [i for i in range(cut) if not bool(done[i])][:b]
+        if basis.size + len(pending) > dim_cap:  # thick restart: BᵀAB becomes diagonal
+            keep = max(k + b, dim_cap - 2 * b)
+            basis.restart(Y[:, :keep], theta[:keep])
+            Y = torch.eye(keep, dtype=Y.dtype, device=Y.device)
+        W = basis.residuals(Y[:, pending], theta[pending])
+        W = _orthonormal(W, basis.B, gen)
+        basis.extend(W, _apply(op, W))
+        products += W.shape[1]
+
+
+class _Basis:
+    """An orthonormal basis ``B (P, n)`` with ``AB``, the projected matrix ``T = BᵀAB`` and
+    the Gram matrix ``M = (AB)ᵀAB``, in preallocated float64 buffers (no copy per step).
+
+    The residual of a Ritz pair ``(θ, x = By)`` is ``ABy − θBy``; with ``BᵀB = I`` its
+    squared norm is ``yᵀMy − θ²`` (``yᵀTy = θ``), which screens convergence at the cost of
+    an ``n × n`` product instead of a ``P × n`` one.
+    """
+
+    def __init__(self, P: int, capacity: int, device: torch.device) -> None:
+        # Stored transposed, (capacity, P): the first n rows are contiguous, so B and AB
+        # are transposed views that matrix products take without a copy.
+        self._Bt = torch.empty(capacity, P, dtype=torch.float64, device=device)
+        self._ABt = torch.empty(capacity, P, dtype=torch.float64, device=device)
+        self.T = torch.empty(0, 0, dtype=torch.float64, device=device)
+        self.M = torch.empty(0, 0, dtype=torch.float64, device=device)
+        self.size = 0
+
+    @property
+    def B(self) -> torch.Tensor:
+        return self._Bt[: self.size].T
+
+    @property
+    def AB(self) -> torch.Tensor:
+        return self._ABt[: self.size].T
+
+    def extend(self, W: torch.Tensor, AW: torch.Tensor) -> None:
+        """Append orthonormal columns ``W`` (orthogonal to ``B``) and their products."""
+        C, D = self.B.T @ AW, W.T @ AW
+        E, F = self.AB.T @ AW, AW.T @ AW
+        self.T = torch.cat([torch.cat([self.T, C], 1), torch.cat([C.T, D], 1)], 0)
+        self.M = torch.cat([torch.cat([self.M, E], 1), torch.cat([E.T, F], 1)], 0)
+        n, m = self.size, W.shape[1]
+        self._Bt[n : n + m] = W.T
+        self._ABt[n : n + m] = AW.T
+        self.size = n + m
+
+    def restart(self, Y: torch.Tensor, theta: torch.Tensor) -> None:
+        """``B ← BY``, ``AB ← (AB)Y`` for orthonormal Ritz vectors ``Y`` with values ``θ``."""
+        q = Y.shape[1]
+        B, AB = self.B @ Y, self.AB @ Y
+        self._Bt[:q], self._ABt[:q] = B.T, AB.T
+        self.T, self.M, self.size = torch.diag(theta), Y.T @ self.M @ Y, q
+
+    def residual_norms(self, Y: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        """``‖ABy − θBy‖`` for each column ``y`` of ``Y``, from ``M`` (see the class)."""
+        squared = ((self.M @ Y) * Y).sum(0) - theta**2
+        return squared.clamp_min(0.0).sqrt()
+
+    def residuals(self, Y: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        """The residual vectors ``ABY − BYΘ`` (``P × m``)."""
+        return self.AB @ Y - (self.B @ Y) * theta
+
+
+def _apply(op: CurvatureOperator, V: torch.Tensor) -> torch.Tensor:
+    """``A V`` in float64 (the operator computes in its own dtype), checked finite."""
+    AV = op.matmat(V).to(torch.float64)
+    if not bool(torch.isfinite(AV).all()):
+        raise ValueError(f"{type(op).__name__}: a product is NaN or Inf")
+    return AV
+
+
+def _ritz(T: torch.Tensor, which: str) -> tuple[torch.Tensor, torch.Tensor]:
+    theta, Y = torch.linalg.eigh((T + T.T) / 2)
+    order = _order(theta, which)
+    return theta[order], Y[:, order]
+
+
+def _order(values: torch.Tensor, which: str) -> torch.Tensor:
+    """Indices of ``values`` from the wanted end of the spectrum first."""
+    if which == "LA":
+        return torch.argsort(values, descending=True)
+    if which == "LM":
+        return torch.argsort(values.abs(), descending=True)
+    return torch.argsort(values)
+
+
+def _orthonormal(
+    W: torch.Tensor, B: torch.Tensor | None, gen: torch.Generator | None = None
+) -> torch.Tensor:
+    """Columns of ``W`` orthonormalised against ``B`` (classical Gram–Schmidt, repeated when
+    the first pass removed much of a column) and
+    among themselves; a column that vanishes (an invariant subspace was reached) is
+    replaced by a random direction, so the basis keeps growing."""
+    scale = W.norm(dim=0).clamp_min(torch.finfo(W.dtype).tiny)
+    W = W / scale
+    if B is not None and B.shape[1]:
+        W = W - B @ (B.T @ W)
+        if bool((W.norm(dim=0) < 0.7).any()):  # "twice is enough" (Kahan-Parlett)
+            W = W - B @ (B.T @ W)
+    Q, Rf = torch.linalg.qr(W)
+    weak = Rf.diagonal().abs() < 1e-8
+    if bool(weak.any()) and gen is not None:
+        fresh = torch.randn(W.shape[0], int(weak.sum()), generator=gen, dtype=torch.float64)
+        fresh = fresh.to(W)
+        basis = Q[:, ~weak] if B is None else torch.cat([B, Q[:, ~weak]], dim=1)
+        for _ in range(2):
+            fresh = fresh - basis @ (basis.T @ fresh)
+        Q = torch.cat([Q[:, ~weak], torch.linalg.qr(fresh)[0]], dim=1)
+    return Q
+
+
+def _full_space(op: CurvatureOperator, k: int, which: str) -> Eigenpairs:
+    """The exact answer from ``P`` products when the basis would span the whole space."""
+    A = op.dense().to(torch.float64)
+    if not bool(torch.isfinite(A).all()):
+        raise ValueError(f"{type(op).__name__}: a product is NaN or Inf")
+    A = (A + A.T) / 2
+    vals, vecs = torch.linalg.eigh(A)
+    order = _order(vals, which)
+    vals, vecs = vals[order][:k], vecs[:, order][:, :k]
+    res = (A @ vecs - vecs * vals).norm(dim=0)
+    return Eigenpairs(vals, vecs, res, op.dim, True)
+
+
+__all__ = ["WHICH", "Eigenpairs", "top_eigenpairs"]

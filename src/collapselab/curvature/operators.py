@@ -1,0 +1,401 @@
+r"""Matrix-free curvature operators: one class per matrix, products by batched autograd.
+
+Every operator is a symmetric ``P × P`` matrix that is never formed: it applies to a block
+of vectors ``V (P, m)`` (:meth:`CurvatureOperator.matmat`). Per batch the forward pass
+(and, for the Hessian, the gradient with its graph) is computed once and the ``m``
+products are batched backward passes through that graph
+(``torch.autograd.grad(..., is_grads_batched=True)``, ``block`` vectors at a time); the
+model is called functionally (:func:`torch.func.functional_call`) at the group values
+``θ``. With ``cache=True`` (default) the graphs of every batch are built on the first
+product and kept, so later products make no forward pass (memory: the graph of a forward
+and backward pass over all the data, which suits the subsets curvature is measured on);
+``cache=False`` rebuilds them at each product (a pass over the data each, the memory of
+one batch). Memory is otherwise ``O(P·m)``.
+
+For an :class:`~collapselab.curvature.objective.Objective`
+:math:`\mathcal{L}(\theta) = \rho\sum_n \ell(f_n(\theta), y_n)` with Jacobians
+:math:`J_n = \partial f_n/\partial\theta` (``C × P``):
+
+* :class:`HessianOperator`: :math:`H = \nabla^2_\theta \mathcal{L}` (double backward);
+* :class:`GGNOperator`: the generalized Gauss–Newton matrix
+  :math:`G = \rho\sum_n J_n^\top \nabla_f^2\ell_n\, J_n`; for piece-wise linear networks
+  with MSE, :math:`G = H`;
+* :class:`EmpiricalFisherOperator`: :math:`F = \rho\sum_n g_n g_n^\top` with the
+  per-sample gradients :math:`g_n = J_n^\top \nabla_f\ell_n` (never formed);
+* :class:`LowRankOperator`: :math:`A\,\mathrm{diag}(w)\,A^\top` from explicit factors
+  (Papyan's class and cross-class parts); :class:`LinearCombination`: sums and
+  differences of operators (``G - G_class - G_cross``, knock-outs).
+
+:func:`gradient_covariance` is :math:`F - \bar g\bar g^\top` with ``reduction="mean"``:
+the covariance of the per-sample gradients (paper 004, Appendix E.1).
+
+:meth:`CurvatureOperator.dense` forms the matrix from ``P`` products (small problems and
+tests); :meth:`CurvatureOperator.to_scipy` gives a :class:`scipy.sparse.linalg.LinearOperator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from collapselab.checks import ArgumentTypeError, check_int
+from collapselab.curvature.objective import Objective, check_finite_loss
+
+DEFAULT_BLOCK = 16
+"""Vectors per batched backward pass: bounds the memory of the products of one batch."""
+
+
+class CurvatureOperator:
+    """A symmetric matrix-free ``P × P`` operator (see the module docstring).
+
+    Subclasses implement :meth:`_matmat` for ``V (P, m)``. Operators add, subtract and
+    scale (``G - G_class``, ``2 * H``), giving a :class:`LinearCombination`.
+    """
+
+    dim: int
+    dtype: torch.dtype
+    device: torch.device
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.dim, self.dim)
+
+    def matmat(self, V: torch.Tensor) -> torch.Tensor:
+        """``A V`` for a block ``V (P, m)`` (or ``A v`` for ``v (P,)``)."""
+        if not isinstance(V, torch.Tensor):
+            raise ArgumentTypeError(f"V must be a torch.Tensor, got {type(V).__name__}")
+        if V.ndim == 1:
+            return self.matmat(V[:, None])[:, 0]
+        if V.ndim != 2 or V.shape[0] != self.dim:
+            raise ValueError(f"V must have shape ({self.dim}, m), got {tuple(V.shape)}")
+        V = V.to(device=self.device, dtype=self.dtype)
+        if V.shape[1] == 0:
+            return V.clone()
+        return self._matmat(V)
+
+    def matvec(self, v: torch.Tensor) -> torch.Tensor:
+        """``A v`` for ``v (P,)``."""
+        return self.matmat(v.reshape(-1))
+
+    def __matmul__(self, V: torch.Tensor) -> torch.Tensor:
+        return self.matmat(V)
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def dense(self, block: int = 64) -> torch.Tensor:
+        """The ``P × P`` matrix, from ``P`` products in blocks of ``block`` columns."""
+        eye = torch.eye(self.dim, dtype=self.dtype, device=self.device)
+        cols = [self.matmat(eye[:, i : i + block]) for i in range(0, self.dim, block)]
+        return torch.cat(cols, dim=1)
+
+    def to_scipy(self) -> object:
+        """A :class:`scipy.sparse.linalg.LinearOperator` on float64 NumPy vectors."""
+        from scipy.sparse.linalg import LinearOperator
+
+        def mm(x: np.ndarray) -> np.ndarray:
+            X = torch.as_tensor(np.asarray(x).reshape(self.dim, -1))
+            return self.matmat(X).detach().cpu().to(torch.float64).numpy()
+
+        return LinearOperator(self.shape, matvec=mm, matmat=mm, rmatvec=mm, dtype=np.float64)
+
+    # ------------------------------------------------------------------ algebra
+    def __add__(self, other: CurvatureOperator) -> LinearCombination:
+        return LinearCombination([self, other], [1.0, 1.0])
+
+    def __sub__(self, other: CurvatureOperator) -> LinearCombination:
+        return LinearCombination([self, other], [1.0, -1.0])
+
+    def __rmul__(self, scalar: float) -> LinearCombination:
+        return LinearCombination([self], [float(scalar)])
+
+    def __neg__(self) -> LinearCombination:
+        return LinearCombination([self], [-1.0])
+
+
+class _DataOperator(CurvatureOperator):
+    """An operator that sums per-batch products over an objective's data.
+
+    Args:
+        objective: the objective.
+        block: vectors per batched backward pass.
+        cache: keep every batch's graph after the first product (module docstring).
+    """
+
+    def __init__(
+        self, objective: Objective, block: int = DEFAULT_BLOCK, *, cache: bool = True
+    ) -> None:
+        if not isinstance(objective, Objective):
+            raise ArgumentTypeError(
+                f"objective must be a collapselab.curvature.Objective, got "
+                f"{type(objective).__name__}"
+            )
+        self.objective = objective
+        self.block = check_int("block", block, minimum=1)
+        self.cache = bool(cache)
+        self.dim = objective.dim
+        self.dtype = objective.dtype
+        self.device = objective.device
+        self._graphs: list[tuple[Any, ...]] | None = None
+        self._n = 0
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        if not self.cache:
+            return self.objective.accumulate(lambda x, y: self._apply(self._prepare(x, y), V))
+        if self._graphs is None:
+            graphs, n = [], 0
+            for x, y in self.objective.batches():
+                graphs.append(self._prepare(x, y))
+                n += int(y.shape[0])
+            self._graphs, self._n = graphs, n
+        total = sum(self._apply(graph, V) for graph in self._graphs)
+        return total / self._n if self.objective.reduction == "mean" else total
+
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        """The graph of one batch that the products differentiate through."""
+        raise NotImplementedError
+
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        """The batch's unscaled products ``(P, m)`` from its graph."""
+        raise NotImplementedError
+
+    def _pullbacks(
+        self, output: torch.Tensor, theta: torch.Tensor, cotangents: torch.Tensor
+    ) -> torch.Tensor:
+        """``(∂ output/∂θ)ᵀ c`` for a block of cotangents ``(m, *output.shape)``, as
+        ``(P, m)``: batched backward passes through the kept graph, ``block`` at a time."""
+        parts = []
+        for start in range(0, cotangents.shape[0], self.block):
+            chunk = cotangents[start : start + self.block].contiguous()
+            (part,) = torch.autograd.grad(
+                output, theta, grad_outputs=chunk, is_grads_batched=True, retain_graph=True
+            )
+            parts.append(part)
+        out = torch.cat(parts).T
+        if not bool(torch.isfinite(out).all()):
+            raise ValueError(
+                f"{type(self).__name__}: NaN or Inf in a product on a batch (is the loss or "
+                "the model's output NaN there?)"
+            )
+        return out
+
+    def _jacobian_products(
+        self, jtu: torch.Tensor, u: torch.Tensor, V: torch.Tensor
+    ) -> torch.Tensor:
+        """``J v`` for every column ``v`` of ``V``, as ``(m, *u.shape)``, by the double
+        backward trick: ``jtu = Jᵀu`` is linear in the dummy ``u``, and its vector-Jacobian
+        product with ``v`` is ``J v``."""
+        parts = []
+        for start in range(0, V.shape[1], self.block):
+            chunk = V[:, start : start + self.block].T.contiguous()
+            (part,) = torch.autograd.grad(
+                jtu, u, grad_outputs=chunk, is_grads_batched=True, retain_graph=True
+            )
+            parts.append(part)
+        return torch.cat(parts)
+
+    def _graph(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(θ as a leaf, f(x; θ))`` with the graph kept for the products."""
+        theta = self.objective.theta.detach().requires_grad_(True)
+        return theta, self.objective.forward(theta, x)
+
+    def _output_graph(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        """``(θ, f, u, Jᵀu, y)``: the outputs' graph and that of ``Jᵀu`` for a dummy ``u``."""
+        with torch.enable_grad():
+            theta, out = self._graph(x)
+            check_finite_loss(self.objective.loss.value(out.detach(), y).sum())
+            u = torch.zeros_like(out, requires_grad=True)
+            (jtu,) = torch.autograd.grad(out, theta, grad_outputs=u, create_graph=True)
+        return theta, out, u, jtu, y
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.objective!r})"
+
+
+class HessianOperator(_DataOperator):
+    r"""The Hessian of the objective in its parameter group.
+
+    .. math::
+        H = \nabla^2_\theta \mathcal{L}
+          = \rho\sum_n \Big(J_n^\top \nabla_f^2\ell_n\, J_n
+            + \sum_{c} \frac{\partial \ell_n}{\partial f_c}\,\nabla^2_\theta f_{n,c}\Big),
+        \qquad Hv = \frac{d}{dt}\,\nabla_\theta\mathcal{L}(\theta + t v)\Big|_{t=0}.
+
+    Products are double backward passes: per batch the gradient is built with its graph,
+    then differentiated along every ``v`` of the block.
+    """
+
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        with torch.enable_grad():
+            theta, out = self._graph(x)
+            loss = check_finite_loss(self.objective.loss.value(out, y).sum())
+            (grad,) = torch.autograd.grad(loss, theta, create_graph=True)
+        return theta, grad
+
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        theta, grad = graph
+        return self._pullbacks(grad, theta, V.T)
+
+
+class GGNOperator(_DataOperator):
+    r"""The generalized Gauss–Newton matrix of the objective in its parameter group.
+
+    .. math::
+        G = \rho\sum_n J_n^\top\, \nabla_f^2\ell(f_n, y_n)\, J_n,
+        \qquad G v = \rho\sum_n J_n^\top \big(\nabla_f^2\ell_n\,(J_n v)\big),
+
+    with the output Hessians of :mod:`~collapselab.curvature.losses` (cross-entropy:
+    :math:`\mathrm{diag}(p) - pp^\top`; MSE :math:`s\lVert f-e_y\rVert^2`: :math:`2sI`).
+    Positive semi-definite. Products: :math:`JV` by the double backward trick, the output
+    Hessian, one batched backward pass.
+    """
+
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        return self._output_graph(x, y)
+
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        theta, out, u, jtu, _ = graph
+        jv = self._jacobian_products(jtu, u, V)
+        return self._pullbacks(out, theta, self.objective.loss.hessian_apply(out.detach(), jv))
+
+
+class EmpiricalFisherOperator(_DataOperator):
+    r"""The (uncentred) empirical Fisher: the second moment of the per-sample gradients.
+
+    .. math::
+        F = \rho\sum_n g_n g_n^\top,\qquad g_n = J_n^\top\nabla_f\ell(f_n, y_n),\qquad
+        F v = \rho\sum_n J_n^\top\,\nabla_f\ell_n\,\big(\nabla_f\ell_n^\top J_n v\big).
+
+    The per-sample gradients are never formed: :math:`J_n v` by the double backward trick,
+    one scalar per sample weighting :math:`\nabla_f\ell_n`, one batched backward pass.
+    """
+
+    def _prepare(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+        return self._output_graph(x, y)
+
+    def _apply(self, graph: tuple[Any, ...], V: torch.Tensor) -> torch.Tensor:
+        theta, out, u, jtu, y = graph
+        r = self.objective.loss.gradient(out.detach(), y)
+        jv = self._jacobian_products(jtu, u, V)
+        return self._pullbacks(out, theta, r * (r * jv).sum(-1, keepdim=True))
+
+
+class LowRankOperator(CurvatureOperator):
+    r"""An explicit low-rank symmetric operator :math:`A\,\mathrm{diag}(w)\,A^\top`.
+
+    Args:
+        factors: ``A (P, r)``.
+        weights: ``w (r,)`` (default ones).
+    """
+
+    def __init__(self, factors: torch.Tensor, weights: torch.Tensor | None = None) -> None:
+        if not isinstance(factors, torch.Tensor) or factors.ndim != 2:
+            raise ValueError("factors must be a (P, r) tensor")
+        self.factors = factors
+        self.weights = (
+            torch.ones(factors.shape[1], dtype=factors.dtype, device=factors.device)
+            if weights is None
+            else weights.to(factors)
+        )
+        if self.weights.shape != (factors.shape[1],):
+            raise ValueError(
+                f"weights must have shape ({factors.shape[1]},), got {tuple(self.weights.shape)}"
+            )
+        self.dim = int(factors.shape[0])
+        self.dtype = factors.dtype
+        self.device = factors.device
+
+    @property
+    def rank_bound(self) -> int:
+        """``r``, the number of factors."""
+        return int(self.factors.shape[1])
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        return self.factors @ (self.weights[:, None] * (self.factors.T @ V))
+
+    def eigenpairs(self, rtol: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every non-zero eigenpair, exactly, from the ``r × r`` Gram matrix.
+
+        With :math:`w \\ge 0`: :math:`A\\,\\mathrm{diag}(w)A^\\top = BB^\\top`,
+        :math:`B = A\\,\\mathrm{diag}(\\sqrt{w})`, whose non-zero eigenvalues are those of
+        :math:`B^\\top B` and eigenvectors :math:`B u/\\sqrt{\\lambda}`. Eigenvalues at most
+        ``rtol · λ_max`` (default ``r · P · ε``) count as zero and are dropped. Returns
+        ``(values (k,) descending, vectors (P, k))``.
+        """
+        if bool((self.weights < 0).any()):
+            raise ValueError("eigenpairs of a LowRankOperator need non-negative weights")
+        B = self.factors * self.weights.sqrt()[None, :]
+        gram = B.T @ B
+        vals, vecs = torch.linalg.eigh(gram)
+        vals, vecs = vals.flip(0), vecs.flip(1)
+        top = float(vals[0]) if vals.numel() else 0.0
+        tol = (rtol if rtol is not None else B.shape[1] * self.dim * _eps(self.dtype)) * top
+        keep = vals > max(tol, 0.0)
+        vals, vecs = vals[keep], vecs[:, keep]
+        return vals, (B @ vecs) / vals.sqrt()[None, :]
+
+
+class LinearCombination(CurvatureOperator):
+    """``Σ_i c_i A_i`` of operators of one dimension (products: one per term)."""
+
+    def __init__(self, operators: Sequence[CurvatureOperator], coefs: Sequence[float]) -> None:
+        ops: list[CurvatureOperator] = []
+        cs: list[float] = []
+        for op, c in zip(operators, coefs, strict=True):
+            if isinstance(op, LinearCombination):  # flatten nested sums
+                ops += op.operators
+                cs += [c * ci for ci in op.coefs]
+            elif isinstance(op, CurvatureOperator):
+                ops.append(op)
+                cs.append(float(c))
+            else:
+                raise ArgumentTypeError(f"cannot combine a {type(op).__name__} with an operator")
+        dims = {op.dim for op in ops}
+        if len(dims) != 1:
+            raise ValueError(f"operators of different dimensions cannot be combined: {dims}")
+        self.operators, self.coefs = ops, cs
+        self.dim = ops[0].dim
+        self.dtype = ops[0].dtype
+        self.device = ops[0].device
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(V)
+        for op, c in zip(self.operators, self.coefs, strict=True):
+            out = out + c * op.matmat(V)
+        return out
+
+
+def gradient_covariance(objective: Objective, block: int = DEFAULT_BLOCK) -> LinearCombination:
+    r"""The covariance of the per-sample gradients (paper 004, Appendix E.1):
+
+    .. math::
+        C = \frac1N\sum_n (g_n - \bar g)(g_n - \bar g)^\top = F - \bar g\bar g^\top,
+        \qquad \bar g = \frac1N\sum_n g_n,
+
+    the empirical Fisher (mean reduction) minus the outer product of the mean gradient
+    (one extra pass for :math:`\bar g`).
+    """
+    if objective.reduction != "mean":
+        raise ValueError("gradient_covariance needs an objective with reduction='mean'")
+    g = objective.gradient()
+    mean_part = LowRankOperator(g[:, None], torch.tensor([-1.0], dtype=g.dtype, device=g.device))
+    return EmpiricalFisherOperator(objective, block) + mean_part
+
+
+def _eps(dtype: torch.dtype) -> float:
+    return float(torch.finfo(dtype).eps)
+
+
+__all__ = [
+    "DEFAULT_BLOCK",
+    "CurvatureOperator",
+    "EmpiricalFisherOperator",
+    "GGNOperator",
+    "HessianOperator",
+    "LinearCombination",
+    "LowRankOperator",
+    "gradient_covariance",
+]

@@ -1,0 +1,106 @@
+"""The run: train a network on images, measuring its curvature on a schedule.
+
+One run trains one network (:mod:`~collapselab.experiments.curvature.networks`) with one
+loss and records, with a :class:`~collapselab.track.Monitor`,
+
+* at every epoch of ``curvature_epochs`` the whole :class:`~collapselab.metrics.families.Curvature`
+  family on every weight layer (rows per layer, spectra in ``arrays/curvature_step*.npz``),
+  on a fixed balanced subset of ``curvature_samples`` training images;
+* NC1 and the NCC accuracy of the measured feature layers at the same epochs (the collapse
+  the curvature structure is explained by, paper 004);
+* the training loop's loss and accuracy every epoch.
+
+The manifest records the data used (``curvature.data``), the class count ``K`` and the
+weight layers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from collapselab.experiments.curvature.networks import build_network, load_data
+from collapselab.experiments.registry import RunContext
+from collapselab.metrics import NC
+from collapselab.metrics.families import Curvature
+from collapselab.store import Run
+from collapselab.track import Monitor
+from collapselab.train import TrainConfig, seed_everything, train
+
+
+def run_curvature(run: Run, context: RunContext) -> None:
+    """Train and measure (module docstring)."""
+    config = context.config
+    data, used = load_data(config, context.data_dir, context.seed)
+    seed_everything(context.seed)
+    model = build_network(config, data).to(context.device)
+    K = data.n_classes
+    family = Curvature(
+        config.get("curvature_keys"),
+        epochs=list(config["curvature_epochs"]),
+        density_steps=int(config.get("density_steps", 40)),
+        samples=int(config["curvature_samples"]),
+        batch_size=int(config["curvature_batch_size"]),
+        centring=config["centring"],
+        tol=float(config["tol"]),
+        layers=config.get("curvature_layers") or "auto",
+    )
+    weight_layers = [
+        n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)
+    ]
+    run.update_manifest(
+        curvature={
+            "data": used,
+            "n_classes": K,
+            "n_train": len(data.train),
+            "weight_layers": weight_layers,
+            "net": config["net"],
+            "loss": config["loss"],
+        }
+    )
+    monitor = Monitor(
+        model,
+        data.train,
+        families=[NC(["nc1", "ncc_accuracy"]), family],
+        schedule=[e for e in config["curvature_epochs"] if e > 0],
+        epochs=int(config["epochs"]),
+        initial=0 in config["curvature_epochs"],
+        run=run,
+        loss=config["loss"],
+        batch_size=1024,
+    )
+    train_config = TrainConfig(
+        epochs=int(config["epochs"]),
+        lr=float(config["lr"]),
+        batch_size=int(config["batch_size"]),
+        momentum=float(config["momentum"]),
+        weight_decay=float(config["weight_decay"]),
+        loss=config["loss"],
+        schedule="step",
+        milestones=tuple(config["milestones"]),
+        seed=context.seed,
+        device=context.device,
+    )
+    threads = config.get("cpu_threads")
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        train(
+            model,
+            data,
+            train_config,
+            [monitor.callback(), *context.callbacks],
+            run=run,
+            finish_run=False,
+        )
+    finally:
+        torch.set_num_threads(previous)
+    run.flush()
+
+
+def final_value(results: Any, metric: str, layer: str) -> float:
+    """The value of ``metric`` at ``layer`` at the largest step (train split)."""
+    rows = results.rows(metric, "train", layer)
+    return float(rows.sort_values("step", kind="stable")["value"].iloc[-1])

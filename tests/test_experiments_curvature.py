@@ -1,0 +1,83 @@
+"""The curvature experiments at the tiny preset: end to end, claims, figures, data fallback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from collapselab.experiments import get_experiment, refresh_run, run_experiment
+from collapselab.experiments.curvature import CLAIMS, load_data
+from collapselab.experiments.curvature.networks import DEBIAN_DATA
+from collapselab.experiments.curvature.presets import presets
+
+IDS = ["curvature-mlp-ce", "curvature-conv-mse"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("curvature-runs")
+    return {e: run_experiment(e, preset="tiny", root=root) for e in IDS}
+
+
+def test_four_experiments_are_registered():
+    for net in ("mlp", "conv"):
+        for loss in ("ce", "mse"):
+            exp = get_experiment(f"curvature-{net}-{loss}")
+            assert exp.paper == "004" and set(exp.presets) == {"quick", "standard", "tiny"}
+            assert exp.presets["quick"]["dataset"] == "fashion_mnist"
+            assert exp.presets["quick"]["fallback"]["dataset"] == "digits"
+
+
+@pytest.mark.parametrize("experiment_id", IDS)
+def test_tiny_runs_end_to_end_with_figures_spectra_and_claims(runs, experiment_id):
+    run = runs[experiment_id]
+    assert run.status == "completed"
+    names = run.array_names()
+    assert len(names) == 2 and names[0] == "curvature_step00000000"  # epochs 0 and 3
+    final = run.load_array(names[-1])
+    assert int(final["epoch"]) == 3
+    layer = run.manifest["curvature"]["weight_layers"][-1]
+    assert f"{layer}:hessian_eigenvalues" in final and f"{layer}:papyan_cross_eigenvalues" in final
+    for fig in ("spectra", "decomposition", "alignment"):
+        assert (run.path / "figures" / f"{fig}.png").stat().st_size > 1000
+    claims = json.loads((run.path / "claims.json").read_text())
+    verdicts = {c["name"]: c["verdict"] for c in claims["claims"]}
+    assert set(verdicts) == {c.name for c in CLAIMS}
+    assert all(v in ("holds", "does not hold") for v in verdicts.values()), verdicts
+    rows = run.metrics()
+    assert {"nc1", "hessian_top_eigenvalue", "gradient_fraction_top"} <= set(rows["metric"])
+    assert run.manifest["curvature"]["data"] == {"dataset": "digits"}
+
+
+def test_figures_are_redrawn_from_the_stored_results(runs):
+    run = runs["curvature-mlp-ce"]
+    (run.path / "figures" / "spectra.png").unlink()
+    refresh_run(run.path)
+    assert (run.path / "figures" / "spectra.png").exists()
+
+
+def test_quick_falls_back_to_bundled_digits_without_fashion_mnist(tmp_path):
+    config = presets("mlp", "ce")["quick"]
+    data, used = load_data(config, tmp_path, seed=0)  # an empty data directory
+    assert used["dataset"] == "digits" and used["fallback_from"] == "fashion_mnist"
+    assert data.n_classes == 5 and data.input_shape == (64,)
+    without = {**config, "fallback": None}
+    with pytest.raises(FileNotFoundError):
+        load_data(without, tmp_path, seed=0)
+
+
+@pytest.mark.skipif(
+    not (DEBIAN_DATA / "fashion-mnist").is_dir(),
+    reason="Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)",
+)
+def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files():
+    for net in ("mlp", "conv"):  # images (1, 28, 28); the MLP flattens them
+        config = presets(net, "ce")["standard"]
+        assert config["fallback"] is None  # standard never runs on stand-in data
+        data, used = load_data(config, None, seed=0)
+        assert used == {"dataset": "fashion_mnist", "data_dir": str(DEBIAN_DATA)}
+        assert data.n_classes == 10 and tuple(data.input_shape) == (1, 28, 28)
+        counts = torch.bincount(data.train.y, minlength=10)
+        assert counts.tolist() == [config["n_train_per_class"]] * 10
