@@ -27,7 +27,9 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
   linear networks: the principal frame, Lemma 1 gradients, Theorem 1's first-order compact
   update, Thm 3 / Lemma 2 scales with Monte Carlo, the effective factor ``c`` (published
   ``L``, corrected ``Σ α_l β_l``), the per-PC closed form (Eq. 10) and its std, distance,
-  loss and time-to-ε, and the iterated-product simulator (Eq. 9).
+  loss and time-to-ε, and the iterated-product simulator (Eq. 9);
+  :mod:`~collapselab.theory.pc_bias_relu`: the two-layer ReLU model's exact GD and its
+  approximate dynamics (§2.5, App. B.2), published and corrected.
 """
 
 from collapselab.theory.central_path import (
@@ -67,6 +69,7 @@ from collapselab.theory.pc_bias import (
     scale_monte_carlo,
     verify_pc_bias,
 )
+from collapselab.theory.pc_bias_relu import relu_approximate_trajectory, relu_gd_trajectory
 from collapselab.theory.snr_dynamics import (
     omega_asymptotic,
     omega_closed_form,
@@ -115,6 +118,8 @@ __all__ = [
     "omega_ode",
     "papyan_decomposition",
     "principal_frame",
+    "relu_approximate_trajectory",
+    "relu_gd_trajectory",
     "renormalise",
     "renormalised_flow",
     "scale_monte_carlo",
