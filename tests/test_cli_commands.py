@@ -84,7 +84,10 @@ def test_list_shows_the_demo_at_80_columns() -> None:
             if line.strip()
         ), experiment.id
     assert "[presets: quick]" in result.output
-    assert "Runtimes: wall time of the quick preset, measured on 2 CPU cores" in result.output
+    text = " ".join(result.output.split())
+    assert "Runtimes: wall time of the quick preset (beside the id) and of the other" in text
+    assert "standard ~30 min (2 cores, load 3-4)" in text  # pfc-training-conv
+    assert "measured on 2 CPU cores" in text
 
 
 def test_list_metrics_shows_every_key_of_the_catalogue() -> None:

@@ -9,8 +9,8 @@ import torch
 
 from collapselab.experiments import get_experiment, refresh_run, run_experiment
 from collapselab.experiments.curvature import CLAIMS, load_data
-from collapselab.experiments.curvature.networks import DEBIAN_DATA
 from collapselab.experiments.curvature.presets import presets
+from collapselab.experiments.data_plan import plan_data
 
 IDS = ["curvature-mlp-ce", "curvature-conv-mse"]
 
@@ -25,9 +25,12 @@ def test_four_experiments_are_registered():
     for net in ("mlp", "conv"):
         for loss in ("ce", "mse"):
             exp = get_experiment(f"curvature-{net}-{loss}")
-            assert exp.paper == "004" and set(exp.presets) == {"quick", "standard", "tiny"}
+            assert exp.paper == "004"
+            assert set(exp.presets) == {"quick", "quick-bundled", "standard", "tiny"}
             assert exp.presets["quick"]["dataset"] == "fashion_mnist"
-            assert exp.presets["quick"]["fallback"]["dataset"] == "digits"
+            assert exp.presets["quick-bundled"]["dataset"] == "digits"
+            assert exp.fallbacks == {"quick": "quick-bundled"}  # standard has none
+            assert exp.runtime("quick") and exp.runtime("standard")
 
 
 @pytest.mark.parametrize("experiment_id", IDS)
@@ -59,25 +62,23 @@ def test_figures_are_redrawn_from_the_stored_results(runs):
 
 
 def test_quick_falls_back_to_bundled_digits_without_fashion_mnist(tmp_path):
-    config = presets("mlp", "ce")["quick"]
-    data, used = load_data(config, tmp_path, seed=0)  # an empty data directory
-    assert used["dataset"] == "digits" and used["fallback_from"] == "fashion_mnist"
+    """Without the files (the suite hides the machine's datasets) the data plan runs
+    ``quick-bundled``: the same five class ids of the bundled digits."""
+    for experiment_id in ("curvature-mlp-ce", "curvature-conv-mse"):
+        plan = plan_data(get_experiment(experiment_id), "quick")
+        assert plan.preset == "quick-bundled" and plan.fell_back
+    data, used = load_data(presets("mlp", "ce")["quick-bundled"], None, seed=0)
+    assert used == {"dataset": "digits"}
     assert data.n_classes == 5 and data.input_shape == (64,)
-    without = {**config, "fallback": None}
-    with pytest.raises(FileNotFoundError):
-        load_data(without, tmp_path, seed=0)
 
 
-@pytest.mark.skipif(
-    not (DEBIAN_DATA / "fashion-mnist").is_dir(),
-    reason="Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)",
-)
-def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files():
+def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files(fashion_mnist_dir):
     for net in ("mlp", "conv"):  # images (1, 28, 28); the MLP flattens them
         config = presets(net, "ce")["standard"]
-        assert config["fallback"] is None  # standard never runs on stand-in data
+        plan = plan_data(get_experiment(f"curvature-{net}-ce"), "standard")
+        assert plan.preset == "standard" and str(fashion_mnist_dir) in plan.summary()
         data, used = load_data(config, None, seed=0)
-        assert used == {"dataset": "fashion_mnist", "data_dir": str(DEBIAN_DATA)}
+        assert used == {"dataset": "fashion_mnist"}
         assert data.n_classes == 10 and tuple(data.input_shape) == (1, 28, 28)
         counts = torch.bincount(data.train.y, minlength=10)
         assert counts.tolist() == [config["n_train_per_class"]] * 10

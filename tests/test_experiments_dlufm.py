@@ -229,7 +229,7 @@ def _idx(path, array: np.ndarray) -> None:
 
 def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     """The paper preset reads Fashion-MNIST's IDX files (fixtures in the real format) and
-    builds its network; without the files it falls back to digits and says so."""
+    builds its network; without the files it stops with a clear error."""
     config = get_experiment("dlufm-mlp").config("paper")
     n = config["n_per_class"]
     rng = np.random.default_rng(0)
@@ -246,6 +246,6 @@ def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     assert summary["dims"] == [784] + [width] * (config["depth"] - 1) + [10]
     assert summary["hessian_sizes"] == {config["depth"] - 1: width * width,
                                         config["depth"]: 10 * width}  # fmt: skip
-    missing = mlp_dry_run(config, data_dir=tmp_path / "absent")
-    assert missing["dataset"].startswith("digits (Fashion-MNIST not found")
-    assert missing["input_dim"] == 64
+    with pytest.raises(FileNotFoundError, match="absent"):  # no stand-in data
+        mlp_dry_run(config, data_dir=tmp_path / "absent")
+    assert get_experiment("dlufm-mlp").dry_run is mlp_dry_run

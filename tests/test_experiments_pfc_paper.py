@@ -203,3 +203,42 @@ def test_bad_training_configs_are_rejected():
         build_network_setup({**quick, "measure": "sometimes"})
     with pytest.raises(ValueError, match="image inputs"):
         build_network_setup({**quick, "model": "conv_resnet", "model_options": {"stages": []}})
+
+
+def test_reproduce_dry_run_on_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from collapselab.cli.main import app
+    from tests._idx_files import write_idx_dataset
+
+    runner = CliRunner()
+    out = tmp_path / "runs"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    # MNIST and Fashion-MNIST are missing: one line naming the places looked; nothing is written.
+    result = runner.invoke(
+        app, ["reproduce", "001", "--preset", "paper", "--dry-run", "--data-dir", str(empty)]
+    )
+    text = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert (
+        f"pfc-training-fc (preset paper): mnist not found (looked in {empty} (--data-dir); "
+        "$COLLAPSELAB_DATA_DIR (not set))"
+    ) in text
+    assert "pfc-training-conv (preset paper): fashion_mnist not found" in text
+    assert "2 failed; nothing was trained" in text and "Traceback" not in result.output
+    write_idx_dataset(tmp_path / "data" / "mnist", n_train=30, n_test=10)
+    write_idx_dataset(tmp_path / "data" / "fashion_mnist", n_train=40, n_test=10)
+    result = runner.invoke(
+        app,
+        ["reproduce", "001", "--preset", "paper", "--dry-run", "--data-dir", str(tmp_path / "data"),
+         "--out", str(out)],
+    )  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "model FCResNet" in text and "measured layers 11 of dimension 1000" in text
+    assert "model ConvResNet" in text and "measured layers 5 of dimension 3136" in text
+    assert "350 epochs, lr 0.01, milestones [117, 233], 50 measured epochs" in text
+    assert "pfc-mufm (preset paper) data: no dataset" in text
+    assert "dry run of 6 experiment(s): ok; nothing was trained" in text
+    assert not out.exists()

@@ -43,8 +43,20 @@ RootOption = Annotated[
     Path,
     typer.Option("--root", "--out", help="Directory holding the runs (env COLLAPSELAB_ROOT)."),
 ]
-PresetOption = Annotated[str, typer.Option(help="Preset: quick (CPU minutes) or paper.")]
-DataDirOption = Annotated[Path | None, typer.Option(help="Directory with local dataset files.")]
+PresetOption = Annotated[
+    str,
+    typer.Option(
+        help="Preset: quick (CPU minutes), standard (real images, about an hour per paper on "
+        "2 CPU cores) or paper (the paper's scale, for a GPU)."
+    ),
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Directory with local dataset files (searched before $COLLAPSELAB_DATA_DIR and "
+        "the Debian package folders, e.g. /usr/share/datasets/fashion-mnist)."
+    ),
+]
 DeviceOption = Annotated[
     str, typer.Option(help="cpu, cuda, cuda:<i> or auto (experiments that train).")
 ]
@@ -137,6 +149,7 @@ def list_experiments(
             heading = paper_label(paper) + (f": {found.title}" if found is not None else "")
             console.print(Text(heading, style="bold"))
         claims = f"{len(experiment.claims)} claim" + ("" if len(experiment.claims) == 1 else "s")
+        errata = sum(claim.kind == "erratum" for claim in experiment.claims)
         console.print(
             Text.assemble(
                 "  ",
@@ -149,9 +162,23 @@ def list_experiments(
         shown = (
             f"{experiment.figure}: {experiment.title}" if experiment.figure else experiment.title
         )
-        shown += f" [presets: {', '.join(experiment.presets)}]"
+        presets = ", ".join(_preset_text(experiment, p) for p in experiment.presets)
+        shown += f" [presets: {presets}]"
+        if errata:
+            shown += f" [{errata} of the claims demonstrate errata]"
         console.print(Padding(Text(shown, style="dim"), (0, 0, 0, 6)))
-    console.print(Text(f"Runtimes: wall time of the quick preset, measured on {RUNTIME_MACHINE}."))
+    console.print(
+        Text(
+            "Runtimes: wall time of the quick preset (beside the id) and of the other "
+            f"presets (beside their names), measured on {RUNTIME_MACHINE}."
+        )
+    )
+
+
+def _preset_text(experiment: Any, preset: str) -> str:
+    # The quick runtime is shown beside the id; the others beside their preset.
+    runtime = experiment.runtime(preset) if preset != "quick" else ""
+    return f"{preset} {runtime}" if runtime else preset
 
 
 def _list_metrics() -> None:
@@ -291,7 +318,7 @@ def _run_and_report(
     mirrors: list[str],
 ) -> None:
     from collapselab.cli.progress import ProgressBoard
-    from collapselab.experiments import get_experiment, run_experiment, run_id_for
+    from collapselab.experiments import MissingDataError, get_experiment, run_experiment, run_id_for
 
     try:
         experiment = get_experiment(experiment_id)
@@ -313,6 +340,8 @@ def _run_and_report(
                 mirrors=mirrors,
                 progress=board,
             )
+        except MissingDataError as error:  # no run exists: say what is missing, in one line
+            _fail(error.one_line())
         except _user_errors() as error:
             _fail(_message(error))
     status = result.manifest.get("status")
@@ -322,12 +351,24 @@ def _run_and_report(
     )
     if status != "completed":
         console.print(f"[red]error:[/red] {_e(result.manifest.get('error'))}")
-    _print_claims(result.path)
+    _print_data(result.manifest.get("data"))
+    if status == "completed":
+        _print_claims(result.path)
+    else:  # said once, not once per claim
+        console.print(f"claims: not evaluated (the run is {status})")
     report = result.path / "report.html"
     if report.is_file():
         console.print(f"report: {_e(report)}")
     if status != "completed":
         raise typer.Exit(code=1)
+
+
+def _print_data(data: object) -> None:
+    if not isinstance(data, dict):
+        return
+    console.print(f"data: {_e(data.get('summary'))}")
+    for note in data.get("notes") or []:
+        console.print(f"[yellow]note:[/yellow] {_e(note)}")
 
 
 _VERDICT_COLOURS = {"holds": "green", "does not hold": "red", "not evaluable": "yellow"}
@@ -345,11 +386,10 @@ def _print_claims(run_path: Path) -> None:
     for entry in document["claims"]:
         verdict = str(entry.get("verdict"))
         colour = _VERDICT_COLOURS.get(verdict, "white")
-        table.add_row(
-            _e(entry.get("name")),
-            f"[{colour}]{_e(verdict)}[/{colour}]",
-            _e(entry.get("detail", "")),
-        )
+        shown = f"[{colour}]{_e(verdict)}[/{colour}]"
+        if entry.get("kind") == "erratum":  # an erratum demonstration, in its own words
+            shown = f"[cyan]{_e((entry.get('erratum') or {}).get('wording', verdict))}[/cyan]"
+        table.add_row(_e(entry.get("name")), shown, _e(entry.get("detail", "")))
     console.print(table)
 
 
@@ -363,11 +403,20 @@ def reproduce(
     out: RootOption = DEFAULT_ROOT,
     progress: ProgressOption = True,
     mirror: MirrorOption = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Build the data pipelines, models and schedules from the local files and "
+            "stop: nothing is trained or written.",
+        ),
+    ] = False,
 ) -> None:
     """Run every experiment of a paper (or all papers), skipping finished runs; write the index.
 
-    A failing experiment does not stop the others; the exit code is 1 if any failed. The
-    demo is not part of 'all' (run it with `collapselab demo`).
+    A failing experiment does not stop the others; the exit code is 1 if any failed. An
+    experiment whose dataset files are missing is reported once, and its paper's other
+    experiments are not run. The demo is not part of 'all' (run it with `collapselab demo`).
     """
     import time
 
@@ -380,6 +429,9 @@ def reproduce(
     )
     from collapselab.experiments import reproduce as run_reproduce
 
+    if dry_run:
+        _dry_run(paper, preset, data_dir, seed)
+        return
     mirrors = mirror or []
     try:
         chosen = select_experiments(paper)
@@ -409,7 +461,9 @@ def reproduce(
 
     def finished(outcome: ExperimentOutcome) -> None:
         current["index"] = position[outcome.experiment]
-        colour = {"completed": "green", "skipped": "cyan"}.get(outcome.outcome, "red")
+        colour = {"completed": "green", "skipped": "cyan", "not run": "yellow"}.get(
+            outcome.outcome, "red"
+        )
         text = f"  [{colour}]{outcome.outcome}[/{colour}] in {outcome.seconds:.1f} s"
         if outcome.claims:
             counts = outcome.claims
@@ -419,6 +473,9 @@ def reproduce(
             )
         if outcome.error:
             text += f"\n  [red]error:[/red] {_e(outcome.error)}"
+        for note in outcome.notes or []:
+            if not note.startswith("--data-dir"):  # said once, at the end
+                text += f"\n  [yellow]note:[/yellow] {_e(note)}"
         console.print(text)
 
     with _interruptible(f"reproduce {paper}"), board:
@@ -442,14 +499,80 @@ def reproduce(
     counts = {k: sum(o.outcome == k for o in result.outcomes) for k in ("completed", "skipped")}
     console.print(
         f"{len(result.outcomes)} experiment(s): {counts['completed']} ran, "
-        f"{counts['skipped']} already done, {len(result.failed)} failed "
-        f"({result.wall_s:.1f} s)"
+        f"{counts['skipped']} already done, {len(result.failed)} failed, "
+        f"{len(result.not_run)} not run ({result.wall_s:.1f} s)"
     )
+    if result.data_dir_unused:
+        console.print(
+            f"[yellow]note:[/yellow] --data-dir {_e(data_dir)} is not used: no experiment of "
+            f"{_e(paper)} at preset {_e(preset)} reads dataset files"
+        )
     console.print(f"index: {_e(result.index_html)}")
     if not result.ok:
-        failed = ", ".join(o.experiment for o in result.failed)
-        console.print(f"[red]failed:[/red] {_e(failed)}")
+        failed = ", ".join(o.experiment for o in (*result.failed, *result.not_run))
+        console.print(f"[red]failed or not run:[/red] {_e(failed)}")
         raise typer.Exit(code=1)
+
+
+def _dry_run(paper: str, preset: str, data_dir: Path | None, seed: int) -> None:
+    """``reproduce --dry-run``: plan and build every experiment of ``paper``; train nothing."""
+    from collapselab.experiments import dry_run_experiment, select_experiments
+
+    try:
+        chosen = select_experiments(paper)
+    except ValueError as error:
+        _fail(error)
+    failed = 0
+    for experiment in chosen:
+        if preset not in experiment.presets:
+            console.print(f"[bold]{_e(experiment.id)}[/bold]: no preset {_e(preset)}")
+            continue
+        result = dry_run_experiment(experiment, preset, data_dir, seed)
+        console.print(f"[bold]{_e(experiment.id)}[/bold] (preset {_e(result.preset)})")
+        if result.error:
+            failed += 1
+            console.print(f"  [red]error:[/red] {_e(result.error)}")
+            continue
+        console.print(f"  data: {_e(result.data)}")
+        for note in result.notes or []:
+            if not note.startswith("--data-dir"):  # most experiments read no files
+                console.print(f"  [yellow]note:[/yellow] {_e(note)}")
+        for line in _built_lines(result.built):
+            console.print(f"  {_e(line)}")
+    verdict = "[green]ok[/green]" if not failed else f"[red]{failed} failed[/red]"
+    console.print(f"dry run of {len(chosen)} experiment(s): {verdict}; nothing was trained")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _built_lines(built: dict | None) -> list[str]:
+    """A few lines summarising an experiment's dry-run summary (see Experiment.dry_run)."""
+    if built is None:
+        return ["built: nothing to build from files (simulations generate their instances)"]
+    if "arms" in built:  # paper 003's training configuration
+        lines = [
+            f"dataset {name}: {d['n_train']} train / {d['n_test']} test, input "
+            f"{'x'.join(map(str, d['input_shape']))}"
+            for name, d in built["datasets"].items()
+        ]
+        for key, arm in built["arms"].items():
+            lines.append(
+                f"arm {key}: {arm['n_parameters']:,} parameters, features {arm['feature_dim']}, "
+                f"{arm['epochs']} epochs, lr {arm['lr']}, milestones {arm['milestones']}, "
+                f"{arm['n_measurements']} measurements"
+            )
+        if built.get("lr_grid"):
+            grid = built["lr_grid"]
+            lines.append(f"lr sweep: {len(grid)} rates from {grid[0]:.3g} to {grid[-1]:.3g}")
+        return lines
+    return [
+        f"dataset {built['dataset']}: {built['n_train']} train / {built['n_test']} test, input "
+        f"{'x'.join(map(str, built['input_shape']))}",
+        f"model {built['model']}: {built['n_parameters']:,} parameters; measured layers "
+        f"{len(built['layers'])} of dimension {built['feature_dim']}",
+        f"{built['epochs']} epochs, lr {built['lr']}, milestones {built['milestones']}, "
+        f"{len(built['measure_epochs'])} measured epochs",
+    ]
 
 
 @app.command()

@@ -9,11 +9,14 @@ class DatasetFileError(FileNotFoundError, ValueError):
     """A dataset file is missing, or is not in its distribution's format.
 
     It is both a :class:`FileNotFoundError` and a :class:`ValueError`, so either ``except``
-    clause catches it. The message names the file, the expected layout, and where the
-    official files can be obtained (collapselab never downloads them).
+    clause catches it. The message names the file, every place looked (when the dataset was
+    searched for, see :mod:`collapselab.data.locations`), the expected layout, and how to get
+    the dataset (collapselab never downloads it).
 
     Attributes:
         path: the offending file or folder.
+        looked_in: the places searched, each ``"<folder> (<how it was chosen>)"``.
+        install: how to get the dataset (a sentence).
     """
 
     def __init__(
@@ -21,20 +24,17 @@ class DatasetFileError(FileNotFoundError, ValueError):
         path: str | Path,
         problem: str,
         layout: str,
-        source: str,
+        install: str,
         tried: tuple[str, ...] = (),
+        looked_in: tuple[str, ...] = (),
     ) -> None:
         self.path = Path(path)
-        self._parts = (str(path), problem, layout, source, tuple(tried))
+        self.looked_in = tuple(looked_in)
+        self.install = install
+        self._parts = (str(path), problem, layout, install, tuple(tried), self.looked_in)
         also = f"Also looked for: {', '.join(tried)}\n" if tried else ""
-        super().__init__(
-            f"{problem}: {self.path}\n"
-            f"{also}"
-            f"Expected: {layout}\n"
-            f"Obtain the official files from {source} (collapselab never downloads data), "
-            "unpack any archive, and pass the folder that holds them as --data-dir "
-            "(data_dir=...)."
-        )
+        places = f"Looked in: {'; '.join(looked_in)}\n" if looked_in else ""
+        super().__init__(f"{problem}: {self.path}\n{places}{also}Expected: {layout}\n{install}")
 
     def __reduce__(self) -> tuple:
         # Exceptions pickle through ``args``; rebuild from the parts instead (multiprocessing).

@@ -32,14 +32,37 @@ import torch
 from collapselab.checks import check_choice, check_int, check_seed
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
+from collapselab.data.locations import Place, install_hint, search_places
 from collapselab.data.transforms import _balanced_index
 
 
 @dataclass(frozen=True)
 class _Source:
+    """A file-based dataset: its name, expected layout, official source, and ``markers``,
+    paths relative to a folder whose presence shows that the folder holds the dataset."""
+
     name: str
     layout: str
     url: str
+    markers: tuple[str, ...]
+
+    @property
+    def install(self) -> str:
+        return install_hint(self.name, self.url)
+
+
+def _idx_markers(folders: Sequence[str]) -> tuple[str, ...]:
+    names = ("train-images-idx3-ubyte", "train-images.idx3-ubyte")
+    return tuple(
+        f"{folder}/{name}{gz}" if folder else f"{name}{gz}"
+        for folder in ("", *folders)
+        for name in names
+        for gz in ("", ".gz")
+    )
+
+
+_MNIST_FOLDERS = ("MNIST/raw", "mnist")
+_FASHION_FOLDERS = ("FashionMNIST/raw", "fashion_mnist", "fashion-mnist")
 
 
 _MNIST = _Source(
@@ -47,6 +70,7 @@ _MNIST = _Source(
     "IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
     "t10k-labels-idx1-ubyte (each optionally .gz) directly in data_dir or in data_dir/MNIST/raw",
     "https://yann.lecun.com/exdb/mnist/ (mirror: https://ossci-datasets.s3.amazonaws.com/mnist/)",
+    _idx_markers(_MNIST_FOLDERS),
 )
 _FASHION = _Source(
     "fashion_mnist",
@@ -55,6 +79,7 @@ _FASHION = _Source(
     "data_dir/FashionMNIST/raw",
     "https://github.com/zalandoresearch/fashion-mnist "
     "(files: http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/)",
+    _idx_markers(_FASHION_FOLDERS),
 )
 _CIFAR10 = _Source(
     "cifar10",
@@ -62,6 +87,7 @@ _CIFAR10 = _Source(
     "pickles data_batch_1 ... data_batch_5 and test_batch with keys b'data' (10000 x 3072 "
     "uint8) and b'labels'",
     "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+    ("cifar-10-batches-py/test_batch", "test_batch"),
 )
 _CIFAR100 = _Source(
     "cifar100",
@@ -69,18 +95,21 @@ _CIFAR100 = _Source(
     "pickles train and test with keys b'data' (N x 3072 uint8), b'fine_labels' and "
     "b'coarse_labels' (and optionally meta)",
     "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
+    ("cifar-100-python/test", "test"),
 )
 _SVHN = _Source(
     "svhn",
     "MATLAB files train_32x32.mat and test_32x32.mat (optionally extra_32x32.mat) in data_dir "
     "or data_dir/svhn, each with X of shape (32, 32, 3, N) uint8 and y of shape (N, 1) in 1..10",
     "http://ufldl.stanford.edu/housenumbers/ (the 'Format 2' cropped digits)",
+    ("train_32x32.mat", "svhn/train_32x32.mat", "SVHN/train_32x32.mat"),
 )
 _STL10 = _Source(
     "stl10",
     "the folder stl10_binary (from stl10_binary.tar.gz) in data_dir, holding train_X.bin, "
     "train_y.bin, test_X.bin, test_y.bin (uint8; images 3 x 96 x 96 column-major, labels 1..10)",
     "https://ai.stanford.edu/~acoates/stl10/ (stl10_binary.tar.gz)",
+    ("stl10_binary/test_X.bin", "test_X.bin"),
 )
 
 _CIFAR10_NAMES = (
@@ -146,30 +175,56 @@ _STL10_NAMES = (
 def _missing(path: Path, source: _Source, tried: Sequence[Path] = ()) -> DatasetFileError:
     others = tuple(str(p) for p in tried if p != path)
     return DatasetFileError(
-        path, f"{source.name}: file not found", source.layout, source.url, others
+        path, f"{source.name}: file not found", source.layout, source.install, others
     )
 
 
 def _corrupt(path: Path, source: _Source, detail: str) -> DatasetFileError:
     return DatasetFileError(
-        path, f"{source.name}: malformed file ({detail})", source.layout, source.url
+        path, f"{source.name}: malformed file ({detail})", source.layout, source.install
     )
 
 
+def _holds(folder: Path, source: _Source) -> bool:
+    return any((folder / marker).is_file() for marker in source.markers)
+
+
+def _describe_place(place: Place) -> str:
+    text = place.describe()
+    if place.path is not None and not place.path.is_dir():
+        text += ": does not exist" if not place.path.exists() else ": not a folder"
+    return text
+
+
 def _data_dir(data_dir: str | Path | None, source: _Source) -> Path:
-    if data_dir is None:
-        raise ValueError(
-            f"dataset {source.name!r} is read from local files: pass --data-dir (data_dir=...) "
-            f"pointing to a folder with {source.layout}; obtain them from {source.url}"
-        )
-    if not isinstance(data_dir, (str, Path)):
-        raise TypeError(f"data_dir must be a str or Path, got {type(data_dir).__name__}")
-    root = Path(data_dir).expanduser()
-    if not root.is_dir():
-        raise DatasetFileError(
-            root, f"{source.name}: data_dir is not a folder", source.layout, source.url
-        )
-    return root
+    """The first place that holds ``source``: ``data_dir``, ``$COLLAPSELAB_DATA_DIR``, then
+    the system package's folder (:mod:`collapselab.data.locations`).
+
+    A ``data_dir`` that is given must be a folder (a typo is an error, not a reason to read
+    other files). When no place holds the dataset, the error names every place looked and
+    how to install the dataset.
+    """
+    if data_dir is not None:
+        if not isinstance(data_dir, (str, Path)):
+            raise TypeError(f"data_dir must be a str or Path, got {type(data_dir).__name__}")
+        given = Path(data_dir).expanduser()
+        if not given.is_dir():
+            raise DatasetFileError(
+                given, f"{source.name}: data_dir is not a folder", source.layout, source.install
+            )
+    places = search_places(source.name, data_dir)
+    for place in places:
+        if place.path is not None and place.path.is_dir() and _holds(place.path, source):
+            return place.path
+    first = next((p.path for p in places if p.path is not None), Path("."))
+    given = () if data_dir is not None else ("--data-dir (not given)",)
+    raise DatasetFileError(
+        first / source.markers[0],
+        f"{source.name}: dataset not found",
+        source.layout,
+        source.install,
+        looked_in=(*given, *(_describe_place(p) for p in places)),
+    )
 
 
 def _locate(candidates: Sequence[Path], source: _Source) -> Path:
@@ -594,7 +649,7 @@ def read_mnist(
         "seed": seed,
     }
     names = [str(d) for d in range(10)]
-    return _read_idx_dataset(data_dir, _MNIST, ("MNIST/raw", "mnist"), names, options)
+    return _read_idx_dataset(data_dir, _MNIST, _MNIST_FOLDERS, names, options)
 
 
 def read_fashion_mnist(
@@ -611,8 +666,24 @@ def read_fashion_mnist(
         "n_test_per_class": n_test_per_class,
         "seed": seed,
     }
-    folders = ("FashionMNIST/raw", "fashion_mnist", "fashion-mnist")
-    return _read_idx_dataset(data_dir, _FASHION, folders, list(_FASHION_NAMES), options)
+    return _read_idx_dataset(data_dir, _FASHION, _FASHION_FOLDERS, list(_FASHION_NAMES), options)
+
+
+_SOURCES = {
+    source.name: source for source in (_MNIST, _FASHION, _CIFAR10, _CIFAR100, _SVHN, _STL10)
+}
+
+
+def dataset_folder(name: str, data_dir: str | Path | None = None) -> Path:
+    """The folder file-based dataset ``name`` would be read from (nothing is read).
+
+    Searched as every reader searches: ``data_dir``, ``$COLLAPSELAB_DATA_DIR``, then the
+    system package's folder. Raises :class:`DatasetFileError` naming every place looked and
+    how to install the dataset when none holds it.
+    """
+    if name not in _SOURCES:
+        raise ValueError(f"{name!r} is not a file-based dataset; those are {list(_SOURCES)}")
+    return _data_dir(data_dir, _SOURCES[name])
 
 
 # ------------------------------------------------------------------------------ assembly

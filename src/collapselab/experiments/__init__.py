@@ -12,11 +12,16 @@ Public API:
   :func:`estimated_seconds`: run a paper's experiments and write the index; what a
   reproduction runs and how long each experiment takes, from measurements.
 - :class:`ProgressDisplay`, :class:`NoProgress`: where solvers and sweeps show progress.
-- :class:`Claim`, :class:`ClaimResult`, :class:`RunResults`, :class:`NotEvaluable`,
+- :class:`Claim`, :class:`Erratum` (marks an erratum demonstration), :class:`ClaimResult`,
+  :class:`RunResults`, :class:`NotEvaluable`,
   :func:`evaluate_claim`, :func:`evaluate_claims` and the claim builders
   :func:`decreases_by`, :func:`rank_correlation`, :func:`value_below`,
   :func:`value_above`, :func:`decays_faster` with the selectors :class:`Series`,
   :class:`AcrossLayers`, :class:`Final`.
+- :func:`plan_data`, :class:`DataPlan`, :class:`MissingDataError`: which preset runs on which
+  data (a preset's fallback to bundled data when its files are missing), decided before a run.
+- :func:`dry_run_experiment`, :class:`DryRunResult`: build a preset's data pipelines, models
+  and schedules from local files without training.
 - :data:`PAPERS`, :func:`find_paper`: the five papers and their names.
 """
 
@@ -25,6 +30,7 @@ from collapselab.experiments.claims import (
     AcrossLayers,
     Claim,
     ClaimResult,
+    Erratum,
     Final,
     NotEvaluable,
     RunResults,
@@ -41,6 +47,8 @@ from collapselab.experiments.claims import (
     value_above,
     value_below,
 )
+from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
+from collapselab.experiments.dry_run import DryRunResult, dry_run_experiment
 from collapselab.experiments.papers import PAPERS, Paper, find_paper
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
@@ -69,9 +77,13 @@ __all__ = [
     "AcrossLayers",
     "Claim",
     "ClaimResult",
+    "DataPlan",
+    "DryRunResult",
+    "Erratum",
     "Experiment",
     "ExperimentOutcome",
     "Final",
+    "MissingDataError",
     "NoProgress",
     "NotEvaluable",
     "Paper",
@@ -87,12 +99,14 @@ __all__ = [
     "check_value",
     "decays_faster",
     "decreases_by",
+    "dry_run_experiment",
     "estimated_seconds",
     "evaluate_claim",
     "evaluate_claims",
     "experiments_for_paper",
     "find_paper",
     "get_experiment",
+    "plan_data",
     "rank_correlation",
     "refresh_run",
     "register",

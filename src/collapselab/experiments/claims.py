@@ -19,6 +19,15 @@ Verdicts:
     Raise :class:`NotEvaluable` inside an ``evaluate`` function to say so with a reason;
     any other exception is caught by :func:`evaluate_claim` and reported with its text.
 
+Kinds. Most claims are **empirical**: a statement of the paper held against measurements.
+A claim marked with an :class:`Erratum` is an **erratum demonstration**: it runs the paper's
+formula or procedure as printed where the implementer's notes found it wrong (a
+``published`` variant, the paper's literal solver), so that its verdict shows the error.
+Its verdict is reported in its own words (:meth:`Erratum.outcome`: "published formula
+confirmed wrong" / "published formula not refuted") and counted apart from the empirical
+claims (``claims.json``: ``summary`` counts the empirical claims' verdicts, ``errata`` the
+demonstrations' outcomes).
+
 The helpers at the bottom build claims of the common shapes, each with its threshold
 stated: :func:`decreases_by` (a series falls by a factor between two points),
 :func:`rank_correlation` (Spearman/Kendall against the x-axis, e.g. depth),
@@ -329,6 +338,55 @@ class Final:
 
 
 # ---------------------------------------------------------------------------- claims
+EMPIRICAL = "empirical"
+ERRATUM = "erratum"
+CLAIM_KINDS = (EMPIRICAL, ERRATUM)
+
+CONFIRMED = "confirmed"
+NOT_CONFIRMED = "not confirmed"
+ERRATUM_OUTCOMES = (CONFIRMED, NOT_CONFIRMED, NOT_EVALUABLE)
+
+_ERRATUM_WORDS = {
+    "formula": ("published formula confirmed wrong", "published formula not refuted"),
+    "solver": ("paper's solver confirmed not to converge", "paper's solver not refuted"),
+}
+"""Report wording of an erratum demonstration's outcome: (confirmed, not confirmed)."""
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """Marks a claim as the demonstration of an error in the paper (DESIGN.md principle 6).
+
+    Attributes:
+        confirmed_when: the verdict that demonstrates the error: ``"does not hold"`` when
+            the claim states the paper's formula or procedure as printed ("the SNR follows
+            Prop. 2"), ``"holds"`` when it states the error itself ("the converged solver
+            reaches a lower objective than the paper's literal gradient descent").
+        subject: what the paper printed: ``"formula"`` or ``"solver"``.
+    """
+
+    confirmed_when: Verdict = DOES_NOT_HOLD
+    subject: Literal["formula", "solver"] = "formula"
+
+    def __post_init__(self) -> None:
+        check_choice("confirmed_when", self.confirmed_when, (HOLDS, DOES_NOT_HOLD))
+        check_choice("subject", self.subject, tuple(_ERRATUM_WORDS))
+
+    def outcome(self, verdict: str) -> str:
+        """``"confirmed"``, ``"not confirmed"`` or ``"not evaluable"`` for a claim verdict."""
+        if verdict not in (HOLDS, DOES_NOT_HOLD):
+            return NOT_EVALUABLE
+        return CONFIRMED if verdict == self.confirmed_when else NOT_CONFIRMED
+
+    def wording(self, verdict: str) -> str:
+        """The outcome in words for reports ("published formula confirmed wrong", ...)."""
+        outcome = self.outcome(verdict)
+        if outcome == NOT_EVALUABLE:
+            return NOT_EVALUABLE
+        confirmed, not_confirmed = _ERRATUM_WORDS[self.subject]
+        return confirmed if outcome == CONFIRMED else not_confirmed
+
+
 @dataclass(frozen=True)
 class Claim:
     """A named statement of a paper with an explicit, measurable threshold.
@@ -341,6 +399,8 @@ class Claim:
         evaluate: ``RunResults -> ClaimResult``.
         presets: presets at which the claim is evaluable; ``None`` for all. At other
             presets the verdict is "not evaluable" (a run too small to show the effect).
+        erratum: set for an erratum demonstration (see the module docstring); ``None`` for
+            an empirical claim.
     """
 
     name: str
@@ -349,6 +409,12 @@ class Claim:
     threshold: str
     evaluate: Callable[[RunResults], ClaimResult]
     presets: tuple[str, ...] | None = None
+    erratum: Erratum | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"empirical"`` or ``"erratum"``."""
+        return EMPIRICAL if self.erratum is None else ERRATUM
 
     def __post_init__(self) -> None:
         for attr in ("name", "statement", "source", "threshold"):
@@ -357,6 +423,8 @@ class Claim:
                 raise ValueError(f"Claim.{attr} must be a non-empty string, got {value!r}")
         if not callable(self.evaluate):
             raise TypeError(f"Claim.evaluate must be callable, got {self.evaluate!r}")
+        if self.erratum is not None and not isinstance(self.erratum, Erratum):
+            raise TypeError(f"Claim.erratum must be an Erratum or None, got {self.erratum!r}")
 
 
 def evaluate_claim(claim: Claim, results: RunResults) -> ClaimResult:
@@ -381,35 +449,66 @@ def evaluate_claims(claims: Sequence[Claim], results: RunResults) -> dict[str, A
     """Evaluate every claim and return the ``claims.json`` document.
 
     Returns:
-        ``{"summary": {verdict: count}, "claims": [{name, statement, source,
-        threshold_text, verdict, values, threshold, detail}, ...]}``.
+        The document of :func:`claims_document`.
     """
     names = [c.name for c in claims]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ValueError(f"claim names must be unique; repeated: {duplicated}")
-    entries = [claim_entry(c, evaluate_claim(c, results)) for c in claims]
-    return {"summary": summarize(entries), "claims": entries}
+    return claims_document([claim_entry(c, evaluate_claim(c, results)) for c in claims])
+
+
+def claims_document(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"summary": {verdict: count} of the empirical claims, "errata": {outcome: count} of
+    the erratum demonstrations, "claims": [entry, ...]}`` (entries of :func:`claim_entry`)."""
+    return {
+        "summary": summarize(entries),
+        "errata": summarize_errata(entries),
+        "claims": list(entries),
+    }
 
 
 def claim_entry(claim: Claim, result: ClaimResult) -> dict[str, Any]:
-    """One ``claims.json`` entry: the claim's text and its result."""
-    return {
+    """One ``claims.json`` entry: the claim's text, kind and result; an erratum
+    demonstration also gets ``erratum: {"outcome", "wording"}``."""
+    entry = {
         "name": claim.name,
+        "kind": claim.kind,
         "statement": claim.statement,
         "source": claim.source,
         "threshold_text": claim.threshold,
         **result.to_dict(),
     }
+    if claim.erratum is not None:
+        entry["erratum"] = {
+            "outcome": claim.erratum.outcome(result.verdict),
+            "wording": claim.erratum.wording(result.verdict),
+        }
+    return entry
+
+
+def _is_erratum(entry: Mapping[str, Any]) -> bool:
+    # Entries written before claim kinds existed have no "kind": they are empirical.
+    return entry.get("kind", EMPIRICAL) == ERRATUM
 
 
 def summarize(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Number of entries per verdict (every verdict present, possibly 0)."""
+    """Number of empirical entries per verdict (every verdict present, possibly 0)."""
     counts = dict.fromkeys(VERDICTS, 0)
     for entry in entries:
         verdict = entry.get("verdict")
-        if verdict in counts:
+        if verdict in counts and not _is_erratum(entry):
             counts[verdict] += 1
+    return counts
+
+
+def summarize_errata(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Number of erratum demonstrations per outcome (confirmed, not confirmed, not evaluable)."""
+    counts = dict.fromkeys(ERRATUM_OUTCOMES, 0)
+    for entry in entries:
+        outcome = (entry.get("erratum") or {}).get("outcome")
+        if _is_erratum(entry) and outcome in counts:
+            counts[outcome] += 1
     return counts
 
 

@@ -1,7 +1,8 @@
 """The experiment registry: every reproducible experiment registers itself here.
 
-An experiment is data plus claims (DESIGN.md principle 7): presets (``quick`` for a 2-core
-CPU, ``paper`` for the paper's scale), a run function that writes to the run store, an
+An experiment is data plus claims (DESIGN.md principle 7): presets (``quick``: minutes on a
+2-core CPU; ``standard``: real images, about an hour per paper on 2 cores; ``paper``: the
+paper's scale, for a GPU), a run function that writes to the run store, an
 optional function that draws its figures from the stored results, and named claims
 evaluated on the measured results.
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from collapselab.checks import check_choice
 from collapselab.experiments.claims import Claim
 from collapselab.experiments.papers import find_paper, same_paper
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
@@ -37,9 +39,10 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
 
 RUNTIME_MACHINE = (
     "2 CPU cores (x86-64, Python 3.11, torch 2.13 CPU) shared with other work "
-    "(load average 1 to 3), 2026-11-24"
+    "(load average 1 to 4), 2026-11-24"
 )
-"""Where the :attr:`Experiment.runtime_quick` times were measured (shown by ``list``)."""
+"""Where the :attr:`Experiment.runtime_quick` and :attr:`Experiment.runtimes` times were
+measured (shown by ``list``)."""
 
 
 @dataclass
@@ -74,7 +77,18 @@ class Experiment:
             see :mod:`collapselab.experiments.papers`), ``"demo"`` for the demo.
         title: what it shows.
         presets: configuration per preset name; ``quick`` is mandatory.
-        runtime_quick: expected wall time of the quick preset on 2 CPU cores, as text.
+        runtime_quick: measured wall time of the quick preset on 2 CPU cores, as text.
+        runtimes: measured wall times of the other presets, as text, by preset (the machine
+            and load they were measured under belong in the text, e.g. ``"~50 min (2
+            cores, load 2)"``; ``"GPU"`` where no CPU time applies).
+        fallbacks: preset -> the preset that runs instead when the first one's dataset
+            files are not found (``{"quick": "quick-bundled"}``: the quick preset on
+            Fashion-MNIST falls back to bundled data); see
+            :mod:`collapselab.experiments.data_plan`.
+        dry_run: ``dry_run(config, data_dir=..., seed=...) -> summary``: builds what a run of
+            ``config`` would use (data pipelines from local files, models, schedules)
+            without training and returns a JSON-serialisable summary; ``None`` when there
+            is nothing to build from files.
         run: trains / simulates and writes the run (metrics, arrays).
         figures: names of the figures it draws (``figures/<name>.png``).
         figure: the paper's figure or table it reproduces (``"Fig. 7"``), if any.
@@ -98,6 +112,16 @@ class Experiment:
     figure: str = ""
     claims: list[Claim] = field(default_factory=list)
     draw: Callable[[Run], None] | None = None
+    runtimes: dict[str, str] = field(default_factory=dict)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    dry_run: Callable[..., dict[str, Any]] | None = None
+
+    def runtime(self, preset: str) -> str:
+        """The stated runtime of ``preset`` (``""`` when none is stated)."""
+        if preset == "quick":
+            return self.runtime_quick
+        return self.runtimes.get(preset, "")
+
     captions: dict[str, str] = field(default_factory=dict)
     uses_device: bool = True
 
@@ -121,6 +145,7 @@ class Experiment:
             "figures": list(self.figures),
             "captions": dict(self.captions),
             "runtime_quick": self.runtime_quick,
+            "runtimes": {p: self.runtime(p) for p in self.presets if self.runtime(p)},
         }
 
 
@@ -136,6 +161,10 @@ def register(experiment: Experiment) -> Experiment:
         raise ValueError(f"an experiment with id {experiment.id!r} is already registered")
     if "quick" not in experiment.presets:
         raise ValueError(f"experiment {experiment.id!r} must define a 'quick' preset")
+    presets = tuple(experiment.presets)
+    for preset, fallback in experiment.fallbacks.items():
+        check_choice(f"{experiment.id}: fallbacks key", preset, presets)
+        check_choice(f"{experiment.id}: fallback of {preset!r}", fallback, presets)
     names = [claim.name for claim in experiment.claims]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

@@ -5,6 +5,12 @@
 completed and resuming failed or interrupted ones. A failing experiment is recorded and
 the next one runs. At the end (also after Ctrl-C) ``index.html`` and ``index.json`` are
 written at the root.
+
+Before anything runs, the data of every experiment is planned
+(:func:`~collapselab.experiments.data_plan.plan_data`). An experiment whose datasets are
+missing (with no fallback preset) is reported failed once, with the places looked and how to
+install the data, and no experiment of its paper is run: a paper's reproduction is not
+spent on long runs that cannot complete it.
 """
 
 from __future__ import annotations
@@ -18,21 +24,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from collapselab.experiments.papers import PAPERS, find_paper
+from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
+from collapselab.experiments.papers import PAPERS, find_paper, paper_label
 from collapselab.experiments.progress import ProgressDisplay
 from collapselab.experiments.registry import Experiment, all_experiments, experiments_for_paper
 from collapselab.experiments.runner import run_experiment, run_id_for
 from collapselab.store import DamagedRunError, Mirror, Run
 
-Outcome = Literal["completed", "skipped", "failed"]
+Outcome = Literal["completed", "skipped", "failed", "not run"]
 
 
 @dataclass
 class ExperimentOutcome:
     """What happened to one experiment of a reproduction.
 
-    ``outcome``: ``"completed"`` (ran now), ``"skipped"`` (had already completed) or
-    ``"failed"``; ``claims``: the verdict counts of its ``claims.json``, if any.
+    ``outcome``: ``"completed"`` (ran now), ``"skipped"`` (had already completed),
+    ``"failed"`` or ``"not run"`` (another experiment of its paper lacks its data);
+    ``claims``: the verdict counts of its ``claims.json``'s empirical claims, if any;
+    ``notes``: remarks of its data plan (a fallback preset, an unused ``--data-dir``).
     """
 
     experiment: str
@@ -42,11 +51,16 @@ class ExperimentOutcome:
     path: str | None = None
     error: str | None = None
     claims: dict[str, int] | None = None
+    notes: list[str] | None = None
 
 
 @dataclass
 class ReproduceResult:
-    """The outcomes of :func:`reproduce` and where the index was written."""
+    """The outcomes of :func:`reproduce` and where the index was written.
+
+    ``data_dir_unused``: a ``data_dir`` was given but no chosen experiment reads dataset files
+    at this preset.
+    """
 
     paper: str
     preset: str
@@ -54,14 +68,19 @@ class ReproduceResult:
     wall_s: float
     index_html: Path
     index_json: Path
+    data_dir_unused: bool = False
 
     @property
     def failed(self) -> list[ExperimentOutcome]:
         return [o for o in self.outcomes if o.outcome == "failed"]
 
     @property
+    def not_run(self) -> list[ExperimentOutcome]:
+        return [o for o in self.outcomes if o.outcome == "not run"]
+
+    @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.not_run
 
 
 def select_experiments(paper: str) -> list[Experiment]:
@@ -125,14 +144,37 @@ def reproduce(
     started_at = _dt.datetime.now(_dt.timezone.utc)
     t0 = time.perf_counter()
     outcomes: list[ExperimentOutcome] = []
+    plans, blocked = _plan_all(chosen, preset, data_dir)
     try:
         for experiment in chosen:
             if on_start is not None:
                 on_start(experiment)
-            extra = list(callbacks(experiment)) if callbacks is not None else []
-            outcome = _run_one(
-                experiment, preset, root, seed, device, data_dir, extra, mirrors, progress
-            )
+            plan = plans.get(experiment.id)
+            if isinstance(plan, DataPlan) or plan is None:
+                if experiment.paper in blocked:
+                    outcome = _not_run(experiment, preset, seed, blocked[experiment.paper])
+                else:
+                    extra = list(callbacks(experiment)) if callbacks is not None else []
+                    outcome = _run_one(
+                        experiment,
+                        plan,
+                        preset,
+                        root,
+                        seed,
+                        device,
+                        data_dir,
+                        extra,
+                        mirrors,
+                        progress,
+                    )
+            else:  # its data is missing: fail now, once, without a run directory
+                outcome = ExperimentOutcome(
+                    experiment.id,
+                    run_id_for(experiment.id, preset, seed),
+                    "failed",
+                    0.0,
+                    error=plan.one_line(),
+                )
             outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
@@ -149,11 +191,48 @@ def reproduce(
             "experiments": [asdict(o) for o in outcomes],
         }
         index_html, index_json = write_index(root, reproduce=record)
-    return ReproduceResult(paper, preset, outcomes, wall, index_html, index_json)
+    unused = data_dir is not None and all(
+        isinstance(p, DataPlan) and not p.reads_files for p in plans.values()
+    )
+    return ReproduceResult(paper, preset, outcomes, wall, index_html, index_json, unused)
+
+
+def _plan_all(
+    chosen: Sequence[Experiment], preset: str, data_dir: str | os.PathLike[str] | None
+) -> tuple[dict[str, DataPlan | MissingDataError | None], dict[str, list[str]]]:
+    """Every experiment's data plan (``None``: no such preset, reported when it runs) and,
+    by paper, the experiments whose data is missing."""
+    plans: dict[str, DataPlan | MissingDataError | None] = {}
+    blocked: dict[str, list[str]] = {}
+    for experiment in chosen:
+        try:
+            plans[experiment.id] = plan_data(experiment, preset, data_dir)
+        except KeyError:
+            plans[experiment.id] = None
+        except MissingDataError as error:
+            plans[experiment.id] = error
+            blocked.setdefault(experiment.paper, []).append(experiment.id)
+    return plans, blocked
+
+
+def _not_run(
+    experiment: Experiment, preset: str, seed: int, lacking: list[str]
+) -> ExperimentOutcome:
+    return ExperimentOutcome(
+        experiment.id,
+        run_id_for(experiment.id, preset, seed),
+        "not run",
+        0.0,
+        error=(
+            f"not run: paper {paper_label(experiment.paper)}'s data is missing "
+            f"(for {', '.join(lacking)}); install it and run again"
+        ),
+    )
 
 
 def _run_one(
     experiment: Experiment,
+    plan: DataPlan | None,
     preset: str,
     root: Path,
     seed: int,
@@ -163,7 +242,9 @@ def _run_one(
     mirrors: Sequence[str | Mirror],
     progress: ProgressDisplay | None,
 ) -> ExperimentOutcome:
-    run_id = run_id_for(experiment.id, preset, seed)
+    notes = plan.notes() if plan is not None else None
+    # The run is the fallback preset's when the requested preset's data is missing.
+    run_id = run_id_for(experiment.id, plan.preset if plan is not None else preset, seed)
     already = _completed(root / run_id)
     t0 = time.perf_counter()
     try:
@@ -186,16 +267,19 @@ def _run_one(
             "failed",
             time.perf_counter() - t0,
             error=f"{type(error).__name__}: {error.args[0] if error.args else error}",
+            notes=notes,
         )
     seconds = time.perf_counter() - t0
     claims = _claim_counts(run)
     if run.status != "completed":
         error = run.manifest.get("error") or f"run ended with status {run.status}"
         return ExperimentOutcome(
-            experiment.id, run.id, "failed", seconds, str(run.path), error, claims
+            experiment.id, run.id, "failed", seconds, str(run.path), error, claims, notes
         )
     outcome: Outcome = "skipped" if already else "completed"
-    return ExperimentOutcome(experiment.id, run.id, outcome, seconds, str(run.path), None, claims)
+    return ExperimentOutcome(
+        experiment.id, run.id, outcome, seconds, str(run.path), None, claims, notes
+    )
 
 
 def _completed(path: Path) -> bool:
@@ -223,8 +307,8 @@ def estimated_seconds(
 
     0 when its run under ``root`` already completed (it is skipped); else the most recent
     measured ``total_s`` of a completed run of the same experiment and preset under
-    ``root`` (any seed); else, for the quick preset, the registered
-    :attr:`~Experiment.runtime_quick` (measured on 2 CPU cores); else ``None``.
+    ``root`` (any seed); else the preset's registered runtime
+    (:meth:`~Experiment.runtime`, measured on 2 CPU cores); else ``None``.
     """
     root = Path(root)
     if _completed(root / run_id_for(experiment.id, preset, seed)):
@@ -242,7 +326,7 @@ def estimated_seconds(
             measured.append((finished, float(total)))
     if measured:
         return max(measured)[1]
-    return runtime_seconds(experiment.runtime_quick) if preset == "quick" else None
+    return runtime_seconds(experiment.runtime(preset))
 
 
 def _claim_counts(run: Run) -> dict[str, int] | None:

@@ -2,8 +2,13 @@
 
 The sequence of :func:`run_experiment`:
 
+0. plan the data (:func:`~collapselab.experiments.data_plan.plan_data`): locate every
+   dataset of the preset without loading it; a missing one makes the preset's fallback run
+   instead (``quick`` -> ``quick-bundled``), or, without a fallback, raises
+   :class:`~collapselab.experiments.data_plan.MissingDataError` before any run exists;
 1. check the arguments (seed, device, mirrors) before anything is written; open the run
-   ``<root>/<id>-<preset>-seed<N>`` (create it the first time). A damaged run
+   ``<root>/<id>-<preset>-seed<N>`` of the preset that runs (create it the first time) and
+   record the data plan in its manifest (``data``). A damaged run
    (:mod:`collapselab.store.integrity`) is moved to ``<root>/.damaged/`` with a warning and
    started again: its results are not trusted;
 2. a run that already completed is not run again (its ``claims.json`` and ``report.html``
@@ -30,10 +35,11 @@ from collapselab.checks import check_int
 from collapselab.experiments.claims import (
     RunResults,
     claim_entry,
+    claims_document,
     evaluate_claims,
     not_evaluable,
-    summarize,
 )
+from collapselab.experiments.data_plan import plan_data
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     Experiment,
@@ -92,8 +98,17 @@ def run_experiment(
     trains no network (``uses_device=False``) runs on the CPU: another ``device`` is
     recorded as ``cpu`` with a warning. A second process writing the same run gets a
     :class:`~collapselab.store.RunLockedError` before anything is written.
+
+    The preset that runs is ``preset``, or its fallback when ``preset``'s dataset files are
+    not found (the run's ``preset`` and id say which; the manifest's ``data`` says why).
+
+    Raises:
+        MissingDataError: the preset's datasets are not found and it has no fallback
+            (raised before any run directory is created, whatever ``raise_on_error``).
     """
     experiment = get_experiment(experiment_id)
+    plan = plan_data(experiment, preset, data_dir)
+    preset = plan.preset
     config = experiment.config(preset)
     seed = check_int("seed", seed, minimum=0)
     device = device_for(experiment, device)
@@ -110,6 +125,7 @@ def run_experiment(
         experiment_info=experiment.info(),
         device=device,
         data_dir=None if data_dir is None else str(data_dir),
+        data=plan.record(),
         traceback=None,
     )
     for mirror in mirrors:
@@ -215,11 +231,14 @@ def evaluate_run_claims(run: Run, experiment: Experiment) -> dict[str, Any]:
     if run.status == "completed":
         document = evaluate_claims(experiment.claims, RunResults.from_run(run))
     else:
-        error = run.manifest.get("error")
-        reason = f"the run is {run.status}" + (f" ({error})" if error else "")
+        # The run's error is stated once (the report's error section, the manifest), not in
+        # every claim.
+        reason = f"not evaluated: the run is {run.status}"
+        if run.manifest.get("error"):
+            reason += " (its error is shown once, at the top of the report)"
         reason += "; claims are evaluated on completed runs only"
         entries = [claim_entry(c, not_evaluable(reason)) for c in experiment.claims]
-        document = {"summary": summarize(entries), "claims": entries}
+        document = claims_document(entries)
     header = {
         "run_id": run.id,
         "experiment": run.experiment,

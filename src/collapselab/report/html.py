@@ -1,12 +1,15 @@
 """``report.html``: one self-contained page per run.
 
-The page shows the experiment, paper and figure, the status (and the error of a failed
-run), the zero-error epoch (runs that train), the claims table, every ``figures/*.png``
-embedded as a base64 ``<img>`` at its own size with its caption and a link to the file
-(to open it full size), the final model-level metric values, the configuration, timings
-and versions. Plain HTML with inline CSS: no script, no external resource, opens from disk.
-All text is escaped with :func:`html.escape`. Written with the store's atomic write, so the
-file has the same mode as every other file of the run.
+The page shows the experiment, paper and figure, the data the run used (and why, when a
+preset fell back to bundled data), the status (and the error of a failed run, once), the
+zero-error epoch (runs that train), the empirical claims and, apart, the erratum
+demonstrations (their outcome in their own words: "published formula confirmed wrong" /
+"... not refuted"), every ``figures/*.png`` embedded as a base64 ``<img>`` at its own size
+with its caption and a link to the file (to open it full size), the final model-level
+metric values, the configuration, timings and versions. Plain HTML with inline CSS: no
+script, no external resource, opens from disk. All text is escaped with
+:func:`html.escape`. Written with the store's atomic write, so the file has the same mode
+as every other file of the run.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from collapselab.report._html import (
+    badge,
     esc,
     flatten,
     fmt_number,
@@ -98,6 +102,8 @@ def render_run_report(
             notes.append(problem)
     manifest = run.manifest
     info = manifest.get("experiment_info") or {}
+    data = manifest.get("data") if isinstance(manifest.get("data"), Mapping) else {}
+    notes = [*(data.get("notes") or []), *notes]
     parts = [
         _header(run, manifest, info),
         *[f'<div class="note">{esc(n)}</div>' for n in notes],
@@ -137,6 +143,7 @@ def _header(run: Run, manifest: Mapping[str, Any], info: Mapping[str, Any]) -> s
         f"Run <code>{esc(run.id)}</code> \u00b7 preset <b>{esc(run.preset or 'none')}</b> "
         f"\u00b7 seed {esc(run.seed)} \u00b7 {status_badge(run.status)}"
     )
+    lines.append(f"Data: {esc(data_summary(manifest))}")
     sub = "<br>".join(lines)
     return f'<h1>{esc(heading)}</h1>\n<p class="sub">{sub}</p>'
 
@@ -177,10 +184,28 @@ def _overview_section(manifest: Mapping[str, Any]) -> str:
     return "<h2>Overview</h2>\n" + table(("field", "value"), rows, wrap=(1,)) + caption
 
 
+def data_summary(manifest: Mapping[str, Any]) -> str:
+    """The data a run used, in one line, from its manifest's ``data`` record."""
+    data = manifest.get("data")
+    if isinstance(data, Mapping) and data.get("summary"):
+        return str(data["summary"])
+    return "not recorded (a run from before data sources were recorded)"
+
+
 def _values_text(values: Mapping[str, Any]) -> str:
     if not values:
         return "\u2014"
     return "<br>".join(f"{esc(k)} = {esc(fmt_number(v))}" for k, v in values.items())
+
+
+_ERRATUM_CLASS = {"confirmed": "warn", "not confirmed": "na", "not evaluable": "na"}
+
+
+def erratum_badge(erratum: Mapping[str, Any]) -> str:
+    """The outcome of an erratum demonstration (its ``claims.json`` ``erratum`` record) in
+    its own words, as a badge."""
+    outcome = str(erratum.get("outcome", "not evaluable"))
+    return badge(str(erratum.get("wording", outcome)), _ERRATUM_CLASS.get(outcome, "na"))
 
 
 def _claims_section(claims: Mapping[str, Any] | None) -> str:
@@ -189,11 +214,30 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
     entries = claims.get("claims") or []
     if not entries:
         return "<h2>Claims</h2>\n<p>This experiment declares no claims.</p>"
-    summary = claims.get("summary") or {}
-    counts = " ".join(
-        verdict_badge(v) + f" {esc(summary.get(v, 0))}"
-        for v in ("holds", "does not hold", "not evaluable")
-    )
+    empirical = [e for e in entries if e.get("kind", "empirical") != "erratum"]
+    errata = [e for e in entries if e.get("kind") == "erratum"]
+    evaluated = claims.get("evaluated")
+    when = f'<p class="small">Evaluated {esc(evaluated)}.</p>' if evaluated else ""
+    out = []
+    if empirical:
+        summary = claims.get("summary") or {}
+        counts = " ".join(
+            verdict_badge(v) + f" {esc(summary.get(v, 0))}"
+            for v in ("holds", "does not hold", "not evaluable")
+        )
+        out.append(f"<h2>Claims</h2>\n<p>{counts}</p>\n{_claims_table(empirical)}")
+    if errata:
+        counts = claims.get("errata") or {}
+        out.append(
+            "<h2>Erratum demonstrations</h2>\n<p>These run the paper's formula or solver as "
+            "printed where it was found wrong, to show the error; they are counted apart from "
+            f"the claims above. {esc(counts.get('confirmed', 0))} of {esc(len(errata))} "
+            "confirm the erratum.</p>\n" + _claims_table(errata)
+        )
+    return "\n".join(out) + "\n" + when
+
+
+def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for entry in entries:
         statement = esc(entry.get("statement", ""))
@@ -203,21 +247,24 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
         threshold = esc(entry.get("threshold_text", ""))
         if entry.get("threshold") is not None:
             threshold += f'<br><span class="small">= {esc(fmt_number(entry["threshold"]))}</span>'
+        verdict = verdict_badge(str(entry.get("verdict", "")))
+        if entry.get("kind") == "erratum":
+            verdict = erratum_badge(entry.get("erratum") or {})
+            verdict += (
+                f'<br><span class="small">claim {verdict_badge(str(entry.get("verdict")))}</span>'
+            )
         rows.append(
             (
                 f"<b>{esc(entry.get('name', ''))}</b>",
                 statement,
                 _values_text(entry.get("values") or {}),
                 threshold,
-                verdict_badge(str(entry.get("verdict", ""))),
+                verdict,
                 esc(entry.get("detail", "")),
             )
         )
     header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
-    evaluated = claims.get("evaluated")
-    when = f'<p class="small">Evaluated {esc(evaluated)}.</p>' if evaluated else ""
-    claims_table = table(header, rows, wrap=(1, 2, 3, 5))
-    return f"<h2>Claims</h2>\n<p>{counts}</p>\n{claims_table}\n{when}"
+    return table(header, rows, wrap=(1, 2, 3, 5))
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:

@@ -1,9 +1,12 @@
 """The index across the runs under a root: ``index.html`` and ``index.json``.
 
 One row per run found under the root (searched recursively): experiment, paper, preset,
-seed, status, the claims' verdict counts and each claim's verdict, the run's total time and
-a relative link to its ``report.html``. ``index.json`` holds the same data (strict JSON:
-NaN is ``null``), plus what the last ``collapselab reproduce`` invocation did, if given.
+seed, the data it ran on, status, the claims' verdict counts and each claim's verdict, the
+run's total time and a relative link to its ``report.html``. Above them, per paper and
+preset: how many of the paper's empirical claims hold, and, counted apart, how many erratum
+demonstrations confirm the erratum they demonstrate. ``index.json`` holds the same data
+(strict JSON: NaN is ``null``; ``papers`` for the per-paper counts), plus what the last
+``collapselab reproduce`` invocation did, if given.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from collapselab.report._html import (
     table,
     verdict_badge,
 )
-from collapselab.report.html import read_claims
+from collapselab.report.html import data_summary, erratum_badge, read_claims
 from collapselab.store import DAMAGED, REPORT_FILE, DamagedRunError, Run, atomic_write, list_runs
 
 INDEX_HTML = "index.html"
 INDEX_JSON = "index.json"
 _VERDICTS = ("holds", "does not hold", "not evaluable")
+_OUTCOMES = ("confirmed", "not confirmed", "not evaluable")
 
 
 def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | None = None) -> dict:
@@ -53,11 +57,11 @@ def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | N
     runs.sort(key=_sort_key)
     status_counts: dict[str, int] = {}
     claim_counts = dict.fromkeys(_VERDICTS, 0)
+    erratum_counts = dict.fromkeys(_OUTCOMES, 0)
     for run in runs:
         status_counts[run["status"]] = status_counts.get(run["status"], 0) + 1
-        summary = (run["claims"] or {}).get("summary") or {}
-        for verdict in _VERDICTS:
-            claim_counts[verdict] += int(summary.get(verdict, 0))
+        _add_counts(claim_counts, (run["claims"] or {}).get("summary"), _VERDICTS)
+        _add_counts(erratum_counts, (run["claims"] or {}).get("errata"), _OUTCOMES)
     return json_clean(
         {
             "root": str(root),
@@ -65,11 +69,47 @@ def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | N
             "n_runs": len(runs),
             "status_counts": status_counts,
             "claim_counts": claim_counts,
+            "erratum_counts": erratum_counts,
+            "papers": paper_counts(runs),
             "total_run_s": sum(r["total_s"] or 0.0 for r in runs),
             "reproduce": dict(reproduce) if reproduce is not None else None,
             "runs": runs,
         }
     )
+
+
+def _add_counts(into: dict[str, int], counts: Any, keys: tuple[str, ...]) -> None:
+    if isinstance(counts, Mapping):
+        for key in keys:
+            into[key] += int(counts.get(key, 0) or 0)
+
+
+def paper_counts(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per (paper, preset): empirical claims holding of those evaluated in its runs, and
+    erratum demonstrations confirming, each with the total (the demo is left out)."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        if run["paper"] in ("", "demo"):
+            continue
+        key = (str(run["paper"]), str(run["preset"]))
+        group = groups.setdefault(
+            key,
+            {
+                "paper": key[0],
+                "paper_label": run["paper_label"],
+                "preset": key[1],
+                "runs": 0,
+                "empirical": dict.fromkeys(_VERDICTS, 0),
+                "errata": dict.fromkeys(_OUTCOMES, 0),
+            },
+        )
+        group["runs"] += 1
+        _add_counts(group["empirical"], (run["claims"] or {}).get("summary"), _VERDICTS)
+        _add_counts(group["errata"], (run["claims"] or {}).get("errata"), _OUTCOMES)
+    for group in groups.values():
+        group["empirical"]["total"] = sum(group["empirical"][v] for v in _VERDICTS)
+        group["errata"]["total"] = sum(group["errata"][v] for v in _OUTCOMES)
+    return [groups[k] for k in sorted(groups)]
 
 
 def _sort_key(run: Mapping[str, Any]) -> tuple:
@@ -89,9 +129,20 @@ def _entry(root: Path, path: Path, damage: str | None = None) -> dict[str, Any]:
     claims, problem = read_claims(path)
     claim_part = None
     if claims is not None:
+        entries = claims["claims"]
         claim_part = {
             "summary": claims.get("summary") or {},
-            "verdicts": {str(c.get("name")): c.get("verdict") for c in claims["claims"]},
+            "errata": claims.get("errata") or {},
+            "verdicts": {
+                str(c.get("name")): c.get("verdict")
+                for c in entries
+                if c.get("kind", "empirical") != "erratum"
+            },
+            "erratum_outcomes": {
+                str(c.get("name")): c.get("erratum") or {"outcome": "not evaluable"}
+                for c in entries
+                if c.get("kind") == "erratum"
+            },
         }
     report = path / REPORT_FILE
     total = (manifest.get("durations") or {}).get("total_s")
@@ -103,6 +154,7 @@ def _entry(root: Path, path: Path, damage: str | None = None) -> dict[str, Any]:
         "title": info.get("title", ""),
         "figure": info.get("figure", ""),
         "preset": manifest.get("preset", ""),
+        "data": data_summary(manifest),
         "seed": manifest.get("seed"),
         "status": manifest.get("status"),
         "error": manifest.get("error"),
@@ -130,13 +182,55 @@ def render_index(document: Mapping[str, Any]) -> str:
         f"generated {esc(document.get('generated'))}</p>",
         "<h2>Summary</h2>",
         f"<p>{esc(len(runs))} run(s): {statuses or esc(None)}</p>",
-        f"<p>Claims: {verdicts}</p>",
+        f"<p>Empirical claims: {verdicts}</p>",
+        _errata_line(document.get("erratum_counts") or {}),
+        _papers_section(document.get("papers") or []),
         f"<p>Total run time: {esc(fmt_seconds(document.get('total_run_s')))}</p>",
         _reproduce_section(document.get("reproduce")),
         "<h2>Runs</h2>",
         _runs_table(runs) if runs else "<p>No runs.</p>",
     ]
     return page("collapselab index", "\n".join(p for p in parts if p))
+
+
+def _errata_line(counts: Mapping[str, Any]) -> str:
+    total = sum(int(counts.get(k, 0) or 0) for k in _OUTCOMES)
+    if not total:
+        return ""
+    return (
+        f"<p>Erratum demonstrations (counted apart): {esc(counts.get('confirmed', 0))} of "
+        f"{esc(total)} confirm the published error, {esc(counts.get('not confirmed', 0))} "
+        f"do not, {esc(counts.get('not evaluable', 0))} not evaluable.</p>"
+    )
+
+
+def _papers_section(papers: list[Mapping[str, Any]]) -> str:
+    if not papers:
+        return ""
+    rows = []
+    for group in papers:
+        empirical, errata = group["empirical"], group["errata"]
+        share = (
+            f" ({100 * empirical['holds'] / empirical['total']:.0f}%)" if empirical["total"] else ""
+        )
+        rows.append(
+            (
+                esc(group["paper_label"]),
+                esc(group["preset"]),
+                f'<td class="num">{esc(group["runs"])}</td>',
+                f'<td class="num">{esc(empirical["holds"])} / {esc(empirical["total"])}'
+                f"{esc(share)}</td>",
+                f'<td class="num">{esc(errata["confirmed"])} / {esc(errata["total"])}</td>',
+            )
+        )
+    header = (
+        "paper",
+        "preset",
+        "runs",
+        "empirical claims holding",
+        "erratum demonstrations confirming",
+    )
+    return "<h2>Papers</h2>\n" + table(header, rows)
 
 
 def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
@@ -175,8 +269,16 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
         summary = claims.get("summary") or {}
         counts = " / ".join(esc(summary.get(v, 0)) for v in _VERDICTS) if claims else "\u2014"
         verdicts = "<br>".join(
-            f"{verdict_badge(str(v))} {esc(name)}"
-            for name, v in (claims.get("verdicts") or {}).items()
+            [
+                *(
+                    f"{verdict_badge(str(v))} {esc(name)}"
+                    for name, v in (claims.get("verdicts") or {}).items()
+                ),
+                *(
+                    f"{erratum_badge(outcome)} {esc(name)}"
+                    for name, outcome in (claims.get("erratum_outcomes") or {}).items()
+                ),
+            ]
         )
         status = status_badge(str(run.get("status")))
         if run.get("error"):
@@ -184,6 +286,7 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
         title = esc(run.get("title"))
         if run.get("figure"):
             title = f"{esc(run['figure'])}: {title}"
+        title += f'<br><span class="small">data: {esc(run.get("data"))}</span>'
         rows.append(
             (
                 link,

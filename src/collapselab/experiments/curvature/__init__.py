@@ -3,7 +3,7 @@
 Importing this package registers four experiments, one per network and loss
 (``collapselab run curvature-mlp-ce``, ``curvature-mlp-mse``, ``curvature-conv-ce``,
 ``curvature-conv-mse``): a network trained on Fashion-MNIST images (the quick preset falls
-back to bundled digits without the files), with the
+back to ``quick-bundled``, bundled digits, without the files), with the
 :class:`~collapselab.metrics.families.Curvature` family measuring every weight layer's
 Hessian and GGN spectra, Papyan's decomposition, f_top, the Kronecker alignment and the
 weight spectra at a few epochs; figures of the spectra over training, the decomposition
@@ -25,6 +25,13 @@ _RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 2.8-3.1
     ("conv", "mse"): "~2.5 min",
 }
 
+_STANDARD_RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 2.5-4.4
+    ("mlp", "ce"): "~1.4 min",
+    ("mlp", "mse"): "~2.8 min",
+    ("conv", "ce"): "~13.5 min",
+    ("conv", "mse"): "~27 min",
+}
+
 EXPERIMENTS = {
     (net, loss): register(
         Experiment(
@@ -36,6 +43,8 @@ EXPERIMENTS = {
             ),
             presets=presets.presets(net, loss),
             runtime_quick=_RUNTIMES[(net, loss)],
+            runtimes={"standard": _STANDARD_RUNTIMES[(net, loss)]},
+            fallbacks={"quick": "quick-bundled"},
             run=run_curvature,
             figures=list(FIGURES),
             figure="Figs 3-7 on a real network",

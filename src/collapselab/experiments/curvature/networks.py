@@ -12,9 +12,6 @@ from torch import nn
 from collapselab.data import DataSplits, LabeledData, load_dataset
 from collapselab.models import MLP
 
-DEBIAN_DATA = Path("/usr/share/datasets")
-"""Where Debian's ``dataset-fashion-mnist`` puts ``fashion-mnist/*.gz``."""
-
 
 class SmallConvNet(nn.Module):
     """``conv(5x5, c1) - ReLU - maxpool 2 - conv(5x5, c2) - ReLU - maxpool 2 - flatten -
@@ -70,33 +67,22 @@ def _keep_classes(data: LabeledData, classes: list[int]) -> LabeledData:
 def load_data(
     config: dict[str, Any], data_dir: str | Path | None, seed: int
 ) -> tuple[DataSplits, dict[str, Any]]:
-    """The configured data and a record of what was used (``dataset``, ``data_dir`` or the
-    fallback and why). Fashion-MNIST is looked for in ``data_dir``, else in
-    :data:`DEBIAN_DATA`; a configured ``fallback`` runs when its files are missing."""
+    """The configured data and a record of it (``{"dataset": name}``). Fashion-MNIST is
+    found by :func:`collapselab.data.load_dataset` (``data_dir``, ``$COLLAPSELAB_DATA_DIR``,
+    then Debian's ``dataset-fashion-mnist`` folder); when it is missing, the registry runs
+    the quick preset's fallback, ``quick-bundled`` (digits), before this is called."""
     classes = config.get("classes")
     if config["dataset"] == "digits":
         return _digits(config, classes, seed), {"dataset": "digits"}
-    where = Path(data_dir) if data_dir is not None else DEBIAN_DATA
-    try:
-        data = load_dataset(
-            config["dataset"],
-            data_dir=where,
-            seed=seed,
-            classes=classes,
-            n_train_per_class=config["n_train_per_class"],
-            n_test_per_class=config["n_test_per_class"],
-        )
-    except FileNotFoundError as err:
-        fallback = config.get("fallback")
-        if not fallback:
-            raise
-        used = {
-            "dataset": fallback["dataset"],
-            "fallback_from": config["dataset"],
-            "reason": str(err).splitlines()[0],
-        }
-        return _digits({**config, **fallback}, classes, seed), used
-    return data, {"dataset": config["dataset"], "data_dir": str(where)}
+    data = load_dataset(
+        config["dataset"],
+        data_dir=data_dir,
+        seed=seed,
+        classes=classes,
+        n_train_per_class=config["n_train_per_class"],
+        n_test_per_class=config["n_test_per_class"],
+    )
+    return data, {"dataset": config["dataset"]}
 
 
 def _digits(config: dict[str, Any], classes: list[int] | None, seed: int) -> DataSplits:

@@ -7,9 +7,10 @@ SGD with momentum 0.9 and weight decay 5e-4. The curvature family measures every
 layer but the input one on a fixed balanced subset of 200 training images at epochs 0, 4
 and 40. Fashion-MNIST is
 read from ``--data-dir`` or, when not given, from Debian's ``dataset-fashion-mnist``
-location (``/usr/share/datasets``). Without the files the quick preset falls back to
-scikit-learn's bundled 8x8 digits (the same five class ids), and the run records which
-data it used (manifest ``curvature.data``).
+location (``/usr/share/datasets/fashion-mnist``), as :func:`collapselab.data.load_dataset`
+finds it. Without the files the quick preset falls back to ``quick-bundled``: the same run on
+scikit-learn's bundled 8x8 digits (the same five class ids); the run records which data it
+used (manifest ``data``).
 
 ``standard``: all ten Fashion-MNIST classes (``K = 10``, ``K² = 100``), 500 training
 images per class, 100 epochs (the conv net reaches 100% training accuracy, the MLP 94-98%),
@@ -64,7 +65,6 @@ def _preset(
     lr: float,
     curvature_epochs: list[int],
     samples: int,
-    fallback: dict[str, Any] | None,
     layers: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
@@ -72,7 +72,6 @@ def _preset(
         "classes": classes,
         "n_train_per_class": n_per_class,
         "n_test_per_class": max(n_per_class // 5, 10),
-        "fallback": fallback,
         "net": net,
         "width": 64,
         "channels": [8, 16],
@@ -94,25 +93,27 @@ def _preset(
     }
 
 
-_DIGITS_FALLBACK = {"dataset": "digits", "n_per_class": 170}
+_DIGITS = {"dataset": "digits", "n_per_class": 170}
 
 
 def presets(net: str, loss: str) -> dict[str, dict[str, Any]]:
-    """The ``quick``, ``standard`` and ``tiny`` presets of one (network, loss) experiment."""
+    """The ``quick``, ``quick-bundled``, ``standard`` and ``tiny`` presets of one (network,
+    loss) experiment."""
     lr = 0.05 if loss == "ce" else 0.1
+    quick = _preset(
+        net,
+        loss,
+        classes=QUICK_CLASSES,
+        n_per_class=300,
+        epochs=40,
+        lr=lr,
+        curvature_epochs=[0, 4, 40],
+        samples=200,
+        layers=_QUICK_LAYERS[net],
+    )
     return {
-        "quick": _preset(
-            net,
-            loss,
-            classes=QUICK_CLASSES,
-            n_per_class=300,
-            epochs=40,
-            lr=lr,
-            curvature_epochs=[0, 4, 40],
-            samples=200,
-            fallback=_DIGITS_FALLBACK,
-            layers=_QUICK_LAYERS[net],
-        ),
+        "quick": quick,
+        "quick-bundled": {**quick, **_DIGITS},
         "standard": _preset(
             net,
             loss,
@@ -122,7 +123,6 @@ def presets(net: str, loss: str) -> dict[str, dict[str, Any]]:
             lr=lr,
             curvature_epochs=[0, 10, 30, 100],
             samples=300,
-            fallback=None,
             layers=_STANDARD_LAYERS[net],
         ),
         "tiny": {
@@ -135,7 +135,6 @@ def presets(net: str, loss: str) -> dict[str, dict[str, Any]]:
                 lr=lr,
                 curvature_epochs=[0, 3],
                 samples=30,
-                fallback=None,
             ),
             "dataset": "digits",
             "width": 8,

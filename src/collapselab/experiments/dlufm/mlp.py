@@ -18,9 +18,9 @@ eigenvalue, outlier count, ``f_top`` and Kronecker alignment are logged beside t
 values, with ``family_gap``, the relative difference of the two top eigenvalues.
 
 Data: ``quick`` uses scikit-learn's digits (bundled); ``standard`` and ``paper`` read
-Fashion-MNIST's IDX files from ``--data-dir`` (or ``/usr/share/datasets``, where Debian's
-``dataset-fashion-mnist`` puts them) and fall back to digits when they are absent (the
-manifest's ``dataset`` says which was used).
+Fashion-MNIST's IDX files, found as every file dataset is (``--data-dir``,
+``$COLLAPSELAB_DATA_DIR``, Debian's ``dataset-fashion-mnist``); without them those presets
+stop before running with the data plan's one-line error (no stand-in data).
 
 Stored: ``arrays/mlp_<stage>_layer<l>.npz`` (``stage`` ``init`` or ``final``: the
 snapshot of :func:`~collapselab.experiments.dlufm.snapshots.layer_snapshot`), rows of the
@@ -66,22 +66,15 @@ ALIGNED = 0.9
 F_TOP = 0.9
 """Fraction of the gradient in the top-``K²`` Hessian space counted as aligned (1 at DNC)."""
 
-DEFAULT_DATA_DIR = Path("/usr/share/datasets")
-
 
 def load_images(config: Mapping[str, Any], data_dir: Path | None, seed: int) -> DataSplits:
-    """The configured images, flattened and standardised with the training mean and
-    standard deviation (one scalar each); Fashion-MNIST falls back to digits when its files
-    are absent (``meta["fallback"]`` says so)."""
+    """The configured images (``digits``, or ``fashion_mnist`` from local files), flattened
+    and standardised with the training mean and standard deviation (one scalar each),
+    sorted class-major."""
     n = int(config["n_per_class"])
     if config["dataset"] == "fashion_mnist":
-        root = data_dir if data_dir is not None else DEFAULT_DATA_DIR
-        try:
-            data = load_dataset("fashion_mnist", data_dir=root, seed=seed,
-                                n_train_per_class=n, n_test_per_class=max(n // 4, 1))  # fmt: skip
-        except (FileNotFoundError, OSError) as err:
-            data = digits(n_per_class=min(174, n + max(n // 4, 1)), test_fraction=0.2, seed=seed)
-            data.train.meta["fallback"] = f"digits (Fashion-MNIST not found: {err})"
+        data = load_dataset("fashion_mnist", data_dir=data_dir, seed=seed,
+                            n_train_per_class=n, n_test_per_class=max(n // 4, 1))  # fmt: skip
     else:
         data = digits(n_per_class=n + max(n // 4, 1), test_fraction=0.2, seed=seed)
     x = data.train.x.reshape(data.train.x.shape[0], -1).double()
@@ -135,7 +128,7 @@ def mlp_dry_run(
     _, point = as_deep_ufm(model, data.train, float(config["weight_decay"]))
     dims = [w.shape[1] for w in point.W] + [data.n_classes]
     return {
-        "dataset": data.train.meta.get("fallback", config["dataset"]),
+        "dataset": config["dataset"],
         "n_train": int(data.train.y.numel()),
         "train_class_counts": torch.bincount(data.train.y).tolist(),
         "input_dim": int(data.train.x.shape[1]),
@@ -149,8 +142,7 @@ def run_mlp(run: Run, context: RunContext) -> None:
     """Train the MLP, then the layer-wise analysis of its last layers before and after."""
     c = context.config
     data = load_images(c, context.data_dir, context.seed)
-    run.update_manifest(dataset=data.train.meta.get("fallback", c["dataset"]),
-                        n_train=int(data.train.y.numel()))  # fmt: skip
+    run.update_manifest(dataset=c["dataset"], n_train=int(data.train.y.numel()))
     model = build_mlp(c, data, context.seed)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     config = TrainConfig(

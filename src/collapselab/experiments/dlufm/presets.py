@@ -236,7 +236,7 @@ MLP: dict[str, dict[str, Any]] = {
     },
 }
 """``dlufm-mlp`` (beyond the paper): a bias-free ReLU MLP trained with MSE on real images
-(digits at ``quick``; Fashion-MNIST from local files at ``standard`` and ``paper``, digits
-when absent) to zero training error; the layer-wise analysis of its last two layers. SGD
+(digits at ``quick``; Fashion-MNIST from local files at ``standard`` and ``paper``, which
+need them) to zero training error; the layer-wise analysis of its last two layers. SGD
 at ``lr = 0.02`` with momentum 0.9 (measured on digits: ``lr = 0.05`` kills every unit of
 the bias-free network, accuracy 0.1; 0.02 reaches zero error by epoch 100)."""

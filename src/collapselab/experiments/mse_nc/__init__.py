@@ -20,6 +20,7 @@ Public API:
 - :data:`COLLAPSE`, :data:`THEORY`: the registered :class:`~collapselab.experiments.Experiment`\\ s.
 - :data:`PAPER_TABLE`, :data:`PAPER_N_PER_CLASS`, :data:`PAPER_TABLE1`, :data:`PAPER_EPOCHS`,
   :func:`paper_lr_grid`, :data:`COLLAPSE_PRESETS`, :data:`THEORY_PRESETS`: the protocol as data.
+- :func:`dry_run_training`: build every arm of a training configuration without training.
 - :func:`paper_dry_run`, :class:`PaperDryRun`: build a paper-preset arm from local files
   without training (the configuration check).
 - :func:`sweep_rates`, :func:`select_rate`: the learning-rate sweep.
@@ -28,7 +29,7 @@ Public API:
 
 from collapselab.experiments.mse_nc.claims import TRAINING_CLAIMS
 from collapselab.experiments.mse_nc.figures import CAPTIONS, FIGURES, draw_training, table1_rows
-from collapselab.experiments.mse_nc.paper import PaperDryRun, paper_dry_run
+from collapselab.experiments.mse_nc.paper import PaperDryRun, dry_run_training, paper_dry_run
 from collapselab.experiments.mse_nc.presets import (
     COLLAPSE_PRESETS,
     PAPER_EPOCHS,
@@ -56,13 +57,16 @@ COLLAPSE = register(
         paper="003",
         title="neural collapse, the central path and robustness under MSE vs cross-entropy",
         presets=COLLAPSE_PRESETS,
-        runtime_quick="~2 min",
+        runtime_quick="~10 min",
+        runtimes={"quick-bundled": "~2 min", "standard": "~40 min (2 cores, load 3-4)"},
         run=run_training,
         figures=list(FIGURES),
         figure="Figs. 2-12, Table 1",
         claims=TRAINING_CLAIMS,
         draw=draw_training,
+        dry_run=dry_run_training,
         captions=CAPTIONS,
+        fallbacks={"quick": "quick-bundled"},
     )
 )
 
@@ -73,6 +77,7 @@ THEORY = register(
         title="SNR dynamics on the central path (published vs corrected) and the UFM Fig. 2",
         presets=THEORY_PRESETS,
         runtime_quick="~7 s",
+        runtimes={"standard": "~22 s (2 cores, load 3-4)"},
         run=run_theory,
         figures=list(THEORY_FIGURES),
         figure="Prop. 2, Cor. 1, Lemma 6; Fig. 2 (UFM analogue)",
@@ -96,6 +101,7 @@ __all__ = [
     "StoredArms",
     "draw_theory",
     "draw_training",
+    "dry_run_training",
     "paper_dry_run",
     "paper_lr_grid",
     "run_theory",

@@ -6,6 +6,8 @@ learning-rate grid, the measurement epochs and the decomposition's ``lam`` exact
 ``paper`` preset's run would, and checks that they fit together (one forward pass of a
 few training images through the model, the classifier's input dimension against the
 measured layer). Nothing is trained; it is the configuration check for a GPU run.
+:func:`dry_run_training` does the same for every arm of a whole configuration (the command
+line's ``collapselab reproduce 003 --preset paper --dry-run``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torch import nn
 from collapselab.data import DataSplits
 from collapselab.experiments.mse_nc.arms import (
     Arm,
+    arms_of,
     build_data,
     build_net,
     decomposition_lambda,
@@ -132,3 +135,63 @@ def paper_dry_run(
         feature_dim=int(model.classifier.in_features),
         config=cfg,
     )
+
+
+def dry_run_training(
+    config: Mapping[str, Any], *, data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build every arm of a training configuration without training; summarise it.
+
+    Each dataset is read (from local files where file-based) and preprocessed once; each
+    (dataset, network) combination's model is built and passes two training images; each
+    arm's optimiser schedule and measurement epochs are computed. Returns a JSON-serialisable
+    summary: ``datasets`` (name -> ``n_train``, ``n_test``, ``input_shape``, ``n_classes``),
+    ``arms`` (key -> ``net``, ``n_parameters``, ``feature_dim``, ``epochs``, ``lr``,
+    ``milestones``, ``n_measurements``, ``lam``) and ``lr_grid`` (the swept rates, if any).
+
+    Raises:
+        DatasetFileError: a dataset file is missing or malformed.
+        ValueError: the configuration or a model does not fit the data.
+    """
+    arms = arms_of(config)
+    datasets: dict[str, DataSplits] = {}
+    summary: dict[str, Any] = {"datasets": {}, "arms": {}}
+    grid = sweep_rates(config["lr_sweep"]) if config.get("lr_sweep") else []
+    summary["lr_grid"] = [lr for _, lr in grid]
+    models: dict[str, nn.Module] = {}
+    for arm in arms:
+        if arm.dataset not in datasets:
+            data = build_data(config["datasets"][arm.dataset], data_dir, seed)
+            datasets[arm.dataset] = data
+            summary["datasets"][arm.dataset] = {
+                "n_train": len(data.train),
+                "n_test": len(data.test),
+                "input_shape": list(data.input_shape),
+                "n_classes": data.n_classes,
+            }
+        data = datasets[arm.dataset]
+        if arm.pair not in models:
+            torch.manual_seed(seed)
+            model = build_net(config["nets"][arm.net], data.input_shape, data.n_classes)
+            model.eval()
+            with torch.no_grad():
+                logits = model(data.train.x[:2])
+            if tuple(logits.shape) != (min(2, len(data.train)), data.n_classes):
+                raise ValueError(f"{arm.net} returned logits of shape {tuple(logits.shape)}")
+            models[arm.pair] = model
+        model = models[arm.pair]
+        lr = arm.lr if arm.lr is not None else grid[0][1]
+        tc = train_config(config, arm, lr, seed, "cpu")
+        schedule = config.get("measure", {}).get("schedule", "log")
+        measured = log_spaced_epochs(arm.epochs) if schedule == "log" else sorted(schedule)
+        summary["arms"][arm.key] = {
+            "net": arm.net,
+            "n_parameters": sum(p.numel() for p in model.parameters()),
+            "feature_dim": int(model.classifier.in_features),
+            "epochs": arm.epochs,
+            "lr": "sweep" if arm.lr is None else arm.lr,
+            "milestones": list(tc.step_milestones()),
+            "n_measurements": len(measured) + 1,
+            "lam": decomposition_lambda(config, data.n_classes) if arm.loss == "mse" else None,
+        }
+    return summary

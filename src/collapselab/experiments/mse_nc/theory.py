@@ -32,6 +32,7 @@ import numpy as np
 from collapselab.experiments.claims import (
     Claim,
     ClaimResult,
+    Erratum,
     NotEvaluable,
     RunResults,
     check_log_slopes,
@@ -362,6 +363,7 @@ THEORY_CLAIMS: list[Claim] = [
         "Prop. 2, Eq. 9 (note 003 §3.8; §3.9 reports it fails numerically)",
         f"max_t,j |omega_sim - omega_published| / omega_published <= {CLOSED_FORM_TOL:g}",
         _follows_published,
+        erratum=Erratum(),
     ),
     Claim(
         "snr-values-grow-and-equalise",

@@ -25,7 +25,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.data import gaussian_mixture
-from collapselab.experiments.claims import Claim, ClaimResult, NotEvaluable, RunResults
+from collapselab.experiments.claims import Claim, ClaimResult, Erratum, NotEvaluable, RunResults
 from collapselab.experiments.pfc._common import row_value, spearman
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics import PFC_KEYS
@@ -254,6 +254,7 @@ MUFM_CLAIMS: list[Claim] = [
         source="001 §IV-B, Fig. 4",
         threshold=f"literal UFM: PFC1 <= {EXACT_PFC1:g}, PFC2 <= {EXACT_PFC2:g}, PFC3 == 1",
         evaluate=_exact_collapse("literal"),
+        erratum=Erratum(subject="solver"),
     ),
     Claim(
         name="mufm-more-collapsed-than-data",
@@ -269,6 +270,7 @@ MUFM_CLAIMS: list[Claim] = [
         source="001 §IV-B, Fig. 4",
         threshold="literal MUFM: PFC1 < PFC1(X), PFC2 < PFC2(X) and PFC3 > PFC3(X)",
         evaluate=_mufm_vs_data("literal"),
+        erratum=Erratum(subject="solver"),
     ),
     Claim(
         name="mufm-not-exact-collapse",
@@ -284,6 +286,7 @@ MUFM_CLAIMS: list[Claim] = [
         source="note 001 §5.2 (on §IV-B's solver)",
         threshold="objective(converged) < objective(literal) for the UFM and the MUFM",
         evaluate=_converged_below_literal,
+        erratum=Erratum(confirmed_when="holds", subject="solver"),
     ),
 ]
 
@@ -384,5 +387,6 @@ SWEEP_CLAIMS: list[Claim] = [
         source="note 001 §5.2",
         threshold="objective(converged) < objective(literal) at every λ of the grid",
         evaluate=_sweep_converged_below,
+        erratum=Erratum(confirmed_when="holds", subject="solver"),
     ),
 ]

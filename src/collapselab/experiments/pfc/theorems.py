@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, ClaimResult, RunResults
+from collapselab.experiments.claims import Claim, ClaimResult, Erratum, RunResults
 from collapselab.experiments.pfc._common import row_value
 from collapselab.experiments.pfc.mufm import mufm_data
 from collapselab.experiments.registry import RunContext
@@ -303,6 +303,7 @@ THEOREM_CLAIMS: list[Claim] = [
             f"{SAME_SOLUTION:g}, objective gap <= {OBJECTIVE_GAP:g}"
         ),
         evaluate=_theorem3("published"),
+        erratum=Erratum(),
     ),
     Claim(
         name="theorem3-reduction-corrected",
