@@ -44,7 +44,7 @@ Models
 """
 
 from collapselab.models.convention import FeatureModel, check_convention
-from collapselab.models.deep_linear import DeepLinear, def3_variances
+from collapselab.models.deep_linear import DeepLinear, def3_variances, layer_variances
 from collapselab.models.densenet import (
     DenseNet,
     densenet40,
@@ -99,6 +99,7 @@ __all__ = [
     "densenet201",
     "densenet250",
     "densenet_bc",
+    "layer_variances",
     "pfc_cifar10",
     "pfc_cifar100",
     "pfc_fashion_mnist",

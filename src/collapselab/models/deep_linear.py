@@ -34,7 +34,14 @@ def def3_variances(widths: Sequence[int]) -> list[float]:
     return out
 
 
-def _layer_variances(widths: Sequence[int], init: str) -> list[float]:
+def layer_variances(widths: Sequence[int], init: str) -> list[float]:
+    r"""Per-layer entry variances ``sigma_l^2`` of :class:`DeepLinear`'s scheme ``init``.
+
+    Def. 3 (``"def3"``, ``"def3_uniform"``): :func:`def3_variances`; Glorot (uniform or
+    normal): ``2 / (m_{l-1} + m_l)``; He: ``2 / m_{l-1}``. The random-matrix scales of
+    paper 002's Thm 3 (:func:`collapselab.theory.pc_bias.expected_scales`) take these.
+    """
+    init = check_choice("init", init, _INITS)
     if init in ("def3", "def3_uniform"):
         return def3_variances(widths)
     if init in ("glorot_uniform", "glorot_normal"):
@@ -96,7 +103,7 @@ class DeepLinear(nn.Module):
     def reset_parameters(self) -> None:
         """Redraw every ``W_l`` from the chosen scheme."""
         draw = _uniform_ if self.init in ("def3_uniform", "glorot_uniform") else _normal_
-        for layer, var in zip(self.layers, _layer_variances(self.widths, self.init), strict=True):
+        for layer, var in zip(self.layers, layer_variances(self.widths, self.init), strict=True):
             draw(layer.weight, var)
 
     @property

@@ -23,6 +23,13 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
   autodiff), Papyan's decomposition, gradients, App. E matrices, Gram tables;
   :mod:`~collapselab.theory.dlufm_theorems`: Theorems 3.1, 4.1-4.4, E.1-E.3 as predictions
   and :func:`verify_dlufm`.
+- :mod:`~collapselab.theory.pc_bias` (paper 002): the principal-components bias of deep
+  linear networks: the principal frame, Lemma 1 gradients, Theorem 1's first-order compact
+  update, Thm 3 / Lemma 2 scales with Monte Carlo, the effective factor ``c`` (published
+  ``L``, corrected ``Σ α_l β_l``), the per-PC closed form (Eq. 10) and its std, distance,
+  loss and time-to-ε, and the iterated-product simulator (Eq. 9);
+  :mod:`~collapselab.theory.pc_bias_relu`: the two-layer ReLU model's exact GD and its
+  approximate dynamics (§2.5, App. B.2), published and corrected.
 """
 
 from collapselab.theory.central_path import (
@@ -51,6 +58,18 @@ from collapselab.theory.geodesic import (
     theorem2_study,
     verify_straight_line,
 )
+from collapselab.theory.pc_bias import (
+    PCFrame,
+    closed_form_columns,
+    compact_update_residual,
+    effective_factor,
+    expected_scales,
+    iterated_product_columns,
+    principal_frame,
+    scale_monte_carlo,
+    verify_pc_bias,
+)
+from collapselab.theory.pc_bias_relu import relu_approximate_trajectory, relu_gd_trajectory
 from collapselab.theory.snr_dynamics import (
     omega_asymptotic,
     omega_closed_form,
@@ -77,14 +96,20 @@ __all__ = [
     "UFMMSE",
     "DeepLinearUFM",
     "DeepReLUUFM",
+    "PCFrame",
     "RenormalisedGD",
     "UFMParameters",
     "alignment",
     "class_centering_matrix",
+    "closed_form_columns",
+    "compact_update_residual",
+    "effective_factor",
     "exact_optimum",
+    "expected_scales",
     "gradient_flow",
     "ideal_endpoint",
     "is_global_optimum",
+    "iterated_product_columns",
     "layer_hessian",
     "layer_transport",
     "mufm_model",
@@ -92,8 +117,12 @@ __all__ = [
     "omega_closed_form",
     "omega_ode",
     "papyan_decomposition",
+    "principal_frame",
+    "relu_approximate_trajectory",
+    "relu_gd_trajectory",
     "renormalise",
     "renormalised_flow",
+    "scale_monte_carlo",
     "simplex_etf",
     "snr_instance",
     "snr_rate",
@@ -110,6 +139,7 @@ __all__ = [
     "verify_central_path",
     "verify_dlufm",
     "verify_mufm",
+    "verify_pc_bias",
     "verify_snr_dynamics",
     "verify_straight_line",
     "verify_theorem3",
