@@ -249,3 +249,28 @@ def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="absent"):  # no stand-in data
         mlp_dry_run(config, data_dir=tmp_path / "absent")
     assert get_experiment("dlufm-mlp").dry_run is mlp_dry_run
+
+
+def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
+    """Every experiment of paper 004 dry-runs from the command line without a traceback:
+    dlufm-mlp builds its data and network from Fashion-MNIST fixture files; the curvature
+    experiments, which have no paper preset, say so."""
+    from typer.testing import CliRunner
+
+    from collapselab.cli.main import app
+    n = get_experiment("dlufm-mlp").config("paper")["n_per_class"]
+    rng = np.random.default_rng(0)
+    root = tmp_path / "fashion-mnist"
+    root.mkdir()
+    for split in ("train", "t10k"):
+        _idx(root / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+        _idx(root / f"{split}-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    result = CliRunner().invoke(
+        app, ["reproduce", "004", "--preset", "paper", "--dry-run", "--data-dir", str(tmp_path)]
+    )
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert "dlufm-mlp (preset paper)" in text and "input dim: 784" in text
+    assert "curvature-mlp-ce: no preset paper" in text
+    assert "nothing was trained" in text

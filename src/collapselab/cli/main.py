@@ -565,14 +565,23 @@ def _built_lines(built: dict | None) -> list[str]:
             grid = built["lr_grid"]
             lines.append(f"lr sweep: {len(grid)} rates from {grid[0]:.3g} to {grid[-1]:.3g}")
         return lines
-    return [
-        f"dataset {built['dataset']}: {built['n_train']} train / {built['n_test']} test, input "
-        f"{'x'.join(map(str, built['input_shape']))}",
-        f"model {built['model']}: {built['n_parameters']:,} parameters; measured layers "
-        f"{len(built['layers'])} of dimension {built['feature_dim']}",
-        f"{built['epochs']} epochs, lr {built['lr']}, milestones {built['milestones']}, "
-        f"{len(built['measure_epochs'])} measured epochs",
-    ]
+    if _TRAINING_SUMMARY <= built.keys():  # paper 001's training configuration
+        return [
+            f"dataset {built['dataset']}: {built['n_train']} train / {built['n_test']} test, "
+            f"input {'x'.join(map(str, built['input_shape']))}",
+            f"model {built['model']}: {built['n_parameters']:,} parameters; measured layers "
+            f"{len(built['layers'])} of dimension {built['feature_dim']}",
+            f"{built['epochs']} epochs, lr {built['lr']}, milestones {built['milestones']}, "
+            f"{len(built['measure_epochs'])} measured epochs",
+        ]
+    # any other experiment's summary: one "key: value" line per entry
+    return [f"{key.replace('_', ' ')}: {value}" for key, value in built.items()]
+
+
+_TRAINING_SUMMARY = {
+    "dataset", "n_train", "n_test", "input_shape", "model", "n_parameters", "layers",
+    "feature_dim", "epochs", "lr", "milestones", "measure_epochs",
+}  # fmt: skip
 
 
 @app.command()
