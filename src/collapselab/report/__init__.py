@@ -7,7 +7,7 @@ Public API:
   or arrays (:mod:`collapselab.report.plots`); :func:`plot_training_curves`: loss and
   accuracy of a training run.
 - Layout rules for any figure of a report: :data:`MAX_FIGURE_WIDTH`, :func:`panel_grid`,
-  :func:`shared_legend`, :func:`place_legends`, :data:`DPI`.
+  :func:`shared_legend`, :func:`place_legends`, :data:`DPI`, :func:`save_run_figure`.
 - :func:`render_run_report`, :func:`write_run_report`: a run's ``report.html``.
 - :func:`collect_index`, :func:`render_index`, :func:`write_index`: ``index.html`` and
   ``index.json`` across the runs under a root.
@@ -26,6 +26,7 @@ from collapselab.report.plots import (
     plot_panels,
     plot_vs_depth,
     relative_positions,
+    save_run_figure,
     select_curves,
     shared_legend,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "relative_positions",
     "render_index",
     "render_run_report",
+    "save_run_figure",
     "select_curves",
     "shared_legend",
     "write_index",

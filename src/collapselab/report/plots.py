@@ -240,6 +240,15 @@ def place_legends(fig: Any, axes: Any) -> None:
             _legend(ax, len(ax.get_legend_handles_labels()[1]))
 
 
+def save_run_figure(run: Any, fig: Any, name: str, dpi: int = DPI) -> Path:
+    """Write ``fig`` to ``figures/<name>.png`` of ``run`` (a
+    :class:`~collapselab.store.Run`, atomically) and close it, even when saving fails."""
+    try:
+        return run.save_figure(fig, name, dpi=dpi)
+    finally:
+        plt.close(fig)
+
+
 def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".png":

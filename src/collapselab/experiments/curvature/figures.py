@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from collapselab.report import save_run_figure
 from collapselab.store import Run
 
 DPI = 110
@@ -70,13 +71,6 @@ def _grid(n: int) -> tuple[Any, np.ndarray]:
     return fig, axes.flat
 
 
-def _save(run: Run, fig: Any, name: str) -> None:
-    try:
-        run.save_figure(fig, name, dpi=DPI)
-    finally:
-        plt.close(fig)
-
-
 def _positive(values: np.ndarray) -> np.ndarray:
     values = np.sort(np.asarray(values, dtype=float))[::-1]
     return np.where(values > 0, values, np.nan)
@@ -106,7 +100,7 @@ def _spectra(run: Run, steps: list[dict[str, np.ndarray]], layers: list[str], K:
         ax.set_xlabel("index")
     axes[0].set_ylabel("Hessian eigenvalue")
     axes[0].legend(fontsize=7)
-    _save(run, fig, "spectra")
+    save_run_figure(run, fig, "spectra", dpi=DPI)
 
 
 _PARTS = [
@@ -138,7 +132,7 @@ def _decomposition(run: Run, arrays: dict[str, np.ndarray], layers: list[str]) -
         ax.set_xlabel("index")
     axes[0].set_ylabel("eigenvalue")
     axes[0].legend(fontsize=7)
-    _save(run, fig, "decomposition")
+    save_run_figure(run, fig, "decomposition", dpi=DPI)
 
 
 def _alignment(run: Run, layers: list[str]) -> None:
@@ -167,4 +161,4 @@ def _alignment(run: Run, layers: list[str]) -> None:
         ax.set_xlabel("epoch")
     axes[0].set_ylim(-0.02, 1.02)
     axes[0].legend(fontsize=7)
-    _save(run, fig, "alignment")
+    save_run_figure(run, fig, "alignment", dpi=DPI)

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from collapselab.report import DPI
+from collapselab.report import save_run_figure
 from collapselab.store import Run
 
 __all__ = [
@@ -28,13 +28,6 @@ __all__ = [
 ]
 
 _DIAG, _OFF = "tab:red", "0.6"
-
-
-def _save(run: Run, fig: Any, name: str) -> None:
-    try:
-        run.save_figure(fig, name, dpi=DPI)
-    finally:
-        plt.close(fig)
 
 
 def _x(steps: np.ndarray) -> np.ndarray:
@@ -61,7 +54,7 @@ def _hessian_spectrum(run: Run, d: dict[str, np.ndarray], k: int, predicted: flo
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize="small")
     fig.suptitle(title)
-    _save(run, fig, name)
+    save_run_figure(run, fig, name)
 
 
 def _alignment_and_gradient(run: Run, d: dict[str, np.ndarray], k: int,
@@ -89,7 +82,7 @@ def _alignment_and_gradient(run: Run, d: dict[str, np.ndarray], k: int,
         ax.set_xscale("log")
         ax.set_xlabel("gradient step + 1")
         ax.grid(alpha=0.3)
-    _save(run, fig, name)
+    save_run_figure(run, fig, name)
 
 
 def _knockouts(run: Run, d: dict[str, np.ndarray], k: int, centrings: tuple[str, ...],
@@ -110,7 +103,7 @@ def _knockouts(run: Run, d: dict[str, np.ndarray], k: int, centrings: tuple[str,
             ax.set_title(f"{labels[part]} ({centring} centring)", fontsize="medium")
             ax.set_xlabel("eigenvalue index")
     fig.suptitle(title)
-    _save(run, fig, name)
+    save_run_figure(run, fig, name)
 
 
 def _weights(run: Run, d: dict[str, np.ndarray], k: int, predicted: np.ndarray | None,
@@ -131,7 +124,7 @@ def _weights(run: Run, d: dict[str, np.ndarray], k: int, predicted: np.ndarray |
         ax.set_xlabel("gradient step + 1")
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    _save(run, fig, name)
+    save_run_figure(run, fig, name)
 
 
 def _dnc(run: Run, d: dict[str, np.ndarray], optimum: float | None, name: str) -> None:
@@ -153,7 +146,7 @@ def _dnc(run: Run, d: dict[str, np.ndarray], optimum: float | None, name: str) -
         ax.set_yscale("log")
         ax.set_xlabel("gradient step + 1")
         ax.grid(alpha=0.3, which="both")
-    _save(run, fig, name)
+    save_run_figure(run, fig, name)
 
 
 def _appendix_e(run: Run, d: dict[str, np.ndarray], form: dict[str, np.ndarray], k: int) -> None:
@@ -186,7 +179,7 @@ def _appendix_e(run: Run, d: dict[str, np.ndarray], form: dict[str, np.ndarray],
         ax.legend(fontsize="small")
         ax.grid(alpha=0.3, which="both")
     fig.suptitle("Appendix E at the end of training (dashed: the closed form)")
-    _save(run, fig, "appendix_e")
+    save_run_figure(run, fig, "appendix_e")
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,7 +238,7 @@ def _sweep(run: Run) -> None:
     axes[2].set_yscale("log")
     axes[0].legend(fontsize="small")
     fig.suptitle("ReLU sweep: every run's endpoint (x: width, offset by seed)")
-    _save(run, fig, "sweep")
+    save_run_figure(run, fig, "sweep")
 
 
 def _matrix(ax: Any, m: np.ndarray, title: str) -> None:
@@ -268,7 +261,7 @@ def _tables(run: Run, name: str, k: int, layer: int, tag: str) -> None:
     _matrix(axes[2], f["table3"][layer - 1], f"Table 3: W_{{L:{layer}}}W_{{L:{layer}}}ᵀ")
     _matrix(axes[3], f["table4"][layer - 1], "Table 4: (1/N) Σ B_iB_iᵀ")
     fig.suptitle(f"Tables 1-4 at the end, layer {layer} {tag}")
-    _save(run, fig, "tables")
+    save_run_figure(run, fig, "tables")
 
 
 def draw_regularisation(run: Run) -> None:
@@ -294,7 +287,7 @@ def draw_regularisation(run: Run) -> None:
         ax.legend(fontsize="small")
         ax.grid(alpha=0.3, which="both")
     fig.suptitle("Across the threshold of condition (2)")
-    _save(run, fig, "regularisation")
+    save_run_figure(run, fig, "regularisation")
 
 
 def draw_layers(run: Run) -> None:
@@ -321,7 +314,7 @@ def draw_layers(run: Run) -> None:
     for ax in axes:
         ax.legend(fontsize="small")
         ax.grid(alpha=0.3, which="both")
-    _save(run, fig, "layers")
+    save_run_figure(run, fig, "layers")
 
 
 LINEAR_CAPTIONS = {
@@ -406,7 +399,7 @@ def draw_mlp(run: Run) -> None:
         ax.legend(fontsize="small")
     dataset = run.manifest.get("dataset", "")
     fig.suptitle(f"A trained MLP held against the deep UFM's predictions ({dataset})")
-    _save(run, fig, "mlp")
+    save_run_figure(run, fig, "mlp")
 
 
 MLP_CAPTIONS = {

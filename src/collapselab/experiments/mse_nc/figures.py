@@ -24,11 +24,11 @@ import numpy as np
 from collapselab.experiments.mse_nc.presets import PAPER_TABLE1
 from collapselab.experiments.mse_nc.results import MissingResult, StoredArms
 from collapselab.report.plots import (
-    DPI,
     ZERO_ERROR_STYLE,
     panel_grid,
     place_legends,
     plot_panels,
+    save_run_figure,
 )
 from collapselab.store import Run
 
@@ -203,15 +203,7 @@ def _two_loss_figure(
         ax.set_visible(False)
     place_legends(fig, axes)
     fig.suptitle(FIGURES[name])
-    save_figure(fig, run, name)
-
-
-def save_figure(fig: Any, run: Run, name: str) -> None:
-    """Write ``fig`` to ``figures/<name>.png`` of ``run`` (atomically) and close it."""
-    try:
-        run.save_figure(fig, name, dpi=DPI)
-    finally:
-        plt.close(fig)
+    save_run_figure(run, fig, name)
 
 
 def _loss_curves(
@@ -329,7 +321,7 @@ def _draw_table1(run: Run, stored: StoredArms) -> None:
     table.scale(1.0, 1.3)
     ax.set_title(FIGURES["table1_accuracy"], fontsize=10)
     fig.tight_layout()
-    save_figure(fig, run, "table1_accuracy")
+    save_run_figure(run, fig, "table1_accuracy")
 
 
 def draw_training(run: Run) -> None:

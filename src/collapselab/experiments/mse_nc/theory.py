@@ -38,8 +38,8 @@ from collapselab.experiments.claims import (
     check_log_slopes,
 )
 from collapselab.experiments.mse_nc.arms import torch_threads
-from collapselab.experiments.mse_nc.figures import save_figure
 from collapselab.experiments.registry import RunContext
+from collapselab.report import save_run_figure
 from collapselab.report.plots import place_legends, plot_panels
 from collapselab.store import Run
 from collapselab.theory.snr_dynamics import VARIANTS, omega_closed_form, verify_snr_dynamics
@@ -207,7 +207,7 @@ def draw_theory(run: Run) -> None:
     ax2.grid(alpha=0.3, which="both")
     place_legends(fig, [ax, ax2])
     fig.suptitle(THEORY_FIGURES["theory_omega"])
-    save_figure(fig, run, "theory_omega")
+    save_run_figure(run, fig, "theory_omega")
 
     metrics = run.metrics()
     decomposition = _ufm_curves(

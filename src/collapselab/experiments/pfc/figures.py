@@ -6,8 +6,6 @@ Every ``draw_*`` function reads the run's metric table and ``arrays/*.npz`` and 
 
 from __future__ import annotations
 
-from typing import Any
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,13 +18,13 @@ from collapselab.experiments.claims import RunResults
 from collapselab.experiments.pfc._common import PFC_LABELS
 from collapselab.metrics import PFC_KEYS
 from collapselab.report import (
-    DPI,
     panel_grid,
     place_legends,
     plot_comparison,
     plot_panels,
     plot_training_curves,
     plot_vs_depth,
+    save_run_figure,
     shared_legend,
 )
 from collapselab.store import Run
@@ -41,13 +39,6 @@ __all__ = [
 
 _SHORT = {"nc1_trace_ratio": "PFC1", "nc2_etf_distance": "PFC2", "ncc_accuracy": "PFC3"}
 _CLASS_COLOURS = plt.get_cmap("tab10").colors
-
-
-def _save(run: Run, fig: Any, name: str) -> None:
-    try:
-        run.save_figure(fig, name, dpi=DPI)
-    finally:
-        plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------------
@@ -89,7 +80,7 @@ def draw_toy(run: Run) -> None:
         axm.set_title(PFC_LABELS[key], fontsize="medium")
         axm.grid(alpha=0.3)
     fig.suptitle("Fig. 1: progressive collapse along straight-line trajectories (2-D toy)")
-    _save(run, fig, "toy")
+    save_run_figure(run, fig, "toy")
 
 
 # ---------------------------------------------------------------------------------------
@@ -133,7 +124,7 @@ def _draw_over_epochs(run: Run, metrics: pd.DataFrame, layers: list[str], zero: 
         ax.grid(alpha=0.3)
     shared_legend(fig, axes)
     fig.suptitle(f"Fig. 2: PFC metrics of each layer over training ({run.preset})")
-    _save(run, fig, "pfc_over_epochs")
+    save_run_figure(run, fig, "pfc_over_epochs")
 
 
 def draw_training(run: Run) -> None:
@@ -277,4 +268,4 @@ def draw_theorems(run: Run) -> None:
         ax.grid(alpha=0.3)
     place_legends(fig, axes)
     fig.suptitle("Numerical checks of Theorems 1-4")
-    _save(run, fig, "theorems")
+    save_run_figure(run, fig, "theorems")
