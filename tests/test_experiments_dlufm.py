@@ -75,6 +75,8 @@ def test_the_linear_claims_hold_at_tiny_and_the_published_e1_reading_does_not(ru
     published = claims.pop("gradient-second-moment-as-published")
     assert published["verdict"] == "does not hold"
     assert published["values"]["rank"] == 3  # K, not K - 1
+    assert published["kind"] == "erratum" and published["erratum"]["outcome"] == "confirmed"
+    assert all(c["kind"] == "empirical" for c in claims.values())
     assert all(c["verdict"] == "holds" for c in claims.values()), claims
     for experiment_id in ("dlufm-layers", "dlufm-regularisation"):
         assert all(c["verdict"] == "holds" for c in stored_claims(runs[experiment_id]).values())

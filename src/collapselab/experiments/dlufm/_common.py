@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, ClaimResult, RunResults
+from collapselab.experiments.claims import Claim, ClaimResult, Erratum, RunResults
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
     DeepReLUUFM,
@@ -75,14 +75,16 @@ def claim(
     threshold: str,
     check: Check,
     presets: tuple[str, ...] | None = None,
+    erratum: Erratum | None = None,
 ) -> Claim:
-    """A :class:`Claim` whose ``evaluate`` wraps ``check``'s four results in a verdict."""
+    """A :class:`Claim` whose ``evaluate`` wraps ``check``'s four results in a verdict
+    (``erratum`` marks the demonstration of a published error)."""
 
     def evaluate(results: RunResults) -> ClaimResult:
         ok, values, bound, detail = check(results)
         return ClaimResult("holds" if ok else "does not hold", dict(values), bound, detail)
 
-    return Claim(name, statement, source, threshold, evaluate, presets)
+    return Claim(name, statement, source, threshold, evaluate, presets, erratum)
 
 
 def relative_spread(values: Sequence[float] | np.ndarray) -> float:

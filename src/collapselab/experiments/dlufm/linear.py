@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
+from collapselab.experiments.claims import Claim, Erratum, NotEvaluable, RunResults
 from collapselab.experiments.dlufm._common import (
     build_model,
     claim,
@@ -492,6 +492,7 @@ LINEAR_CLAIMS: list[Claim] = [
         "004 App. E.1, Theorem E.1 (note §3.12, §8.12)",
         f"number of eigenvalues of (1/N) Σ ∇ℓ∇ℓᵀ above {ZERO:g} x the largest = K − 1",
         _second_moment_published,
+        erratum=Erratum(),  # confirmed when it does not hold (the rank is K)
     ),
     claim(
         "extended-errors-spectrum",
