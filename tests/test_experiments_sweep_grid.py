@@ -151,3 +151,14 @@ def test_run_and_reproduce_check_executor_options_first(tmp_path: Path, command:
     result = runner.invoke(app, [*command, "--workers", "0", "--root", str(tmp_path)])
     assert result.exit_code == 2 and "--workers 0: expected at least 1" in result.output
     assert not any(tmp_path.iterdir())
+
+
+def test_executor_ray_without_ray_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = runner.invoke(app, ["sweep", "pfc-toy", "--executor", "ray", "--root", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--executor ray: the ray executor needs Ray" in result.output
+    assert "pip install 'collapselab[ray]'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
