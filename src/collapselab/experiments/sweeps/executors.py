@@ -75,6 +75,10 @@ def _worker_loop(connection: Connection, task: Task) -> None:
         connection.send(attempt(task, job))
 
 
+PRELOAD = ["__main__", "collapselab.experiments.sweeps.member"]
+"""What the forkserver imports before forking workers (``__main__``: a script's tasks)."""
+
+
 @dataclass
 class _Worker:
     process: Any
@@ -85,21 +89,31 @@ class _Worker:
 class LocalExecutor:
     """A pool of ``workers`` processes on this machine (default: one per core).
 
-    Workers are started with ``spawn`` (forking a process whose torch thread pool has
-    been used can hang) and each runs one member at a time, so a worker that dies is
-    attributed to exactly one member: its outcome is ``crashed`` with the exit code, and a
-    fresh worker takes its place for the remaining jobs.
+    Workers never inherit a forked copy of this process (forking a process whose torch
+    thread pool has been used can hang): they are forked from a ``forkserver`` that
+    imported torch and collapselab once and ran nothing else (``spawn``, a fresh
+    interpreter per worker, where there is no forkserver). With the forkserver a new
+    worker costs milliseconds instead of an import of torch, and the server lives on for
+    later sweeps of this process. As with ``spawn``, a script that runs a sweep must guard
+    its top level with ``if __name__ == "__main__":``.
+
+    Each worker runs one member at a time, so a worker that dies is attributed to exactly
+    one member: its outcome is ``crashed`` with the exit code, and a fresh worker takes its
+    place for the remaining jobs.
     """
 
     name = "local"
     needs_pickling = True
 
-    def __init__(self, workers: int | None = None, start_method: str = "spawn") -> None:
+    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
         self.workers = default_workers() if workers is None else workers
-        self.start_method = start_method
+        methods = multiprocessing.get_all_start_methods()
+        self.start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
 
     def run(self, task: Task, jobs: Sequence[Job], done: Report) -> None:
         context = multiprocessing.get_context(self.start_method)
+        if self.start_method == "forkserver":  # no effect once the server runs
+            context.set_forkserver_preload(PRELOAD)
         pending = deque(jobs)
         pool: list[_Worker] = []
         try:
