@@ -4,7 +4,8 @@ r"""Two sweeps of the deep linear UFM beyond the paper's figures (note 004 §7 R
     ``λ = λ_W = λ_H`` of configuration A scaled so that ``β/β_c`` takes each configured
     ratio (condition (2) holds below 1, fails above); gradient descent from one start per
     ratio against the closed form: ``F*``, ``t*``, the parameters' norm (zero beyond the
-    threshold) and DNC1. Stored: ``arrays/regularisation.npz`` (one entry per ratio).
+    threshold) and DNC1. The ratios are the members of a sweep (the run's executor).
+    Stored: ``arrays/regularisation.npz`` (one entry per ratio).
 ``dlufm-layers``
     Configurations with unequal ``λ_W(l)``, ``K ≠ 3``, unequal widths and several ``L``,
     each solved by gradient descent; at every layer the Hessian's ``K²`` outliers against
@@ -32,6 +33,7 @@ from collapselab.experiments.dlufm.linear import (
     verification_check,
 )
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_sweep
 from collapselab.store import Run
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
@@ -63,44 +65,26 @@ def lambda_for_ratio(config: Mapping[str, Any], ratio: float) -> float:
 
 
 def run_regularisation(run: Run, context: RunContext) -> None:
-    """Gradient descent at every ratio ``β/β_c`` against the closed form."""
+    """Gradient descent at every ratio ``β/β_c`` against the closed form: the ratios are the
+    members of a sweep on the run's executor (:func:`regularisation_point`), stored in
+    ``members/`` as they finish."""
     c = context.config
     ratios = [float(r) for r in c["ratios"]]
-    rows: dict[str, list[float]] = {}
     big_l = int(c["n_layers"])
-    with serial_threads(), context.progress.task("β/β_c sweep", len(ratios), "ratios") as done:
-        for i, ratio in enumerate(ratios):
-            lam = lambda_for_ratio(c, ratio)
-            model = build_model({**c, "lambda_w": lam, "lambda_h": lam})
-            assert isinstance(model, DeepLinearUFM)
-            form = closed_form(model)
-            traj = descend(model, c, seed=context.seed, checkpoints=1)
-            end = traj.final
-            outputs = model.features(end)[-1]
-            k, n = model.n_classes, model.n_per_class
-            out_means = outputs.reshape(k, k, n).mean(axis=2)
-            t_gd = float(np.mean(np.diag(out_means)))
-            # classes fitted: singular values of the output class means above 1e-6
-            fitted = int(np.sum(np.linalg.svd(out_means, compute_uv=False) > 1e-6))
-            dnc1 = float(dnc_metrics(model, end)["dnc1"][big_l - 1])
-            row = {
-                "ratio": ratio,
-                "lambda": lam,
-                "beta": form.beta,
-                "t_star": form.t_star,
-                "optimum": form.objective,
-                "objective": float(traj.objective[-1]),
-                "t_gd": t_gd,
-                "fitted": float(fitted),
-                "norm_start": traj.points[0].norm(),
-                "norm_end": end.norm(),
-                "grad_norm": float(traj.grad_norm[-1]),
-                "dnc1": dnc1,
-            }
-            for key, value in row.items():
-                rows.setdefault(key, []).append(value)
-            run.log_dict(i, row, split="regularisation")
-            done(i + 1, len(ratios))
+    swept = run_sweep(
+        regularisation_point,
+        [{"config": dict(c), "ratio": ratio, "seed": context.seed} for ratio in ratios],
+        executor=context.executor,
+        workers=context.workers,
+        store=run.path / "members",
+        threads=1,  # small matrices: one thread (as collapselab._threads.serial_threads)
+        progress=context.progress,
+    )
+    rows: dict[str, list[float]] = {}
+    for i, row in enumerate(swept.results):
+        for key, value in row.items():
+            rows.setdefault(key, []).append(value)
+        run.log_dict(i, row, split="regularisation")
     run.save_array(
         "regularisation",
         local_minimum_ratio=np.float64(
@@ -109,6 +93,39 @@ def run_regularisation(run: Run, context: RunContext) -> None:
         **{key: np.asarray(v) for key, v in rows.items()},
     )
     run.flush()
+
+
+def regularisation_point(member: dict[str, Any]) -> dict[str, float]:
+    """A sweep task: gradient descent at ``member["ratio"]`` of ``β/β_c`` for the
+    configuration ``member["config"]`` from the start of ``member["seed"]``, against the
+    closed form; one row of ``arrays/regularisation.npz``."""
+    c, ratio = member["config"], float(member["ratio"])
+    big_l = int(c["n_layers"])
+    lam = lambda_for_ratio(c, ratio)
+    model = build_model({**c, "lambda_w": lam, "lambda_h": lam})
+    assert isinstance(model, DeepLinearUFM)
+    form = closed_form(model)
+    traj = descend(model, c, seed=int(member["seed"]), checkpoints=1)
+    end = traj.final
+    outputs = model.features(end)[-1]
+    k, n = model.n_classes, model.n_per_class
+    out_means = outputs.reshape(k, k, n).mean(axis=2)
+    # classes fitted: singular values of the output class means above 1e-6
+    fitted = int(np.sum(np.linalg.svd(out_means, compute_uv=False) > 1e-6))
+    return {
+        "ratio": ratio,
+        "lambda": lam,
+        "beta": form.beta,
+        "t_star": form.t_star,
+        "optimum": form.objective,
+        "objective": float(traj.objective[-1]),
+        "t_gd": float(np.mean(np.diag(out_means))),
+        "fitted": float(fitted),
+        "norm_start": traj.points[0].norm(),
+        "norm_end": end.norm(),
+        "grad_norm": float(traj.grad_norm[-1]),
+        "dnc1": float(dnc_metrics(model, end)["dnc1"][big_l - 1]),
+    }
 
 
 def run_layers(run: Run, context: RunContext) -> None:
