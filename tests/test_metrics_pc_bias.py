@@ -207,6 +207,8 @@ def test_fastest_subset_tie_rules():
     k = math.ceil(0.3 * 50)
     ref = sorted(sorted(range(50), key=lambda i: (-s[i], i))[:k])
     assert pcm.fastest_subset(s, fraction=0.3).tolist() == ref
+    best = min(range(50), key=lambda i: (-s[i], i))
+    assert pcm.fastest_subset(s, fraction=1e-6).tolist() == [best]  # at least one
     with pytest.raises(ValueError, match="fraction"):
         pcm.fastest_subset(s, fraction=0.0)
     with pytest.raises(ValueError, match="accessibility_b has 3 entries"):

@@ -95,6 +95,9 @@ def test_pcbias_family_row_variant_and_trace_reference():
     frame = family.frame
     ref = pc_distance(frame.rotate(_compact(model))[None, None], frame.optimum(), row=0)[0]
     np.testing.assert_allclose(monitor.last_arrays["pcbias"]["pc_distance"], ref, rtol=1e-12)
+    np.testing.assert_allclose(
+        monitor.last_arrays["pcbias"]["compact_pc"], frame.rotate(_compact(model)), rtol=1e-12
+    )
     weights = [layer.weight.detach().double().numpy() for layer in model.layers]
     diag = np.diag(gradient_scale_matrices(weights)[0][0])
     assert got["train"]["layers.0"]["scale_a_diagonal_mean"] == pytest.approx(

@@ -352,7 +352,7 @@ def fastest_subset(
     n = len(a)
     if n == 0:
         raise ValueError("accessibility_a is empty: no examples to select from")
-    k = math.ceil(frac * n - 1e-12)
+    k = max(1, math.ceil(frac * n - 1e-9))  # 1e-9: 0.2 * 10 is 2.0000000000000004
     order = np.lexsort((np.arange(n), -a))  # descending score, then ascending index
     if ties == "include":
         return np.flatnonzero(a >= a[order[k - 1]])
@@ -470,6 +470,10 @@ def critical_principal_component(
         w = _least_squares(xc, onehot - (onehot.mean(0) if center else 0.0))
         b = onehot.mean(0) - w @ mean if center else np.zeros(k)
     else:
+        if not isinstance(classifier, tuple) or len(classifier) != 2:
+            raise ArgumentTypeError(
+                f"classifier must be a tuple (W (K, q), b (K,) or None), got {type(classifier)}"
+            )
         w = as_real_array("classifier[0]", classifier[0], ndim=2, shape=(k, q))
         b = (
             np.zeros(k)

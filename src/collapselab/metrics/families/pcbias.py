@@ -12,8 +12,10 @@ module order ``W_1, ..., W_L``, as float64:
   :class:`~collapselab.theory.pc_bias.PCFrame`, or :meth:`PCBias.from_data`) because the
   Monitor's loaders hold minibatches, not the summed ``X^T X``; the optimum defaults to
   ``frame.optimum("corrected")`` (``Σ_YX Σ_XX^+``, one-hot targets) and may be given.
-  The per-PC distances themselves, ``(q,)``, go to ``arrays/pcbias_step<step>.npz`` as
-  ``"pc_distance"`` (:meth:`PCBias.take_arrays`).
+  The per-PC distances themselves, ``(q,)``, and ``W̃`` itself, ``(K, q)`` (for the
+  across-run std of an ensemble, :func:`collapselab.metrics.pc_bias.pc_ensemble_std`), go
+  to ``arrays/pcbias_step<step>.npz`` as ``"pc_distance"`` and ``"compact_pc"``
+  (:meth:`PCBias.take_arrays`).
 * ``scale_*`` (per weight layer, the module's name): entry statistics of the
   gradient-scale matrices ``A_l``, ``B_l`` of Eq. 7
   (:func:`collapselab.metrics.pc_bias.scale_matrix_statistics`), the diagonal measured
@@ -212,6 +214,7 @@ class PCBias(Family):
             raise ValueError(f"row must be < K = {w.shape[0]}, got {self.row}")
         per_pc = pc_distance(w_pc[None, None], self.optimum, self.row)[0]
         self._arrays["pc_distance"] = per_pc
+        self._arrays["compact_pc"] = w_pc  # (K, q): ensembles' std from the stored runs
         q = per_pc.shape[0]
         count = math.ceil(self.fraction * q - 1e-12)
         out = {
