@@ -462,12 +462,16 @@ def critical_principal_component(
     k = int(n_classes) if n_classes is not None else int(ya.max()) + 1
     q = xa.shape[1]
     g = _grid(grid, q)
+    # theory imports the metrics package: import its principal frame when called
+    from collapselab.theory.pc_bias import principal_frame
+
     mean = xa.mean(0) if center else np.zeros(q)
     xc = xa - mean
-    basis = np.linalg.eigh(xc.T @ xc)[1][:, ::-1]
+    onehot = np.eye(k)[ya]
+    target = onehot - onehot.mean(0) if center else onehot
+    basis = principal_frame(xc, target).basis  # eigenvectors of xc^T xc, descending
     if classifier is None:
-        onehot = np.eye(k)[ya]
-        w = _least_squares(xc, onehot - (onehot.mean(0) if center else 0.0))
+        w = _least_squares(xc, target)
         b = onehot.mean(0) - w @ mean if center else np.zeros(k)
     else:
         if not isinstance(classifier, tuple) or len(classifier) != 2:
