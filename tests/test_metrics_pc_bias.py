@@ -400,6 +400,18 @@ def test_discriminability_matches_explicit_knn():
     )
 
 
+def test_discriminability_many_ties_on_an_integer_grid():
+    # small integer coordinates: squared distances are exact and ties are everywhere, so the
+    # tie rule (lower index first) decides many neighbours
+    rng = _rng(14)
+    f = rng.integers(0, 3, (60, 2)).astype(float)
+    y = rng.integers(0, 2, 60)
+    for k in (1, 3, 7):
+        np.testing.assert_array_equal(
+            pcm.discriminability(f, y, k=k, block=200), _reference_knn(f, y, k)
+        )
+
+
 def test_discriminability_exact_fixture_with_ties():
     # points on a line at 0, 1, 2, 3; 1's neighbours at distance 1 are 0 and 2 (a tie), k=1
     # takes the lower index 0

@@ -592,10 +592,21 @@ def discriminability(
         d = _squared_distances(f[start : start + rows], ref)
         if self_excluded:
             d[np.arange(d.shape[0]), np.arange(start, start + d.shape[0])] = np.inf
-        # a stable sort orders equal distances by index: ties to the lower index
-        order = np.argsort(d, axis=1, kind="stable")[:, :k]
-        out[start : start + rows] = (ref_y[order] == y[start : start + rows, None]).mean(1)
+        out[start : start + rows] = _same_class_fraction(d, ref_y, y[start : start + rows], k)
     return out
+
+
+def _same_class_fraction(d: np.ndarray, ref_y: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    """Per row of distances ``d`` ``(r, m)``: the share of the ``k`` nearest with label ``y``.
+
+    The ``k`` nearest are every distance below the ``k``-th smallest plus, of those equal to
+    it, the lowest indices (a stable sort's order) -- in O(m) per row, not a full sort."""
+    kth = np.partition(d, k - 1, axis=1)[:, k - 1 : k]
+    below = d < kth
+    tied = d == kth
+    room = k - below.sum(1, keepdims=True)
+    chosen = below | (tied & (np.cumsum(tied, axis=1) <= room))
+    return (chosen & (ref_y[None, :] == y[:, None])).sum(1) / k
 
 
 # ---------------------------------------------------------------------------------------
