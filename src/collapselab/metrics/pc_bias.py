@@ -462,6 +462,8 @@ def critical_principal_component(
     k = int(n_classes) if n_classes is not None else int(ya.max()) + 1
     q = xa.shape[1]
     g = _grid(grid, q)
+    rule = check_choice("rule", rule, RULES)
+    block = check_int("block", block, minimum=1)
     # theory imports the metrics package: import its principal frame when called
     from collapselab.theory.pc_bias import principal_frame
 
@@ -493,7 +495,7 @@ def critical_principal_component(
     offset = w @ mean + b  # the scores of x̄ itself
     coords = (xe - mean) @ basis  # (n, q)
     correct = np.empty((len(xe), len(g)), dtype=bool)
-    rows = max(1, check_int("block", block, minimum=1) // max(1, q * k))
+    rows = max(1, block // max(1, q * k))
     for start in range(0, len(xe), rows):
         part = coords[start : start + rows]
         scores = np.cumsum(part[:, :, None] * w_pc.T[None], axis=1)[:, g - 1] + offset
