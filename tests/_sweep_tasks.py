@@ -62,3 +62,8 @@ def crash_always(config: dict[str, Any]) -> dict[str, Any]:
 
 def array_of(config: dict[str, Any]) -> dict[str, Any]:
     return {"values": np.arange(config["n"], dtype=np.float32)}
+
+
+def read_environment(config: dict[str, Any]) -> dict[str, Any]:
+    """The value of the environment variable ``config['name']`` in the member's process."""
+    return {"value": os.environ.get(config["name"], "")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,11 @@ def test_the_ray_executor_without_ray_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     with pytest.raises(ImportError, match=r"needs Ray.*pip install 'collapselab\[ray\]'"):
         run_sweep(tasks.train_linear, CONFIGS, executor="ray")
+
+
+def test_pool_workers_see_the_environment_of_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The forkserver outlives a sweep; its workers must still see the caller's environment.
+    run_sweep(tasks.count_calls, [{"index": 0, "log": os.devnull}], workers=1)
+    monkeypatch.setenv("COLLAPSELAB_SWEEP_TEST", "seen")
+    result = run_sweep(tasks.read_environment, [{"name": "COLLAPSELAB_SWEEP_TEST"}], workers=1)
+    assert result.results == [{"value": "seen"}]

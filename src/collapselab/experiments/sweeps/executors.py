@@ -66,8 +66,12 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _worker_loop(connection: Connection, task: Task) -> None:
-    # A worker process: run the jobs it is sent until it receives None.
+def _worker_loop(connection: Connection, task: Task, environ: dict[str, str]) -> None:
+    # A worker process: run the jobs it is sent until it receives None. A worker forked
+    # from the forkserver has the server's environment (as it was when the server started):
+    # take the parent's, as a spawned or forked process would.
+    os.environ.clear()
+    os.environ.update(environ)
     while True:
         job = connection.recv()
         if job is None:
@@ -145,7 +149,9 @@ class LocalExecutor:
     @staticmethod
     def _start(context: Any, task: Task) -> _Worker:
         parent, child = context.Pipe()
-        process = context.Process(target=_worker_loop, args=(child, task), daemon=True)
+        process = context.Process(
+            target=_worker_loop, args=(child, task, dict(os.environ)), daemon=True
+        )
         process.start()
         child.close()
         return _Worker(process, parent)
