@@ -41,7 +41,7 @@ from collapselab.experiments.mse_nc.sweep import (
     sweep_rates,
 )
 from collapselab.experiments.registry import RunContext
-from collapselab.experiments.sweeps import run_sweep
+from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 
 
@@ -57,8 +57,8 @@ def _sweep(
     state: dict[str, Any],
     context: RunContext,
     arm: Arm,
-    data: DataSplits,
 ) -> float:
+    # The members rebuild the arm's data from its configuration entry (sweep_member).
     spec = context.config.get("lr_sweep")
     if not spec:
         raise ValueError(f"arm {arm.key} asks for a sweep but the configuration has no lr_sweep")
@@ -73,16 +73,11 @@ def _sweep(
                       data_dir=data_dir)
         for _, lr in grid
     ]  # fmt: skip
-    swept = run_sweep(
-        sweep_member,
-        members,
-        executor=context.executor,
-        workers=context.workers,
-        store=run.path / "members" / arm.key,
-        threads=torch.get_num_threads(),  # what the arm's training runs with here
-        progress=context.progress,
+    # the members train with the threads the arm's training runs with here
+    points = run_members(
+        sweep_member, members, run, context, label=arm.key, threads=torch.get_num_threads()
     )
-    for (index, lr), point in zip(grid, swept.results, strict=True):
+    for (index, lr), point in zip(grid, points, strict=True):
         if str(index) in record["points"]:  # logged by an earlier, interrupted run
             continue
         record["points"][str(index)] = point
@@ -115,7 +110,7 @@ def _run_arms(run: Run, context: RunContext) -> None:
             spec = context.config["datasets"][arm.dataset]
             cached = (arm.dataset, build_data(spec, context.data_dir, context.seed))
         data = cached[1]
-        lr = arm.lr if arm.lr is not None else _sweep(run, state, context, arm, data)
+        lr = arm.lr if arm.lr is not None else _sweep(run, state, context, arm)
         outcome = run_arm(
             context.config,
             arm,
