@@ -225,3 +225,8 @@ def test_pool_workers_see_the_environment_of_the_sweep(monkeypatch: pytest.Monke
     monkeypatch.setenv("COLLAPSELAB_SWEEP_TEST", "seen")
     result = run_sweep(tasks.read_environment, [{"name": "COLLAPSELAB_SWEEP_TEST"}], workers=1)
     assert result.results == [{"value": "seen"}]
+
+
+def test_a_sweep_inside_a_pool_worker_runs_in_that_worker() -> None:
+    result = run_sweep(tasks.nested, [{"n": 3}, {"n": 2}], workers=2, retries=0)
+    assert result.results == [{"squares": [0, 1, 4]}, {"squares": [0, 1]}]

@@ -103,7 +103,9 @@ class LocalExecutor:
 
     Each worker runs one member at a time, so a worker that dies is attributed to exactly
     one member: its outcome is ``crashed`` with the exit code, and a fresh worker takes its
-    place for the remaining jobs.
+    place for the remaining jobs. A sweep started inside a worker (a member that sweeps)
+    runs its members one after another in that worker: the pool already uses the cores,
+    and a pool's workers may not start processes of their own.
     """
 
     name = "local"
@@ -115,6 +117,9 @@ class LocalExecutor:
         self.start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
 
     def run(self, task: Task, jobs: Sequence[Job], done: Report) -> None:
+        if multiprocessing.current_process().daemon:  # inside a worker of a pool
+            SerialExecutor().run(task, jobs, done)
+            return
         context = multiprocessing.get_context(self.start_method)
         if self.start_method == "forkserver":  # no effect once the server runs
             context.set_forkserver_preload(PRELOAD)
