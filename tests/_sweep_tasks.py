@@ -76,3 +76,13 @@ def nested(config: dict[str, Any]) -> dict[str, Any]:
     inner = [{"index": i, "log": os.devnull} for i in range(config["n"])]
     result = run_sweep(count_calls, inner, executor="local", workers=2)
     return {"squares": [r["square"] for r in result.results]}
+
+
+def sleep_for(config: dict[str, Any]) -> dict[str, Any]:
+    """Writes its process id to ``config['pid_file']`` (when given), then sleeps."""
+    import time
+
+    if config.get("pid_file"):
+        Path(config["pid_file"]).write_text(str(os.getpid()))
+    time.sleep(config["seconds"])
+    return {"slept": config["seconds"]}

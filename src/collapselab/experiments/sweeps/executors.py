@@ -148,8 +148,10 @@ class LocalExecutor:
                             worker = self._start(context, task)
                             pool.append(worker)
                     self._give(worker, pending)
-        finally:
-            self._stop(pool)
+        except BaseException:  # Ctrl-C, SIGTERM, a store that cannot be written: stop now
+            self._stop(pool, wait_s=0.0)
+            raise
+        self._stop(pool)
 
     @staticmethod
     def _start(context: Any, task: Task) -> _Worker:
@@ -188,14 +190,15 @@ class LocalExecutor:
         )
 
     @staticmethod
-    def _stop(pool: list[_Worker]) -> None:
+    def _stop(pool: list[_Worker], wait_s: float = 10.0) -> None:
+        """Ask every worker to finish and wait ``wait_s`` seconds for each; end the rest."""
         for worker in pool:
             try:
                 worker.connection.send(None)
             except (BrokenPipeError, OSError):
                 pass
         for worker in pool:
-            worker.process.join(timeout=10)
+            worker.process.join(timeout=wait_s)
             if worker.process.is_alive():  # interrupted mid-member, or stuck
                 worker.process.terminate()
                 worker.process.join(timeout=5)
