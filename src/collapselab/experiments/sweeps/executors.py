@@ -80,7 +80,8 @@ def _worker_loop(connection: Connection, task: Task, environ: dict[str, str]) ->
 
 
 PRELOAD = ["__main__", "collapselab.experiments.sweeps.member"]
-"""What the forkserver imports before forking workers (``__main__``: a script's tasks)."""
+"""What the forkserver imports before forking workers (``__main__``: a script's tasks),
+besides the module of the first sweep's task."""
 
 
 @dataclass
@@ -122,7 +123,8 @@ class LocalExecutor:
             return
         context = multiprocessing.get_context(self.start_method)
         if self.start_method == "forkserver":  # no effect once the server runs
-            context.set_forkserver_preload(PRELOAD)
+            module = getattr(task, "__module__", None)
+            context.set_forkserver_preload([*PRELOAD, *([module] if module else [])])
         pending = deque(jobs)
         pool: list[_Worker] = []
         try:
