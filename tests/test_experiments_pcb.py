@@ -10,10 +10,16 @@ from collapselab._threads import serial_threads
 from collapselab.experiments import experiments_for_paper, get_experiment, reproduce
 from collapselab.experiments.pcb.training import initial_weights, pc_gd_step
 from collapselab.store import Run
-from collapselab.theory.pc_bias import effective_factor, gd_step, principal_frame
+from collapselab.theory.pc_bias import (
+    effective_factor,
+    expected_scales,
+    gd_step,
+    gradient_scale_matrices,
+    principal_frame,
+)
 from tests._experiments import check_completed_run, stored_claims
 
-IDS = ["pcbias-convergence"]
+IDS = ["pcbias-convergence", "pcbias-scales"]
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +91,25 @@ def test_convergence_claims_at_tiny(runs):
     spread = claims["whitening-drops-the-spread"]["values"]  # tiny: 9.8 vs 3.5 measured
     assert spread["whitened"] < spread["natural"] / 2
     assert claims["top-pcs-converge-first"]["values"]["spearman"] < -0.8
+
+
+def test_scales_store_thm3_deviations_recomputed_from_the_initial_weights(runs):
+    """At step 0 the stored relative diagonal deviation of A_l, B_l equals the one recomputed
+    here from member 0's initial weights (drawn again with its seed), in input coordinates."""
+    from collapselab.experiments.pcb.training import data_frame
+
+    run = runs["pcbias-scales"]
+    config = {**run.config, "seed": 0, "data_seed": 0, "data_dir": None}
+    frame, _ = data_frame(config)
+    widths = [frame.n_pcs, *config["hidden"], frame.n_outputs]
+    ws = initial_weights(widths, "def3", 0, frame.basis)
+    ws[0] = ws[0] @ frame.basis.T  # back to input coordinates
+    a, b = gradient_scale_matrices(ws)
+    alpha, beta = expected_scales(widths, "def3")
+    d = run.load_array("scales")
+    for j, ell in enumerate(d["layers"]):
+        for name, mats, scale in (("a", a, alpha), ("b", b, beta)):
+            m = mats[ell - 1]
+            expected = np.mean(np.abs(np.diag(m) - scale[ell - 1])) / scale[ell - 1]
+            assert d[f"{name}_diagonal"][0, 0, j] == pytest.approx(expected, rel=1e-9)
+    assert 0 <= int(d["peak"]) < len(d["steps"])

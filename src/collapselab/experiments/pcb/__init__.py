@@ -6,6 +6,7 @@ id                          what                                              fi
 ==========================  ================================================  ==============
 ``pcbias-convergence``      per-PC convergence of deep linear ensembles,      Figs. 2, 4a, 4c
                             natural and ZCA-whitened, against Eq. 10
+``pcbias-scales``           gradient-scale matrices near α_l I, β_l I early   Fig. 3
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -17,7 +18,13 @@ architectures, for a GPU; dry-run tested) and ``tiny`` (the test suite's). The t
 from collapselab.experiments.pcb import presets
 from collapselab.experiments.pcb._common import PAPER
 from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_convergence
-from collapselab.experiments.pcb.figures import CONVERGENCE_CAPTIONS, draw_convergence
+from collapselab.experiments.pcb.figures import (
+    CONVERGENCE_CAPTIONS,
+    SCALES_CAPTIONS,
+    draw_convergence,
+    draw_scales,
+)
+from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
 from collapselab.experiments.registry import Experiment, register
 
 CONVERGENCE = register(
@@ -37,4 +44,29 @@ CONVERGENCE = register(
     )
 )
 
-__all__ = ["CONVERGENCE", "CONVERGENCE_CLAIMS", "run_convergence"]
+SCALES = register(
+    Experiment(
+        id="pcbias-scales",
+        paper=PAPER,
+        title="gradient-scale matrices A_l, B_l stay near α_l I, β_l I early in training",
+        presets=presets.SCALES,
+        runtime_quick="~20 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_scales,
+        figures=list(SCALES_CAPTIONS),
+        figure="Fig. 3",
+        claims=SCALES_CLAIMS,
+        draw=draw_scales,
+        captions=SCALES_CAPTIONS,
+        uses_device=False,
+    )
+)
+
+__all__ = [
+    "CONVERGENCE",
+    "CONVERGENCE_CLAIMS",
+    "SCALES",
+    "SCALES_CLAIMS",
+    "run_convergence",
+    "run_scales",
+]

@@ -72,6 +72,8 @@ def _pool(x: torch.Tensor, factor: int) -> torch.Tensor:
     """Average-pool square single-channel images (flattened or not) by ``factor``."""
     if factor == 1:
         return x
+    if x[0].numel() != x[0].shape[-1] ** 2 and x[0].shape[0] != 1:
+        raise ValueError(f"pool needs single-channel square images, got {tuple(x.shape[1:])}")
     side = round(x[0].numel() ** 0.5)
     images = x.reshape(x.shape[0], 1, side, side)
     return torch.nn.functional.avg_pool2d(images, factor)

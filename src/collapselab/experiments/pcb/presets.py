@@ -82,3 +82,40 @@ CONVERGENCE: dict[str, dict[str, Any]] = {
     },
 }
 """``pcbias-convergence`` (Figs. 2 left, 4a, 4c): natural and ZCA-whitened ensembles."""
+
+
+def _fashion(n_train: int, n_test: int, pool: int) -> dict[str, Any]:
+    return {"name": "fashion_mnist", "n_train_per_class": n_train, "n_test_per_class": n_test,
+            "pool": pool}  # fmt: skip
+
+
+def _digits(n_per_class: int) -> dict[str, Any]:
+    return {"name": "digits", "n_per_class": n_per_class, "test_fraction": 0.25}
+
+
+_SCALES = {
+    "hidden": [256, 256, 256, 256],
+    "init": "def3",
+    "lr": 0.1,
+    "scale_layers": [2, 4],
+    "members": 5,
+}
+
+SCALES: dict[str, dict[str, Any]] = {
+    "quick": {**_SCALES, "lr": 0.5, "datasets": {"main": _fashion(200, 100, 4)}, "steps": 3000,
+              "checkpoints": 20},
+    "quick-bundled": {**_SCALES, "datasets": {"main": _digits(160)}, "steps": 1000,
+                      "checkpoints": 20},
+    "standard": {**_SCALES, "hidden": [1024] * 4, "datasets": {"main": _fashion(500, 200, 2)},
+                 "steps": 3000, "checkpoints": 30, "members": 10},
+    "paper": {**_SCALES, "hidden": [1024] * 4, "members": 10, "steps": 5000,
+              "checkpoints": 30,
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals",
+                                    "n_train_per_class": 500, "n_test_per_class": 100}}},
+    "tiny": {**_SCALES, "hidden": [32, 32, 32, 32], "datasets": {"main": _digits(30)},
+             "steps": 80, "checkpoints": 8, "members": 2},
+}  # fmt: skip
+"""``pcbias-scales`` (Fig. 3): a 5-layer linear net, layers 2 and 4. ``quick`` reads a
+Fashion-MNIST subset pooled to 7 x 7 (``q = 49``), falling back to ``quick-bundled``
+(scikit-learn's digits, ``q = 64``) without the files; ``paper``: CIFAR-100's small mammals
+(the paper's data, 5 classes, 2500/500 images), width 1024."""
