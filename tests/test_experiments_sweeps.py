@@ -208,3 +208,11 @@ def test_bad_input_gets_one_clear_error() -> None:
 def test_a_result_that_is_not_a_dict_is_a_member_error() -> None:
     with pytest.raises(SweepError, match="must be a dict of name"):
         run_sweep(lambda c: 3.0, CONFIGS[:1], executor="serial", retries=0)
+
+
+def test_the_ray_executor_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
+    with pytest.raises(ImportError, match=r"needs Ray.*pip install 'collapselab\[ray\]'"):
+        run_sweep(tasks.train_linear, CONFIGS, executor="ray")

@@ -15,7 +15,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,6 +23,18 @@ from collapselab.experiments.sweeps.member import config_hash
 from collapselab.store import atomic_write, to_jsonable
 
 _NAME = re.compile(r"^member-(\d{5,})-([0-9a-f]{16})\.(json|npz)$")
+
+
+class MemberRecords(Protocol):
+    """Where a sweep finds finished members and records new ones (:class:`MemberStore`)."""
+
+    def load(self, index: int, config: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
+        """Member ``index``'s result and attempts when it finished for ``config``."""
+        ...
+
+    def save(self, index: int, config: dict[str, Any], value: dict[str, Any], attempts: int) -> Any:
+        """Record member ``index``'s result."""
+        ...
 
 
 class MemberStore:

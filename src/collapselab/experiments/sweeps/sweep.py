@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import time
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from collapselab.checks import check_int
 from collapselab.experiments.progress import NoProgress, ProgressCallback, ProgressDisplay
 from collapselab.experiments.sweeps.executors import Executor, make_executor
 from collapselab.experiments.sweeps.member import Job, Outcome, Task, config_json
-from collapselab.experiments.sweeps.member_store import MemberStore
+from collapselab.experiments.sweeps.member_store import MemberRecords, MemberStore
 
 
 class SweepError(RuntimeError):
@@ -75,7 +76,7 @@ def run_sweep(
     *,
     executor: str | Executor = "local",
     workers: int | None = None,
-    store: str | Path | None = None,
+    store: str | Path | MemberRecords | None = None,
     retries: int = 1,
     threads: int = 1,
     progress: ProgressDisplay | None = None,
@@ -94,7 +95,10 @@ def run_sweep(
         workers: processes of the pool (default: one per core); at least 1.
         store: a directory where each finished member is written atomically, keyed by its
             index and its config's hash; a rerun loads those members instead of running
-            them again (a member whose config changed is run again).
+            them again (a member whose config changed is run again). Or an object with
+            ``load(index, config) -> (result, attempts) | None`` and
+            ``save(index, config, result, attempts)`` like
+            :class:`~collapselab.experiments.sweeps.member_store.MemberStore`.
         retries: how many times a failed member (an exception, or a worker that died) is
             run again; each retry is recorded in :attr:`SweepResult.retries` and noted on
             ``progress`` (when the display has a ``note(text)`` method).
@@ -114,7 +118,7 @@ def run_sweep(
     threads = check_int("threads", threads, minimum=1)
     runner = make_executor(executor, workers)
     _check_task(task, runner)
-    members = MemberStore(store) if store is not None else None
+    members = MemberStore(store) if isinstance(store, (str, os.PathLike)) else store
     display = progress if progress is not None else NoProgress()
     started = time.perf_counter()
     result = SweepResult([None] * len(configs), configs, [0] * len(configs), executor=runner.name)
@@ -198,7 +202,7 @@ def _check_task(task: Task, runner: Executor) -> None:
         ) from None
 
 
-def _load_finished(members: MemberStore | None, result: SweepResult, threads: int) -> list[Job]:
+def _load_finished(members: MemberRecords | None, result: SweepResult, threads: int) -> list[Job]:
     """Fill ``result`` with the members found in the store; the jobs of the others."""
     jobs = []
     for index, config in enumerate(result.configs):
