@@ -27,7 +27,7 @@ def runs(tmp_path_factory):
     """``reproduce 002 --preset tiny`` once for the module."""
     root = tmp_path_factory.mktemp("pcb-runs")
     with serial_threads():
-        result = reproduce("002", preset="tiny", root=root)
+        result = reproduce("002", preset="tiny", root=root, executor="serial")
     assert [o.experiment for o in result.outcomes] == IDS
     return {e: Run.open(root / f"{e}-tiny-seed0") for e in IDS}
 

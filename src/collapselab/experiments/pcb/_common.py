@@ -36,8 +36,8 @@ def run_members(
     return run_sweep(
         task,
         list(configs),
-        executor=getattr(context, "executor", "serial"),
-        workers=getattr(context, "workers", None),
+        executor=context.executor,
+        workers=context.workers,
         store=run.path / "members" / label,
         progress=context.progress,
     ).results
