@@ -19,7 +19,7 @@ from collapselab.theory.pc_bias import (
 )
 from tests._experiments import check_completed_run, stored_claims
 
-IDS = ["pcbias-convergence", "pcbias-scales"]
+IDS = ["pcbias-convergence", "pcbias-init", "pcbias-scales"]
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +113,19 @@ def test_scales_store_thm3_deviations_recomputed_from_the_initial_weights(runs):
             expected = np.mean(np.abs(np.diag(m) - scale[ell - 1])) / scale[ell - 1]
             assert d[f"{name}_diagonal"][0, 0, j] == pytest.approx(expected, rel=1e-9)
     assert 0 <= int(d["peak"]) < len(d["steps"])
+
+
+def test_init_holds_both_factors_against_gd_and_the_glorot_erratum(runs):
+    """The stored factors are Thm 3's (recomputed: Σα_lβ_l and L) and the printed c = L
+    misses Glorot's GD by more than the effective factor does."""
+    run = runs["pcbias-init"]
+    widths = [64, *run.config["hidden"], 10]  # digits: q = 64, K = 10
+    for init in ("def3", "glorot_uniform"):
+        d = run.load_array(init)
+        alpha, beta = expected_scales(widths, init)
+        assert float(d["factor_corrected"]) == pytest.approx(float(alpha @ beta))
+        assert float(d["factor_published"]) == 2.0
+    glorot = stored_claims(run)["closed-form-glorot-paper-factor"]
+    effective = stored_claims(run)["closed-form-glorot-effective-factor"]
+    assert glorot["kind"] == "erratum"
+    assert glorot["values"]["max_error"] > 2 * effective["values"]["max_error"]

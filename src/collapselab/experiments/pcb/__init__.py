@@ -7,6 +7,7 @@ id                          what                                              fi
 ``pcbias-convergence``      per-PC convergence of deep linear ensembles,      Figs. 2, 4a, 4c
                             natural and ZCA-whitened, against Eq. 10
 ``pcbias-scales``           gradient-scale matrices near α_l I, β_l I early   Fig. 3
+``pcbias-init``             Def. 3 vs Glorot uniform; Eq. 10's factor c       Fig. 12
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -20,10 +21,13 @@ from collapselab.experiments.pcb._common import PAPER
 from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_convergence
 from collapselab.experiments.pcb.figures import (
     CONVERGENCE_CAPTIONS,
+    INIT_CAPTIONS,
     SCALES_CAPTIONS,
     draw_convergence,
+    draw_init,
     draw_scales,
 )
+from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
 from collapselab.experiments.registry import Experiment, register
 
@@ -62,11 +66,32 @@ SCALES = register(
     )
 )
 
+INIT = register(
+    Experiment(
+        id="pcbias-init",
+        paper=PAPER,
+        title="Def. 3 vs Glorot uniform: learning curves and Eq. 10's effective factor",
+        presets=presets.INIT,
+        runtime_quick="~20 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_init,
+        figures=list(INIT_CAPTIONS),
+        figure="Fig. 12",
+        claims=INIT_CLAIMS,
+        draw=draw_init,
+        captions=INIT_CAPTIONS,
+        uses_device=False,
+    )
+)
+
 __all__ = [
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
+    "INIT",
+    "INIT_CLAIMS",
     "SCALES",
     "SCALES_CLAIMS",
     "run_convergence",
+    "run_init",
     "run_scales",
 ]

@@ -119,3 +119,23 @@ SCALES: dict[str, dict[str, Any]] = {
 Fashion-MNIST subset pooled to 7 x 7 (``q = 49``), falling back to ``quick-bundled``
 (scikit-learn's digits, ``q = 64``) without the files; ``paper``: CIFAR-100's small mammals
 (the paper's data, 5 classes, 2500/500 images), width 1024."""
+
+
+_INIT = {"hidden": [2048], "lr": 0.1, "members": 5}
+
+INIT: dict[str, dict[str, Any]] = {
+    "quick": {**_INIT, "datasets": {"main": _fashion(200, 100, 4)}, "steps": 1000,
+              "checkpoints": 20},
+    "quick-bundled": {**_INIT, "datasets": {"main": _digits(160)}, "steps": 1000,
+                      "checkpoints": 20},
+    "standard": {**_INIT, "hidden": [8192], "datasets": {"main": _fashion(500, 200, 2)},
+                 "steps": 3000, "checkpoints": 30, "members": 10},
+    "paper": {**_INIT, "hidden": [8192], "members": 10, "steps": 5000, "checkpoints": 30,
+              "datasets": {"main": {"name": "cifar10", "classes": [3, 5],
+                                    "n_train_per_class": 5000, "n_test_per_class": 1000}}},
+    "tiny": {**_INIT, "hidden": [256], "datasets": {"main": _digits(30)}, "steps": 60,
+             "checkpoints": 8, "members": 2},
+}  # fmt: skip
+"""``pcbias-init`` (Fig. 12): a one-hidden-layer linear net, very wide (the paper: "very
+wide"), Def. 3 against Glorot uniform at the same step. ``quick``: Fashion-MNIST pooled to
+7 x 7 (``quick-bundled``: digits); ``paper``: CIFAR-10's cats and dogs (classes 3 and 5)."""
