@@ -19,7 +19,7 @@ from collapselab.theory.pc_bias import (
 )
 from tests._experiments import check_completed_run, stored_claims
 
-IDS = ["pcbias-convergence", "pcbias-init", "pcbias-scales"]
+IDS = ["pcbias-convergence", "pcbias-init", "pcbias-relu", "pcbias-scales"]
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +129,17 @@ def test_init_holds_both_factors_against_gd_and_the_glorot_erratum(runs):
     effective = stored_claims(run)["closed-form-glorot-effective-factor"]
     assert glorot["kind"] == "erratum"
     assert glorot["values"]["max_error"] > 2 * effective["values"]["max_error"]
+
+
+def test_relu_paired_net_on_symmetric_data_follows_the_quarter_constant(runs):
+    """On the exactly symmetric sample the paired net stays linear: the std of the
+    a-component decays by |1 − μ ¼ ‖a‖² d_j| per step to rounding; the printed ½ does not."""
+    claims = stored_claims(runs["pcbias-relu"])
+    assert claims["relu-approximate-dynamics"]["values"]["max_error"] < 1e-9
+    printed = claims["relu-printed-constant"]
+    assert printed["values"]["max_error"] > 0.1
+    assert printed["erratum"]["outcome"] == "confirmed"
+    d = runs["pcbias-relu"].load_array("relu")
+    a_norm2 = 1.0  # a_scale = 1/sqrt(width): ‖a‖² = 1
+    expected = 1 - float(d["mu"]) * 0.25 * a_norm2 * d["eigenvalues"]
+    np.testing.assert_allclose(d["ratio_corrected"], expected, rtol=1e-9)  # ‖a‖² rounds

@@ -8,6 +8,7 @@ id                          what                                              fi
                             natural and ZCA-whitened, against Eq. 10
 ``pcbias-scales``           gradient-scale matrices near α_l I, β_l I early   Fig. 3
 ``pcbias-init``             Def. 3 vs Glorot uniform; Eq. 10's factor c       Fig. 12
+``pcbias-relu``             two-layer ReLU: per-PC std vs §2.5's dynamics     Fig. 2 right
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -22,12 +23,15 @@ from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_conv
 from collapselab.experiments.pcb.figures import (
     CONVERGENCE_CAPTIONS,
     INIT_CAPTIONS,
+    RELU_CAPTIONS,
     SCALES_CAPTIONS,
     draw_convergence,
     draw_init,
+    draw_relu,
     draw_scales,
 )
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
+from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
 from collapselab.experiments.registry import Experiment, register
 
@@ -84,14 +88,34 @@ INIT = register(
     )
 )
 
+RELU = register(
+    Experiment(
+        id="pcbias-relu",
+        paper=PAPER,
+        title="two-layer ReLU net: per-PC std against the approximate dynamics (¼ vs ½)",
+        presets=presets.RELU,
+        runtime_quick="~25 s",
+        run=run_relu,
+        figures=list(RELU_CAPTIONS),
+        figure="Fig. 2 (right)",
+        claims=RELU_CLAIMS,
+        draw=draw_relu,
+        captions=RELU_CAPTIONS,
+        uses_device=False,
+    )
+)
+
 __all__ = [
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
     "INIT",
     "INIT_CLAIMS",
+    "RELU",
+    "RELU_CLAIMS",
     "SCALES",
     "SCALES_CLAIMS",
     "run_convergence",
     "run_init",
+    "run_relu",
     "run_scales",
 ]

@@ -15,9 +15,11 @@ from collapselab.store import Run
 __all__ = [
     "CONVERGENCE_CAPTIONS",
     "INIT_CAPTIONS",
+    "RELU_CAPTIONS",
     "SCALES_CAPTIONS",
     "draw_convergence",
     "draw_init",
+    "draw_relu",
     "draw_scales",
     "pc_picks",
 ]
@@ -206,4 +208,32 @@ INIT_CAPTIONS = {
     "test accuracy (mean ± std over networks), and the error of Eq. 10 with the effective "
     "factor c = Σα_lβ_l (solid) and the paper's c = L (dotted). Under Def. 3 the two factors "
     "coincide; under Glorot only the effective one follows GD.",
+}
+
+
+def draw_relu(run: Run) -> None:
+    """Fig. 2 (right) from ``relu.npz``: the std over networks of the component along ``a``
+    of six PC columns, with the approximate dynamics' prediction for both constants."""
+    d = run.load_array("relu")
+    x = _x(d["steps"])
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    for i, j in enumerate(pc_picks(d["eigenvalues"])):
+        color = f"C{i}"
+        ax.plot(x, d["std"][:, j], _MEASURED, color=color, label=f"PC {j + 1}")
+        ax.plot(x, d["std_corrected"][:, j], _PREDICTED, color=color, lw=1)
+        ax.plot(x, d["std_published"][:, j], ":", color=color, lw=1)
+    ax.set(xscale="log", yscale="log", xlabel="GD step + 1",
+           ylabel="std over networks of aᵀw̃_j / ‖a‖",
+           title="Fig. 2 (right): two-layer ReLU, 6 PCs")  # fmt: skip
+    ax.legend(fontsize="small", title="GD (—), κ = 1/4 (--), 1/2 (⋯)")
+    ax.grid(alpha=0.3, which="both")
+    _floor(ax, d["std"])
+    save_run_figure(run, fig, "fig2_std_relu")
+
+
+RELU_CAPTIONS = {
+    "fig2_std_relu": "Fig. 2 (right) analogue: two-layer ReLU nets (paired init, a fixed) on "
+    "symmetric data: std over networks of the component along a of the first layer's PC "
+    "column j, for six PCs; dashed: the approximate dynamics with κ = 1/4, dotted: with the "
+    "printed 1/2. The leading PCs lose their initial randomness first.",
 }

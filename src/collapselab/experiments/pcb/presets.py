@@ -139,3 +139,18 @@ INIT: dict[str, dict[str, Any]] = {
 """``pcbias-init`` (Fig. 12): a one-hidden-layer linear net, very wide (the paper: "very
 wide"), Def. 3 against Glorot uniform at the same step. ``quick``: Fashion-MNIST pooled to
 7 x 7 (``quick-bundled``: digits); ``paper``: CIFAR-10's cats and dogs (classes 3 and 5)."""
+
+
+_RELU = {"dim": 20, "decay": 1.0, "lr": 0.1, "members": 10}
+
+RELU: dict[str, dict[str, Any]] = {
+    "quick": {**_RELU, "n_per_class": 250, "width": 100, "steps": 200, "checkpoints": 15},
+    "standard": {**_RELU, "dim": 50, "n_per_class": 1000, "width": 400, "steps": 1000,
+                 "checkpoints": 25},
+    "paper": {**_RELU, "dim": 100, "n_per_class": 2500, "width": 1024, "steps": 3000,
+              "checkpoints": 30},
+    "tiny": {**_RELU, "dim": 8, "n_per_class": 40, "width": 20, "steps": 40,
+             "checkpoints": 8, "members": 3},
+}  # fmt: skip
+"""``pcbias-relu`` (Fig. 2 right): the paper names no data for it; generated symmetric
+Gaussian classes (power-law spectrum) at every preset."""
