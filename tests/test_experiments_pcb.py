@@ -140,6 +140,6 @@ def test_relu_paired_net_on_symmetric_data_follows_the_quarter_constant(runs):
     assert printed["values"]["max_error"] > 0.1
     assert printed["erratum"]["outcome"] == "confirmed"
     d = runs["pcbias-relu"].load_array("relu")
-    a_norm2 = 1.0  # a_scale = 1/sqrt(width): ‖a‖² = 1
-    expected = 1 - float(d["mu"]) * 0.25 * a_norm2 * d["eigenvalues"]
-    np.testing.assert_allclose(d["ratio_corrected"], expected, rtol=1e-9)  # ‖a‖² rounds
+    # μ = lr / (¼ ‖a‖² d_1), so the corrected ratio is 1 − lr d_j / d_1 whatever ‖a‖ is
+    expected = 1 - runs["pcbias-relu"].config["lr"] * d["eigenvalues"] / d["eigenvalues"][0]
+    np.testing.assert_allclose(d["ratio_corrected"], expected, rtol=1e-12)
