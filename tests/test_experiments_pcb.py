@@ -143,3 +143,51 @@ def test_relu_paired_net_on_symmetric_data_follows_the_quarter_constant(runs):
     # μ = lr / (¼ ‖a‖² d_1), so the corrected ratio is 1 − lr d_j / d_1 whatever ‖a‖ is
     expected = 1 - runs["pcbias-relu"].config["lr"] * d["eigenvalues"] / d["eigenvalues"][0]
     np.testing.assert_allclose(d["ratio_corrected"], expected, rtol=1e-12)
+
+
+def _pickle(path, obj) -> None:
+    import pickle
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(obj, protocol=2))
+
+
+def _write_cifar_fixtures(root) -> None:
+    """CIFAR-10 (4 images per class) and CIFAR-100 (small mammals among others) in their
+    official pickled layout, random pixels."""
+    rng = np.random.default_rng(0)
+    folder = root / "cifar-10-batches-py"
+    for i in range(1, 6):
+        labels = [2 * (i - 1) + j % 2 for j in range(8)]
+        data = rng.integers(0, 256, (8, 3072), dtype=np.uint8)
+        _pickle(folder / f"data_batch_{i}", {b"data": data, b"labels": labels})
+    test = {b"data": rng.integers(0, 256, (20, 3072), dtype=np.uint8),
+            b"labels": [j % 10 for j in range(20)]}  # fmt: skip
+    _pickle(folder / "test_batch", test)
+    mammals = [36, 50, 65, 74, 80]
+    for name, n in (("train", 40), ("test", 20)):
+        fine = np.array([mammals[j % 5] if j % 2 == 0 else (j * 3) % 100 for j in range(n)])
+        coarse = np.where(np.isin(fine, mammals), 16, fine % 16)
+        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                 b"fine_labels": fine.tolist(), b"coarse_labels": coarse.tolist()}  # fmt: skip
+        _pickle(root / "cifar-100-python" / name, batch)
+
+
+def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
+    """The paper presets read CIFAR-10 (Fig. 4a, Fig. 12's cats and dogs) and CIFAR-100's
+    small mammals (Fig. 3) from fixture files in the official format: data standardised,
+    frame computed, widths built, one GD step taken; nothing trained."""
+    from collapselab.experiments.dry_run import dry_run_experiment
+
+    _write_cifar_fixtures(tmp_path)
+    expected = {"pcbias-convergence": (3072, 10, 40), "pcbias-init": (3072, 2, 8),
+                "pcbias-scales": (3072, 5, 20)}  # fmt: skip
+    for experiment_id, (q, k, n_train) in expected.items():
+        result = dry_run_experiment(get_experiment(experiment_id), "paper", data_dir=tmp_path)
+        assert result.ok, result.error
+        assert result.built["widths"][0] == q and result.built["widths"][-1] == k
+        assert result.built["n_train"] == n_train
+    relu = dry_run_experiment(get_experiment("pcbias-relu"), "paper", data_dir=tmp_path)
+    assert relu.ok and relu.built is None  # generated data: nothing to read
+    missing = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=tmp_path / "no")
+    assert not missing.ok and "cifar10 not found" in missing.error

@@ -33,6 +33,7 @@ from collapselab.experiments.pcb.figures import (
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
 from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
+from collapselab.experiments.pcb.training import linear_dry_run
 from collapselab.experiments.registry import Experiment, register
 
 CONVERGENCE = register(
@@ -43,6 +44,7 @@ CONVERGENCE = register(
         presets=presets.CONVERGENCE,
         runtime_quick="~10 s",
         run=run_convergence,
+        dry_run=linear_dry_run,
         figures=list(CONVERGENCE_CAPTIONS),
         figure="Figs. 2 (left), 4a, 4c",
         claims=CONVERGENCE_CLAIMS,
@@ -61,6 +63,7 @@ SCALES = register(
         runtime_quick="~20 s",
         fallbacks={"quick": "quick-bundled"},
         run=run_scales,
+        dry_run=linear_dry_run,
         figures=list(SCALES_CAPTIONS),
         figure="Fig. 3",
         claims=SCALES_CLAIMS,
@@ -79,6 +82,7 @@ INIT = register(
         runtime_quick="~20 s",
         fallbacks={"quick": "quick-bundled"},
         run=run_init,
+        dry_run=linear_dry_run,
         figures=list(INIT_CAPTIONS),
         figure="Fig. 12",
         claims=INIT_CLAIMS,

@@ -57,9 +57,7 @@ CONVERGENCE: dict[str, dict[str, Any]] = {
         "zca_eps": 1e-3,
     },
     "paper": {
-        "datasets": {
-            "main": {"name": "cifar10", "n_train_per_class": 5000, "n_test_per_class": 1000}
-        },
+        "datasets": {"main": {"name": "cifar10"}},
         "hidden": [1024],
         "init": "glorot_uniform",
         "lr": 0.1,
@@ -110,8 +108,7 @@ SCALES: dict[str, dict[str, Any]] = {
                  "steps": 3000, "checkpoints": 30, "members": 10},
     "paper": {**_SCALES, "hidden": [1024] * 4, "members": 10, "steps": 5000,
               "checkpoints": 30,
-              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals",
-                                    "n_train_per_class": 500, "n_test_per_class": 100}}},
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
     "tiny": {**_SCALES, "hidden": [32, 32, 32, 32], "datasets": {"main": _digits(30)},
              "steps": 80, "checkpoints": 8, "members": 2},
 }  # fmt: skip
@@ -131,8 +128,7 @@ INIT: dict[str, dict[str, Any]] = {
     "standard": {**_INIT, "hidden": [8192], "datasets": {"main": _fashion(500, 200, 2)},
                  "steps": 3000, "checkpoints": 30, "members": 10},
     "paper": {**_INIT, "hidden": [8192], "members": 10, "steps": 5000, "checkpoints": 30,
-              "datasets": {"main": {"name": "cifar10", "classes": [3, 5],
-                                    "n_train_per_class": 5000, "n_test_per_class": 1000}}},
+              "datasets": {"main": {"name": "cifar10", "classes": [3, 5]}}},
     "tiny": {**_INIT, "hidden": [256], "datasets": {"main": _digits(30)}, "steps": 60,
              "checkpoints": 8, "members": 2},
 }  # fmt: skip

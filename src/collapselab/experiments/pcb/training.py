@@ -16,6 +16,7 @@ coordinates by :class:`~collapselab.models.DeepLinear` (Def. 3, Glorot, ...) and
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,14 @@ from collapselab.theory.pc_bias import (
     principal_frame,
 )
 
-__all__ = ["data_frame", "deep_linear_member", "initial_weights", "pc_gd_step", "step_size"]
+__all__ = [
+    "data_frame",
+    "deep_linear_member",
+    "initial_weights",
+    "linear_dry_run",
+    "pc_gd_step",
+    "step_size",
+]
 
 
 def data_frame(config: Mapping[str, Any]) -> tuple[PCFrame, Any]:
@@ -127,3 +135,34 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
             record.setdefault(key, []).append(value)
     out = {k: np.asarray(v) for k, v in record.items()}
     return {**out, "steps": marks, "mu": mu}
+
+
+def linear_dry_run(
+    config: Mapping[str, Any], data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build what a deep linear experiment of ``config`` would train, without training (the
+    paper preset's check on local files): read and standardise the data (and whiten it when
+    configured), compute its principal frame, draw one member's weights and take one GD
+    step. Returns the data's size, ``q``, ``K``, the widths, ``μ`` and the eigenvalue range."""
+    member = {**config, "member": 0, "seed": seed, "data_seed": seed,
+              "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
+    frame, inputs = data_frame(member)
+    widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
+    inits = [str(config["init"])] if "init" in config else ["def3", "glorot_uniform"]
+    mu = step_size(frame, len(widths) - 1, float(config["lr"]))
+    for init in inits:
+        ws = pc_gd_step(initial_weights(widths, init, seed, frame.basis), frame, mu)
+        if not all(np.all(np.isfinite(w)) for w in ws):
+            raise ValueError(f"one GD step from the {init} init is not finite at lr {config['lr']}")
+    d = frame.eigenvalues
+    return {
+        "dataset": config["datasets"]["main"]["name"],
+        "n_train": int(inputs.x.shape[0]),
+        "n_test": int(inputs.x_test.shape[0]),
+        "widths": widths,
+        "inits": inits,
+        "members": int(config["members"]),
+        "steps": int(config["steps"]),
+        "mu": mu,
+        "eigenvalue_range": [float(d[0]), float(d[d > 0][-1])],
+    }
