@@ -19,7 +19,7 @@ from collapselab.theory.pc_bias import (
 )
 from tests._experiments import check_completed_run, stored_claims
 
-IDS = ["pcbias-convergence", "pcbias-init", "pcbias-relu", "pcbias-scales"]
+IDS = ["pcbias-convergence", "pcbias-init", "pcbias-loc", "pcbias-relu", "pcbias-scales"]
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +191,32 @@ def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
     assert relu.ok and relu.built is None  # generated data: nothing to read
     missing = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=tmp_path / "no")
     assert not missing.ok and "cifar10 not found" in missing.error
+
+
+def test_loc_stores_accessibility_and_its_correlations(runs):
+    """Accessibility lies in [0, 1] and moves in steps of 1/(N E); the stored LOC is the
+    Pearson correlation of the two ensembles' vectors (scipy, recomputed) and the shuffled
+    ensemble's labels differ from the real ones."""
+    from scipy import stats
+
+    run = runs["pcbias-loc"]
+    d = run.load_array("loc")
+    members = run.config["members"]
+    for condition in ("natural", "whitened"):
+        access = d[f"accessibility_{condition}"]
+        window = d[f"window_{condition}"]
+        assert access.shape[0] == 2 and not window[0] and window.sum() >= 2
+        assert access.min() >= 0 and access.max() <= 1
+        grid = access * members * window.sum()
+        np.testing.assert_allclose(grid, np.round(grid), atol=1e-9)
+        pearson = stats.pearsonr(access[0], access[1]).statistic
+        assert float(d[f"pearson_{condition}"]) == pytest.approx(pearson, rel=1e-12)
+    labels = run.load_array("labels")
+    for key in ("natural_real", "natural_shuffled", "whitened_real", "whitened_shuffled"):
+        excess = labels[f"{key}_excess"]
+        np.testing.assert_allclose(excess[:, 0], 1.0)
+        # one layer: Eq. 10 is exact, the predicted loss curve is the measured one
+        np.testing.assert_allclose(labels[f"{key}_predicted"], excess, rtol=1e-6, atol=1e-9)
+    claims = stored_claims(run)
+    assert set(claims["shuffled-labels-slower"]["values"]) == {"real_step", "shuffled_step",
+                                                               "ratio"}  # fmt: skip

@@ -9,6 +9,7 @@ id                          what                                              fi
 ``pcbias-scales``           gradient-scale matrices near α_l I, β_l I early   Fig. 3
 ``pcbias-init``             Def. 3 vs Glorot uniform; Eq. 10's factor c       Fig. 12
 ``pcbias-relu``             two-layer ReLU: per-PC std vs §2.5's dynamics     Fig. 2 right
+``pcbias-loc``              LOC natural vs whitened; real vs shuffled labels  Figs. 7a, 10
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -23,14 +24,17 @@ from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_conv
 from collapselab.experiments.pcb.figures import (
     CONVERGENCE_CAPTIONS,
     INIT_CAPTIONS,
+    LOC_CAPTIONS,
     RELU_CAPTIONS,
     SCALES_CAPTIONS,
     draw_convergence,
     draw_init,
+    draw_loc,
     draw_relu,
     draw_scales,
 )
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
+from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, run_loc
 from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
 from collapselab.experiments.pcb.training import linear_dry_run
@@ -109,17 +113,39 @@ RELU = register(
     )
 )
 
+LOC = register(
+    Experiment(
+        id="pcbias-loc",
+        paper=PAPER,
+        title="learning-order constancy of linear nets: natural vs whitened, real vs shuffled",
+        presets=presets.LOC,
+        runtime_quick="~30 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_loc,
+        dry_run=linear_dry_run,
+        figures=list(LOC_CAPTIONS),
+        figure="Figs. 7a, 10",
+        claims=LOC_CLAIMS,
+        draw=draw_loc,
+        captions=LOC_CAPTIONS,
+        uses_device=False,
+    )
+)
+
 __all__ = [
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
     "INIT",
     "INIT_CLAIMS",
+    "LOC",
+    "LOC_CLAIMS",
     "RELU",
     "RELU_CLAIMS",
     "SCALES",
     "SCALES_CLAIMS",
     "run_convergence",
     "run_init",
+    "run_loc",
     "run_relu",
     "run_scales",
 ]

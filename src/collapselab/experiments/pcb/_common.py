@@ -14,7 +14,7 @@ import torch
 
 from collapselab.data import DataSplits, LabeledData, load_dataset
 from collapselab.data.pca import ZCAWhitening
-from collapselab.data.transforms import Standardize
+from collapselab.data.transforms import Standardize, shuffle_labels
 from collapselab.experiments.claims import ClaimResult
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_sweep
@@ -41,6 +41,21 @@ def run_members(
         store=run.path / "members" / label,
         progress=context.progress,
     ).results
+
+
+def run_ensembles(
+    task: Task, ensembles: Mapping[str, dict[str, Any]], run: Run, context: RunContext
+) -> dict[str, list[dict[str, Any]]]:
+    """Several ensembles (``label -> config`` with ``members`` members each) as one sweep (one
+    process pool for all, stored under ``members/ensembles``); the results by label."""
+    configs, owners = [], []
+    for label, config in ensembles.items():
+        batch = members(config, int(config["members"]))
+        configs += batch
+        owners += [label] * len(batch)
+    results = run_members(task, configs, run, context, "ensembles")
+    return {label: [r for r, o in zip(results, owners, strict=True) if o == label]
+            for label in ensembles}  # fmt: skip
 
 
 def members(config: Mapping[str, Any], n: int, **fields: Any) -> list[dict[str, Any]]:
@@ -81,7 +96,8 @@ def _pool(x: torch.Tensor, factor: int) -> torch.Tensor:
 
 def read_dataset(spec: Mapping[str, Any], data_dir: str | None, seed: int) -> Inputs:
     """The dataset of ``spec`` (``name`` and its loader's options; ``pool``: average-pooling
-    factor for images; ``whiten``: ZCA-whiten with training statistics, ``eps``), inputs
+    factor for images; ``shuffle``: the fraction of training labels shuffled; ``whiten``:
+    ZCA-whiten with training statistics, ``eps``), inputs
     standardised per channel with training statistics (paper 002 §4: one channel for grey
     images, one per feature for generated vectors), cached per process."""
     key = json.dumps({"spec": dict(spec), "data_dir": data_dir, "seed": seed}, sort_keys=True)
@@ -95,9 +111,12 @@ def _read_cached(key: str) -> Inputs:
     name = spec.pop("name")
     pool = int(spec.pop("pool", 1))
     whiten = spec.pop("whiten", None)
+    shuffle = float(spec.pop("shuffle", 0.0))
     splits: DataSplits = load_dataset(
         name, data_dir=request["data_dir"], seed=request["seed"], **spec
     )
+    if shuffle:
+        splits = shuffle_labels(splits, shuffle, seed=request["seed"])
     if splits.test is None:
         raise ValueError(f"dataset {name!r} must have a test split (give its test size)")
     train_x, test_x = _pool(splits.train.x.double(), pool), _pool(splits.test.x.double(), pool)

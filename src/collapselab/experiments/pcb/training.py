@@ -61,6 +61,16 @@ def initial_weights(widths: list[int], init: str, seed: int, basis: np.ndarray) 
     return ws
 
 
+def checkpoints(config: Mapping[str, Any]) -> np.ndarray:
+    """The checkpoints of ``config``: :func:`log_steps` of ``steps`` and ``checkpoints``, or
+    with ``spacing="linear"`` every ``steps / checkpoints`` steps (equal weight per step for
+    accessibility, an average over epochs)."""
+    steps, n = int(config["steps"]), int(config["checkpoints"])
+    if config.get("spacing", "log") == "linear":
+        return np.unique(np.linspace(0, steps, n + 1).round().astype(np.int64))
+    return log_steps(steps, n)
+
+
 def step_size(frame: PCFrame, n_layers: int, lr: float) -> float:
     """``μ = lr / (L d_1)``."""
     return float(lr) / (n_layers * float(frame.eigenvalues[0]))
@@ -93,9 +103,10 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train member ``config["member"]`` of an ensemble; returns, at the checkpoints
     ``steps`` (log-spaced, :func:`log_steps` of ``steps``/``checkpoints``): ``w_pc``
     ``(S, K, q)`` the compact matrix in PC coordinates, ``loss`` (Eq. 5), ``train_accuracy``
-    and ``test_accuracy``; with ``scale_layers`` (1-based) also the entry statistics of the
-    gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input coordinates,
-    ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
+    and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)``, which training
+    examples the network classifies correctly; with ``scale_layers`` (1-based) the entry
+    statistics of the gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input
+    coordinates, ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
     (:func:`~collapselab.metrics.pc_bias.gradient_scale_statistics`), ``(S, len)`` each:
     ``a_diagonal``/``b_diagonal`` (mean ``|M_ii − s|``), ``a_diagonal_std``/``b_diagonal_std``
     and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``)."""
@@ -104,7 +115,7 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
     ws = initial_weights(widths, str(config["init"]), seed, frame.basis)
     mu = step_size(frame, len(ws), float(config["lr"]))
-    marks = log_steps(int(config["steps"]), int(config["checkpoints"]))
+    marks = checkpoints(config)
     x_train, x_test = inputs.x @ frame.basis, inputs.x_test @ frame.basis
     layers = [int(ell) - 1 for ell in config.get("scale_layers", [])]
     alpha, beta = expected_scales(widths, str(config["init"]))
@@ -123,6 +134,8 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
             "train_accuracy": _accuracy(x_train, inputs.y, w),
             "test_accuracy": _accuracy(x_test, inputs.y_test, w),
         }
+        if config.get("record_correct"):
+            values["correct"] = (x_train @ w.T).argmax(1) == inputs.y
         if layers:
             a, b = gradient_scale_matrices(ws)
             b = [frame.basis @ m @ frame.basis.T for m in b]
