@@ -19,7 +19,14 @@ from collapselab.theory.pc_bias import (
 )
 from tests._experiments import check_completed_run, stored_claims
 
-IDS = ["pcbias-convergence", "pcbias-init", "pcbias-loc", "pcbias-relu", "pcbias-scales"]
+IDS = [
+    "pcbias-convergence",
+    "pcbias-init",
+    "pcbias-loc",
+    "pcbias-projections",
+    "pcbias-relu",
+    "pcbias-scales",
+]
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +188,16 @@ def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
 
     _write_cifar_fixtures(tmp_path)
     expected = {"pcbias-convergence": (3072, 10, 40), "pcbias-init": (3072, 2, 8),
-                "pcbias-scales": (3072, 5, 20)}  # fmt: skip
+                "pcbias-loc": (3072, 2, 8), "pcbias-scales": (3072, 5, 20)}  # fmt: skip
     for experiment_id, (q, k, n_train) in expected.items():
         result = dry_run_experiment(get_experiment(experiment_id), "paper", data_dir=tmp_path)
         assert result.ok, result.error
         assert result.built["widths"][0] == q and result.built["widths"][-1] == k
         assert result.built["n_train"] == n_train
+    projections = dry_run_experiment(get_experiment("pcbias-projections"), "paper",
+                                     data_dir=tmp_path)  # fmt: skip
+    assert projections.ok, projections.error
+    assert projections.built["input_dim"] == 3072 and projections.built["n_train"] == 20
     relu = dry_run_experiment(get_experiment("pcbias-relu"), "paper", data_dir=tmp_path)
     assert relu.ok and relu.built is None  # generated data: nothing to read
     missing = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=tmp_path / "no")
@@ -220,3 +231,30 @@ def test_loc_stores_accessibility_and_its_correlations(runs):
     claims = stored_claims(run)
     assert set(claims["shuffled-labels-slower"]["values"]) == {"real_step", "shuffled_step",
                                                                "ratio"}  # fmt: skip
+
+
+def test_projections_store_critical_pcs_and_discriminability_of_the_data(runs):
+    """The stored critical PCs and raw discriminability are those of the tiny preset's
+    digits (recomputed from the data), in their ranges; the per-epoch projected accuracies
+    are fractions of the test set; the binned curve is recomputed from the stored vectors."""
+    from collapselab.experiments.pcb._common import read_dataset
+    from collapselab.metrics.pc_bias import (
+        binned_correlation,
+        critical_principal_component,
+        discriminability,
+    )
+
+    run = runs["pcbias-projections"]
+    d = run.load_array("projections")
+    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    critical = critical_principal_component(data.x, data.y, data.n_classes)
+    np.testing.assert_array_equal(d["critical_pc"], critical)
+    assert critical.min() >= 1 and critical.max() <= data.x.shape[1] + 1
+    np.testing.assert_allclose(d["disc_raw"], discriminability(data.x, data.y, 10))
+    n_test = len(data.y_test)
+    for kind in ("nonlinear", "linear"):
+        projected = d[f"projected_{kind}"] * n_test
+        np.testing.assert_allclose(projected, np.round(projected), atol=1e-9)
+        assert d[f"projected_{kind}"].shape == (2, run.config["epochs"] + 1, 3)
+    binned = binned_correlation(d["critical_pc"], d["accessibility_nonlinear"], width=10)
+    np.testing.assert_allclose(d["binned_smoothed"], binned.smoothed)

@@ -10,6 +10,8 @@ id                          what                                              fi
 ``pcbias-init``             Def. 3 vs Glorot uniform; Eq. 10's factor c       Fig. 12
 ``pcbias-relu``             two-layer ReLU: per-PC std vs §2.5's dynamics     Fig. 2 right
 ``pcbias-loc``              LOC natural vs whitened; real vs shuffled labels  Figs. 7a, 10
+``pcbias-projections``      ReLU MLPs vs linear twins: top-P projections,     Figs. 5, 6,
+                            accessibility, critical PC, discriminability      Table 1
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -25,16 +27,23 @@ from collapselab.experiments.pcb.figures import (
     CONVERGENCE_CAPTIONS,
     INIT_CAPTIONS,
     LOC_CAPTIONS,
+    PROJECTION_CAPTIONS,
     RELU_CAPTIONS,
     SCALES_CAPTIONS,
     draw_convergence,
     draw_init,
     draw_loc,
+    draw_projections,
     draw_relu,
     draw_scales,
 )
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
 from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, run_loc
+from collapselab.experiments.pcb.projections import (
+    PROJECTION_CLAIMS,
+    projections_dry_run,
+    run_projections,
+)
 from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
 from collapselab.experiments.pcb.training import linear_dry_run
@@ -132,6 +141,24 @@ LOC = register(
     )
 )
 
+PROJECTIONS = register(
+    Experiment(
+        id="pcbias-projections",
+        paper=PAPER,
+        title="ReLU MLPs and linear twins: PC projections, accessibility, critical PC",
+        presets=presets.PROJECTIONS,
+        runtime_quick="~60 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_projections,
+        dry_run=projections_dry_run,
+        figures=list(PROJECTION_CAPTIONS),
+        figure="Figs. 5, 6a-b, Table 1",
+        claims=PROJECTION_CLAIMS,
+        draw=draw_projections,
+        captions=PROJECTION_CAPTIONS,
+    )
+)
+
 __all__ = [
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
@@ -139,6 +166,8 @@ __all__ = [
     "INIT_CLAIMS",
     "LOC",
     "LOC_CLAIMS",
+    "PROJECTIONS",
+    "PROJECTION_CLAIMS",
     "RELU",
     "RELU_CLAIMS",
     "SCALES",
@@ -146,6 +175,7 @@ __all__ = [
     "run_convergence",
     "run_init",
     "run_loc",
+    "run_projections",
     "run_relu",
     "run_scales",
 ]

@@ -16,11 +16,13 @@ __all__ = [
     "CONVERGENCE_CAPTIONS",
     "INIT_CAPTIONS",
     "LOC_CAPTIONS",
+    "PROJECTION_CAPTIONS",
     "RELU_CAPTIONS",
     "SCALES_CAPTIONS",
     "draw_convergence",
     "draw_init",
     "draw_loc",
+    "draw_projections",
     "draw_relu",
     "draw_scales",
     "pc_picks",
@@ -301,4 +303,53 @@ LOC_CAPTIONS = {
     "(red) labels on natural (left) and whitened (right) data: train accuracy (top) and loss "
     "excess over the optimum relative to its start (bottom; dashed: Eq. 10's loss curve, "
     "exact for one layer). The claims time the rise of the accuracy.",
+}
+
+
+def draw_projections(run: Run) -> None:
+    """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``."""
+    d = run.load_array("projections")
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    for j, p in enumerate(d["pcs"]):
+        acc = d["projected_nonlinear"][:, :, j]
+        ax.plot(d["epochs"], acc.mean(0), color=f"C{j}", label=f"P = {int(p)}")
+        ax.fill_between(d["epochs"], acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0),
+                        color=f"C{j}", alpha=0.15)  # fmt: skip
+    ax.set(xlabel="epoch", ylabel="test accuracy on the top-P projection",
+           title="Fig. 5: ReLU MLPs evaluated on PC projections")  # fmt: skip
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig5_projections")
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+    access = d["accessibility_nonlinear"]
+    axes[0].plot(d["accessibility_linear"], access, ".", ms=2, alpha=0.4)
+    axes[0].set(xlabel="accessibility, linear twins", ylabel="accessibility, ReLU MLPs",
+                title="Fig. 6a: linear vs non-linear")  # fmt: skip
+    axes[1].errorbar(d["binned_scores"], d["binned_means"], yerr=d["binned_sems"], fmt=".",
+                     ms=3, alpha=0.5, label="mean ± SE per critical PC")  # fmt: skip
+    axes[1].plot(d["binned_scores"], d["binned_smoothed"], "k-", label="moving average (10)")
+    axes[1].set(xscale="log", xlabel="critical principal component",
+                ylabel="accessibility (ReLU MLPs)", title="Fig. 6b: critical PC")  # fmt: skip
+    axes[1].legend(fontsize="small")
+    for key, label, color in (("disc_raw", "raw inputs", "C0"),
+                              ("disc_penultimate", "penultimate layer", "C1")):  # fmt: skip
+        axes[2].plot(d[key], access, ".", ms=2, alpha=0.3, color=color, label=label)
+    axes[2].set(xlabel="discriminability (k-NN same-class fraction)", ylabel="accessibility",
+                title="Table 1: accessibility vs discriminability")  # fmt: skip
+    axes[2].legend(fontsize="small")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig6_accessibility")
+
+
+PROJECTION_CAPTIONS = {
+    "fig5_projections": "Fig. 5 analogue: ReLU MLPs trained on the original data, evaluated "
+    "after every epoch on the test set projected onto its top P principal components (mean ± "
+    "std over networks). Few PCs: the accuracy peaks early and declines; more PCs: later.",
+    "fig6_accessibility": "Left, Fig. 6a: accessibility of every training example for the ReLU "
+    "MLPs against their linear twins. Middle, Fig. 6b: accessibility against the critical "
+    "principal component (mean ± SE per value, moving average of 10). Right, Table 1: "
+    "accessibility against the k-NN discriminability of the raw inputs and of the "
+    "penultimate-layer features.",
 }

@@ -172,3 +172,25 @@ both conditions reach 95% of their final training accuracy after a similar numbe
 (measured on the quick preset's Fashion-MNIST: steps 923 natural, 714 whitened).
 ``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-10's
 cats and dogs (the text's Fig. 7a data)."""
+
+
+_SGD = {"width": 256, "depth": 3, "lr": 0.05, "batch_size": 100, "members": 6}
+
+PROJECTIONS: dict[str, dict[str, Any]] = {
+    "quick": {**_SGD, "datasets": {"main": _fashion(200, 100, 2)}, "pcs": [1, 10, 50, 196],
+              "epochs": 30},
+    "quick-bundled": {**_SGD, "datasets": {"main": _digits(160)}, "pcs": [1, 5, 20, 64],
+                      "epochs": 30},
+    "standard": {**_SGD, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "pcs": [1, 10, 100, 784], "epochs": 60, "members": 10},
+    "paper": {**_SGD, "width": 1024, "datasets": {"main": {"name": "cifar100",
+              "superclass": "small_mammals"}}, "pcs": [1, 10, 100, 1000, 3072],
+              "epochs": 100, "members": 100},
+    "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "pcs": [1, 8, 64],
+             "epochs": 4, "members": 2},
+}  # fmt: skip
+"""``pcbias-projections`` (Figs. 5, 6a-b, Table 1): an MLP (3 layers, biases, SGD on
+cross-entropy at lr 0.05, batch 100: the paper's st-VGG optimiser) and its linear twin.
+``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-100's
+small mammals with 100 networks per ensemble (Fig. 6a's N) and the paper's P up to 1000 (an
+MLP, not st-VGG: the paper preset keeps the ensemble sizes and data, not the CNN)."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse.linalg
 import torch
 
 from collapselab.experiments.pcb._common import log_steps, one_hot, read_dataset
@@ -155,27 +156,30 @@ def linear_dry_run(
 ) -> dict[str, Any]:
     """Build what a deep linear experiment of ``config`` would train, without training (the
     paper preset's check on local files): read and standardise the data (and whiten it when
-    configured), compute its principal frame, draw one member's weights and take one GD
-    step. Returns the data's size, ``q``, ``K``, the widths, ``μ`` and the eigenvalue range."""
+    configured), compute the largest eigenvalue of ``Σ_XX`` (for ``μ``) and build one
+    member's network per init. Returns the data's size, the widths, the parameter count,
+    ``μ`` and ``d_1``."""
     member = {**config, "member": 0, "seed": seed, "data_seed": seed,
               "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
-    frame, inputs = data_frame(member)
-    widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
+    inputs = read_dataset(member["datasets"]["main"], member["data_dir"], seed)
+    q, k = inputs.x.shape[1], inputs.n_classes
+    widths = [q, *[int(w) for w in config.get("hidden", [])], k]
     inits = [str(config["init"])] if "init" in config else ["def3", "glorot_uniform"]
-    mu = step_size(frame, len(widths) - 1, float(config["lr"]))
-    for init in inits:
-        ws = pc_gd_step(initial_weights(widths, init, seed, frame.basis), frame, mu)
-        if not all(np.all(np.isfinite(w)) for w in ws):
-            raise ValueError(f"one GD step from the {init} init is not finite at lr {config['lr']}")
-    d = frame.eigenvalues
+    lr = float(config.get("lr", config.get("lr_natural", 0.0)))
+    # the largest eigenvalue of Σ_XX only: a dry run does not diagonalise a q x q matrix
+    d1 = float(scipy.sparse.linalg.svds(inputs.x, k=1, return_singular_vectors=False)[0]) ** 2
+    mu = lr / ((len(widths) - 1) * d1)
+    torch.manual_seed(seed)
+    nets = [DeepLinear(widths, init=init) for init in inits]
     return {
         "dataset": config["datasets"]["main"]["name"],
         "n_train": int(inputs.x.shape[0]),
         "n_test": int(inputs.x_test.shape[0]),
         "widths": widths,
         "inits": inits,
+        "parameters": sum(p.numel() for p in nets[0].parameters()),
         "members": int(config["members"]),
         "steps": int(config["steps"]),
         "mu": mu,
-        "eigenvalue_range": [float(d[0]), float(d[d > 0][-1])],
+        "largest_eigenvalue": d1,
     }
