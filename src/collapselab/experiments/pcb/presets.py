@@ -194,3 +194,35 @@ cross-entropy at lr 0.05, batch 100: the paper's st-VGG optimiser) and its linea
 ``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-100's
 small mammals with 100 networks per ensemble (Fig. 6a's N) and the paper's P up to 1000 (an
 MLP, not st-VGG: the paper preset keeps the ensemble sizes and data, not the CNN)."""
+
+
+_AMPLIFY = {**_SGD, "fraction": 0.015, "factor": 10.0, "members": 4}
+
+AMPLIFICATION: dict[str, dict[str, Any]] = {
+    "quick": {**_AMPLIFY, "datasets": {"main": _fashion(200, 100, 2)}, "epochs": 30},
+    "quick-bundled": {**_AMPLIFY, "datasets": {"main": _digits(160)}, "epochs": 30},
+    "standard": {**_AMPLIFY, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "epochs": 60, "members": 10},
+    "paper": {**_AMPLIFY, "width": 1024, "members": 100, "epochs": 100,
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_AMPLIFY, "width": 32, "datasets": {"main": _digits(30)}, "epochs": 4,
+             "members": 2},
+}  # fmt: skip
+"""``pcbias-amplification`` (Fig. 9): the top / bottom 1.5% of the PCs (at least one)
+amplified by 10, ReLU MLPs and linear twins (``paper``: small mammals, 100 networks, App. D)."""
+
+SEPARABLE: dict[str, dict[str, Any]] = {
+    "quick": {**_SGD, "datasets": {"main": _fashion(200, 100, 2)}, "separable_pcs": [5, 20, 80],
+              "epochs": 30, "members": 4},
+    "quick-bundled": {**_SGD, "datasets": {"main": _digits(160)}, "separable_pcs": [5, 15, 40],
+                      "epochs": 30, "members": 4},
+    "standard": {**_SGD, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "separable_pcs": [10, 50, 500], "epochs": 60, "members": 10},
+    "paper": {**_SGD, "width": 1024, "members": 100, "epochs": 100,
+              "separable_pcs": [10, 50, 500],
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "separable_pcs": [3, 20],
+             "epochs": 4, "members": 2},
+}  # fmt: skip
+"""``pcbias-separable`` (Fig. 11): P-separable relabellings (the paper's P = 10, 50, 500 at
+``standard``/``paper``; fewer PCs at ``quick``, whose inputs have 196)."""

@@ -80,26 +80,28 @@ def _network(config: dict[str, Any], q: int, k: int) -> MLP:
 def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train one network (``kind`` ``nonlinear`` or ``linear``) for ``epochs`` epochs of SGD;
     return ``correct`` ``(E+1, n)``, ``projected`` ``(E+1, len(pcs))`` test accuracies on the
-    top-``P`` projections, ``train_accuracy`` ``(E+1,)`` and (non-linear) ``penultimate``
-    discriminability ``(n,)``."""
+    top-``P`` projections, ``train_accuracy`` and ``test_accuracy`` ``(E+1,)`` and
+    (non-linear, unless ``discriminability`` is false) ``penultimate`` discriminability
+    ``(n,)``."""
     data = _inputs(config)
     x = torch.from_numpy(data.x).float()
     y = torch.from_numpy(data.y).long()
     x_test = torch.from_numpy(data.x_test).float()
     y_test = torch.from_numpy(data.y_test).long()
-    projected_test = [PCAProjection(int(p)).fit(x).apply(x_test) for p in config["pcs"]]
+    projected_test = [PCAProjection(int(p)).fit(x).apply(x_test) for p in config.get("pcs", [])]
     torch.manual_seed(1000 * int(config.get("seed", 0)) + int(config["member"]))
     net = _network(config, x.shape[1], data.n_classes)
     optimiser = torch.optim.SGD(net.parameters(), lr=float(config["lr"]))
     batch = int(config["batch_size"])
     order = torch.Generator().manual_seed(int(config["member"]))
-    correct, projected, accuracy = [], [], []
+    correct, projected, accuracy, test_accuracy = [], [], [], []
 
     def score() -> None:
         with torch.no_grad():
             hits = net(x).argmax(1) == y
             correct.append(hits.numpy())
             accuracy.append(float(hits.double().mean()))
+            test_accuracy.append(float((net(x_test).argmax(1) == y_test).double().mean()))
             projected.append([float((net(p).argmax(1) == y_test).double().mean())
                               for p in projected_test])  # fmt: skip
 
@@ -114,8 +116,9 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
             optimiser.step()
         score()
     out: dict[str, Any] = {"correct": np.stack(correct), "projected": np.asarray(projected),
-                           "train_accuracy": np.asarray(accuracy)}  # fmt: skip
-    if config["kind"] == "nonlinear":
+                           "train_accuracy": np.asarray(accuracy),
+                           "test_accuracy": np.asarray(test_accuracy)}  # fmt: skip
+    if config["kind"] == "nonlinear" and config.get("discriminability", True):
         with torch.no_grad():
             features = net.flatten(x)
             for layer in net.layers:
