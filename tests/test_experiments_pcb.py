@@ -22,6 +22,7 @@ from tests._experiments import check_completed_run, stored_claims
 IDS = [
     "pcbias-amplification",
     "pcbias-convergence",
+    "pcbias-frequency",
     "pcbias-init",
     "pcbias-loc",
     "pcbias-projections",
@@ -278,3 +279,21 @@ def test_manipulations_store_benefits_and_relabelling(runs):
     for p in s["pcs"]:
         real, shuffled = float(s[f"changed_real_P{p}"]), float(s[f"changed_shuffled_P{p}"])
         assert 0 < real < shuffled < 1
+
+
+def test_frequency_stores_critical_frequencies_of_the_generated_points(runs):
+    """The stored critical frequencies are those of the tiny preset's generated points
+    (recomputed), the per-value means are of the stored vectors, and the decision regions
+    hold one 0/1 grid per snapshot epoch."""
+    from collapselab.data import frequency_dataset
+    from collapselab.metrics.pc_bias import critical_frequency
+
+    run = runs["pcbias-frequency"]
+    d = run.load_array("frequency")
+    raw = frequency_dataset(n_train=300, n_test=100, seed=0).train
+    critical = critical_frequency(raw.x.double().numpy(), raw.y.numpy())
+    np.testing.assert_array_equal(d["critical"], critical)
+    for score, mean in zip(d["scores"], d["access_means"], strict=True):
+        assert mean == pytest.approx(d["accessibility"][critical == score].mean())
+    assert d["boundary"].shape == (2, 20, 20)
+    assert set(np.unique(d["boundary"])) <= {0, 1}

@@ -14,6 +14,8 @@ id                          what                                              fi
                             accessibility, critical PC, discriminability      Table 1
 ``pcbias-amplification``    PC amplification and early stopping               Fig. 9
 ``pcbias-separable``        P-separable relabelled data                       Fig. 11
+``pcbias-frequency``        frequency dataset: critical frequency vs          Figs. 8, 13
+                            accessibility and discriminability; boundaries
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -28,6 +30,7 @@ from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_conv
 from collapselab.experiments.pcb.figures import (
     AMPLIFICATION_CAPTIONS,
     CONVERGENCE_CAPTIONS,
+    FREQUENCY_CAPTIONS,
     INIT_CAPTIONS,
     LOC_CAPTIONS,
     PROJECTION_CAPTIONS,
@@ -36,6 +39,7 @@ from collapselab.experiments.pcb.figures import (
     SEPARABLE_CAPTIONS,
     draw_amplification,
     draw_convergence,
+    draw_frequency,
     draw_init,
     draw_loc,
     draw_projections,
@@ -43,6 +47,7 @@ from collapselab.experiments.pcb.figures import (
     draw_scales,
     draw_separable,
 )
+from collapselab.experiments.pcb.frequency import FREQUENCY_CLAIMS, run_frequency
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
 from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, run_loc
 from collapselab.experiments.pcb.manipulations import (
@@ -205,11 +210,29 @@ SEPARABLE = register(
     )
 )
 
+FREQUENCY = register(
+    Experiment(
+        id="pcbias-frequency",
+        paper=PAPER,
+        title="frequency dataset: critical frequency vs accessibility; decision boundaries",
+        presets=presets.FREQUENCY,
+        runtime_quick="~60 s",
+        run=run_frequency,
+        figures=list(FREQUENCY_CAPTIONS),
+        figure="Figs. 8, 13",
+        claims=FREQUENCY_CLAIMS,
+        draw=draw_frequency,
+        captions=FREQUENCY_CAPTIONS,
+    )
+)
+
 __all__ = [
     "AMPLIFICATION",
     "AMPLIFICATION_CLAIMS",
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
+    "FREQUENCY",
+    "FREQUENCY_CLAIMS",
     "INIT",
     "INIT_CLAIMS",
     "LOC",
@@ -224,6 +247,7 @@ __all__ = [
     "SEPARABLE_CLAIMS",
     "run_amplification",
     "run_convergence",
+    "run_frequency",
     "run_init",
     "run_loc",
     "run_projections",

@@ -15,6 +15,7 @@ from collapselab.store import Run
 __all__ = [
     "AMPLIFICATION_CAPTIONS",
     "CONVERGENCE_CAPTIONS",
+    "FREQUENCY_CAPTIONS",
     "INIT_CAPTIONS",
     "LOC_CAPTIONS",
     "PROJECTION_CAPTIONS",
@@ -23,6 +24,7 @@ __all__ = [
     "SEPARABLE_CAPTIONS",
     "draw_amplification",
     "draw_convergence",
+    "draw_frequency",
     "draw_init",
     "draw_loc",
     "draw_projections",
@@ -405,4 +407,42 @@ SEPARABLE_CAPTIONS = {
     "fig11_separable": "Fig. 11 analogue: mean train accuracy per epoch of ReLU MLPs on data "
     "relabelled to be linearly separable in its top P PCs, from the true labels (solid) and "
     "from shuffled labels (dashed).",
+}
+
+
+def draw_frequency(run: Run) -> None:
+    """Fig. 8 (accessibility and discriminability per critical frequency) and Fig. 13
+    (decision regions of one network) from ``frequency.npz``."""
+    d = run.load_array("frequency")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    for ax, key, label in ((axes[0], "access_means", "mean accessibility"),
+                           (axes[1], "disc_means", "mean discriminability (k-NN)")):  # fmt: skip
+        ax.plot(d["scores"], d[key], "o-")
+        ax.set(xlabel="critical frequency (terms of λ needed)", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0].set_title("Fig. 8a: accessibility vs critical frequency")
+    axes[1].set_title("Fig. 8b: discriminability vs critical frequency")
+    save_run_figure(run, fig, "fig8_frequency")
+
+    n = len(d["boundary_epochs"])
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.6), constrained_layout=True,
+                             squeeze=False)  # fmt: skip
+    lo, hi = d["standardised_box"]
+    for ax, epoch, regions in zip(axes[0], d["boundary_epochs"], d["boundary"], strict=True):
+        ax.imshow(regions.T, origin="lower", extent=(lo[0], hi[0], lo[1], hi[1]),
+                  aspect="auto", cmap="coolwarm", alpha=0.6, vmin=0, vmax=1)  # fmt: skip
+        ax.plot(d["curve_x1"], d["curve_x2"], "k-", lw=1)
+        ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), title=f"epoch {int(epoch)}",
+               xlabel="x₁ (standardised)")  # fmt: skip
+    axes[0, 0].set_ylabel("x₂ (standardised)")
+    save_run_figure(run, fig, "fig13_boundaries")
+
+
+FREQUENCY_CAPTIONS = {
+    "fig8_frequency": "Fig. 8 analogue: mean accessibility (left) and mean k-NN "
+    "discriminability (right) of the frequency dataset's training points per critical "
+    "frequency (the number of sine terms of λ a classifier needs for the point).",
+    "fig13_boundaries": "Fig. 13 analogue: one ReLU MLP's decision regions on the frequency "
+    "dataset after several epochs; black: the true boundary x₂ = λ(x₁). The low frequencies "
+    "are fitted first.",
 }

@@ -226,3 +226,23 @@ SEPARABLE: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 """``pcbias-separable`` (Fig. 11): P-separable relabellings (the paper's P = 10, 50, 500 at
 ``standard``/``paper``; fewer PCs at ``quick``, whose inputs have 196)."""
+
+
+_FREQ = {"width": 128, "depth": 4, "lr": 0.05, "batch_size": 100, "boundary_grid": 60}
+
+FREQUENCY: dict[str, dict[str, Any]] = {
+    "quick": {**_FREQ, "datasets": {"main": {"name": "frequency", "n_train": 4000,
+              "n_test": 1000}}, "epochs": 30, "members": 6, "boundary_epochs": [1, 5, 15, 30]},
+    "standard": {**_FREQ, "datasets": {"main": {"name": "frequency", "n_train": 10000,
+                 "n_test": 1000}}, "epochs": 100, "members": 10,
+                 "boundary_epochs": [1, 10, 30, 100]},
+    "paper": {**_FREQ, "width": 512, "datasets": {"main": {"name": "frequency",
+              "n_train": 10000, "n_test": 1000}}, "epochs": 10000, "members": 100,
+              "boundary_epochs": [1, 100, 1000, 10000]},
+    "tiny": {**_FREQ, "width": 32, "datasets": {"main": {"name": "frequency", "n_train": 300,
+             "n_test": 100}}, "epochs": 4, "members": 2, "boundary_epochs": [1, 4],
+             "boundary_grid": 20},
+}  # fmt: skip
+"""``pcbias-frequency`` (Figs. 8, 13): the paper's frequency dataset (10000/1000 points at
+``standard``/``paper``) with a ReLU MLP instead of st-VGG; the paper's 100 networks and
+10000 epochs (Fig. 13's snapshots at 1, 100, 1000, 10000) only at ``paper``."""
