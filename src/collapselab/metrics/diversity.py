@@ -93,6 +93,7 @@ __all__ = [
     "mean_cosine_similarity",
     "mean_gating_similarity",
     "per_class_accuracy",
+    "per_sample_pseudo_neuron_values",
     "primary_coefficients",
     "pseudo_neuron_similarity",
     "pseudo_neuron_similarity_per_sample",
@@ -327,6 +328,24 @@ def pseudo_neuron_similarity_per_sample(
     Returns:
         The mean over samples whose value is defined (NaN when none is). η cancels.
     """
+    values = per_sample_pseudo_neuron_values(pre_grads, inputs, zero_vectors, zero_atol)
+    ok = ~torch.isnan(values)
+    if not bool(ok.any()):
+        return float("nan")
+    return float(values[ok].mean())
+
+
+def per_sample_pseudo_neuron_values(
+    pre_grads: ArrayLike,
+    inputs: ArrayLike,
+    zero_vectors: ZeroRule = "exclude",
+    zero_atol: float = 0.0,
+) -> torch.Tensor:
+    """Each sample's literal M4 of :func:`pseudo_neuron_similarity_per_sample`, ``(N,)``.
+
+    NaN where it is undefined (fewer than two non-zero columns under ``"exclude"``); the
+    streaming form (sum the defined values and count them across batches).
+    """
     check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
     atol = check_float("zero_atol", zero_atol, minimum=0.0)
     g = as_matrix("pre_grads", pre_grads)
@@ -343,9 +362,7 @@ def pseudo_neuron_similarity_per_sample(
     d = float(f.shape[1])
     den = m * (m - 1.0) if zero_vectors == "exclude" else torch.full_like(m, d * (d - 1.0))
     ok = den > 0
-    if not bool(ok.any()):
-        return float("nan")
-    return float((num[ok] / den[ok]).mean())
+    return torch.where(ok, num / torch.where(ok, den, 1.0), torch.nan)
 
 
 def weight_change_from_factors(

@@ -22,6 +22,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from collapselab.checks import ArrayLike, as_labels, as_tensor, check_float, check_int
+from collapselab.probe import linear_factors
 
 LossArg = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -83,8 +84,8 @@ class MLPState:
         return -check_float("lr", lr) * self.pre_grads[layer - 1], self.inputs[layer - 1]
 
 
-def _linears(model: nn.Module) -> tuple[list[nn.Linear], list[nn.Module], bool]:
-    """The MLP's linear layers in order, its activations, and whether it has norms."""
+def _linears(model: nn.Module) -> tuple[list[str], list[nn.Module], bool]:
+    """The MLP's linear layers' names in order, its activations, and whether it has norms."""
     layers = getattr(model, "layers", None)
     classifier = getattr(model, "classifier", None)
     if layers is None or not isinstance(classifier, nn.Linear):
@@ -92,10 +93,10 @@ def _linears(model: nn.Module) -> tuple[list[nn.Linear], list[nn.Module], bool]:
             f"model must be a collapselab.models.MLP (layers[i].linear, layers[i].act, "
             f"classifier), got {type(model).__name__}"
         )
-    linears = [layer.linear for layer in layers] + [classifier]
+    names = [f"layers.{i}.linear" for i in range(len(layers))] + ["classifier"]
     acts = [layer.act for layer in layers]
     has_norm = any(hasattr(layer, "norm") for layer in layers)
-    return linears, acts, has_norm
+    return names, acts, has_norm
 
 
 def _activation_slope(act: nn.Module, z: torch.Tensor) -> torch.Tensor:
@@ -119,10 +120,10 @@ def capture_mlp_state(
 ) -> MLPState:
     """Capture every linear layer's per-sample signals on a probe batch (R4).
 
-    One forward and one backward pass of ``sum_x ℓ(f(x), y_x)`` in eval mode (the model's
-    train/eval flags are restored): the rows are independent, so the gradient of the sum
-    with respect to a layer's output holds each sample's own gradient. Parameter gradients
-    are left as they were.
+    One forward and one backward pass of ``sum_x ℓ(f(x), y_x)`` in eval mode
+    (:func:`collapselab.probe.linear_factors`; flags restored, parameter gradients left as
+    they were): the rows are independent, so the gradient of the sum with respect to a
+    layer's output holds each sample's own gradient.
 
     Args:
         model: a :class:`collapselab.models.MLP`.
@@ -130,47 +131,25 @@ def capture_mlp_state(
         labels: ``(N,)`` integer labels.
         loss: ``"ce"`` (cross-entropy) or a per-sample loss ``(logits, labels) -> (N,)``.
     """
-    linears, acts, has_norm = _linears(model)
+    names, acts, has_norm = _linears(model)
     p0 = next(model.parameters())
     x = as_tensor("inputs", inputs, device=p0.device).to(p0.dtype)
     y, _ = as_labels("labels", labels, x.shape[0], None, p0.device)
-    fn = _per_sample_loss(loss)
-    seen_in: list[torch.Tensor] = []
-    seen_out: list[torch.Tensor] = []
-
-    def hook(_m: nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
-        seen_in.append(args[0].detach())
-        out.retain_grad()
-        seen_out.append(out)
-
-    handles = [lin.register_forward_hook(hook) for lin in linears]
-    training = {m: m.training for m in model.modules()}
-    saved = [p.grad for p in model.parameters()]
-    try:
-        model.eval()
-        with torch.enable_grad():
-            logits = model(x)
-            fn(logits, y).sum().backward()
-    finally:
-        for h in handles:
-            h.remove()
-        for m, flag in training.items():
-            m.train(flag)
-        for p, g in zip(model.parameters(), saved, strict=True):
-            p.grad = g
+    cap = linear_factors(model, x, y, names, loss_fn=_per_sample_loss(loss))
     f64 = torch.float64
     slopes = None
     if not has_norm:
         slopes = tuple(
-            _activation_slope(act, out.detach()).to(f64)
-            for act, out in zip(acts, seen_out[:-1], strict=True)
+            _activation_slope(act, cap.outputs[n]).to(f64)
+            for act, n in zip(acts, names[:-1], strict=True)
         )
+    modules = dict(model.named_modules())
     return MLPState(
-        weights=tuple(lin.weight.detach().to(f64).clone() for lin in linears),
-        inputs=tuple(t.reshape(t.shape[0], -1).to(f64) for t in seen_in),
-        pre_grads=tuple(out.grad.detach().to(f64) for out in seen_out),
+        weights=tuple(modules[n].weight.detach().to(f64).clone() for n in names),
+        inputs=tuple(cap.inputs[n].to(f64) for n in names),
+        pre_grads=tuple(cap.pre_grads[n].to(f64) for n in names),
         slopes=slopes,
-        logits=logits.detach().to(f64),
+        logits=cap.logits.to(f64),
         labels=y,
     )
 
@@ -202,12 +181,13 @@ def single_sample_feature_changes(
     Returns:
         ``(n, d_l)`` float64.
     """
-    linears, _, _ = _linears(model)
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= len(linears):
+    names, _, _ = _linears(model)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= len(names):
         raise ValueError(
-            f"layer {layer!r} is out of range: this MLP has {len(linears)} linear layers; "
-            f"expected one of layers 1..{len(linears)}"
+            f"layer {layer!r} is out of range: this MLP has {len(names)} linear layers; "
+            f"expected one of layers 1..{len(names)}"
         )
+    target = dict(model.named_modules())[names[layer - 1]]
     lr = check_float("lr", lr)
     p0 = next(model.parameters())
     x = as_tensor("inputs", inputs, device=p0.device).to(p0.dtype)
@@ -216,7 +196,7 @@ def single_sample_feature_changes(
     fn = _per_sample_loss(loss)
     params = [p for p in model.parameters() if p.requires_grad]
     seen: list[torch.Tensor] = []
-    handle = linears[layer - 1].register_forward_hook(lambda _m, a, _o: seen.append(a[0]))
+    handle = target.register_forward_hook(lambda _m, a, _o: seen.append(a[0]))
     training = {m: m.training for m in model.modules()}
     out = []
     try:
@@ -242,4 +222,4 @@ def single_sample_feature_changes(
         handle.remove()
         for m, flag in training.items():
             m.train(flag)
-    return torch.stack(out) if out else torch.zeros((0, linears[layer - 1].in_features))
+    return torch.stack(out) if out else torch.zeros((0, target.in_features), dtype=torch.float64)
