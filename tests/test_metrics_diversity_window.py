@@ -15,6 +15,7 @@ from collapselab.metrics.diversity import (
     deflation_directions,
     detect_phases,
     direction_strengths,
+    dominant_classes,
     per_class_accuracy,
     residual_trajectory,
     select_window,
@@ -171,3 +172,11 @@ def test_probe_missing_a_class():
     with pytest.raises(ValueError, match="logits has 2 columns but n_classes is 3"):
         per_class_accuracy(np.ones((3, 2)), np.array([0, 1, 2]), 3)
     np.testing.assert_array_equal(check_probe_classes(np.array([1, 0]), 2).numpy(), [1, 0])
+
+
+def test_dominant_classes():
+    acc = np.array([0.9, 0.05, 0.21, 0.2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3])
+    np.testing.assert_array_equal(dominant_classes(acc), [0, 2, 9])  # > 2/10
+    np.testing.assert_array_equal(dominant_classes(acc, factor=5.0), [0])
+    with pytest.raises(ValueError, match="factor must be"):
+        dominant_classes(acc, factor=0.0)

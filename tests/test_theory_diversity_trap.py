@@ -17,6 +17,7 @@ from torch.nn import functional as F
 from collapselab.models import MLP
 from collapselab.theory.diversity_capture import capture_mlp_state, single_sample_feature_changes
 from collapselab.theory.diversity_trap import (
+    common_direction_of_window,
     delta_v_feature_cosine,
     lemma3_terms,
     neg_grad_feature_change,
@@ -270,3 +271,59 @@ def test_theorem1_decomposition_shape_errors():
         theorem1_decomposition(
             np.ones((2, 6)), np.ones((2, 5)), np.ones((3, 4)), np.ones((2, 3)), np.ones(3), LR
         )
+
+
+def test_published_vs_corrected_orthogonality_of_theorem1():
+    """Note A12: 𝒱_kᵀC = 0 holds; the printed 𝒰_kᵀC = 0 (defined only for h = h') does not."""
+    model, x, y = _setup(seed=8)  # hidden layers 7 -> 7: h = h'
+    state = capture_mlp_state(model, x, y)
+    parts = theorem1_from_state(state, 1, np.random.default_rng(1).normal(size=7), LR)
+    assert parts.right_orthogonality < 1e-12
+    assert parts.published_orthogonality is not None and parts.published_orthogonality > 1e-3
+    last = theorem1_from_state(state, 3, np.ones(N_CLASSES), LR)  # W^(4) is 3 x 7: h != h'
+    assert last.published_orthogonality is None
+    assert last.right_orthogonality < 1e-12
+
+
+@pytest.mark.parametrize("source", ["per_sample", "probe_mean"])
+def test_common_direction_of_window_against_direct_svd(source):
+    model, x, y = _setup(seed=9)
+    states = []
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    for _ in range(3):
+        states.append(capture_mlp_state(model, x, y))
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    layer, cls = 2, [0, 2]
+    blocks = []
+    for st in states:
+        sel = np.isin(st.labels.numpy(), cls)
+        g, f = st.pre_grads[layer - 1].numpy()[sel], st.inputs[layer - 1].numpy()[sel]
+        changes = [-LR * np.outer(g[i], f[i]) for i in range(len(g))]
+        blocks += changes if source == "per_sample" else [np.mean(changes, axis=0)]
+    u, s, _ = np.linalg.svd(np.concatenate(blocks, axis=1), full_matrices=False)
+    res = common_direction_of_window(states, layer, LR, classes=cls, source=source, k=2)
+    for i in range(2):
+        assert abs(res.directions[:, i].numpy() @ u[:, i]) == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_allclose(res.eigenvalues, s[:2] ** 2, rtol=1e-9)
+    with pytest.raises(ValueError, match="has no sample of classes"):
+        common_direction_of_window(states, layer, LR, classes=[7])
+    with pytest.raises(ValueError, match="layer 9 is out of range"):
+        common_direction_of_window(states, 9, LR)
+
+
+def test_batch_step_feature_change_between_captures():
+    model, x, y = _setup(seed=10)
+    before = capture_mlp_state(model, x, y)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    F.cross_entropy(model(x[:6]), y[:6]).backward()
+    opt.step()
+    after = capture_mlp_state(model, x, y)
+    df = before.feature_change_to(after, 3)
+    with torch.no_grad():
+        h = model.layers[1](model.layers[0](x))  # F^(2), the input of layer 3, after the step
+    np.testing.assert_allclose(df.numpy(), (h - before.inputs[2]).numpy(), atol=1e-13)
+    other = capture_mlp_state(model, x + 1.0, y)
+    with pytest.raises(ValueError, match="same probe samples"):
+        before.feature_change_to(other, 3)

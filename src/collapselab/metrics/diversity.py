@@ -87,6 +87,7 @@ __all__ = [
     "deflation_directions",
     "detect_phases",
     "direction_strengths",
+    "dominant_classes",
     "feature_cosine_similarity",
     "gating_similarity",
     "gradient_cosine_similarity",
@@ -443,3 +444,21 @@ def per_class_accuracy(logits: ArrayLike, labels: ArrayLike, n_classes: int) -> 
     hits = torch.zeros(n_classes, dtype=torch.float64, device=out.device).index_add_(0, y, correct)
     counts = torch.bincount(y, minlength=n_classes).to(torch.float64)
     return (hits / counts).cpu().numpy()
+
+
+def dominant_classes(accuracy: ArrayLike, factor: float = 2.0) -> np.ndarray:
+    """Classes learnt well above chance: ``acc[c] > factor / C`` (paper 000, Assumption 1).
+
+    The paper says "only a single or two categories" are above random guessing at the end
+    of phase 1 but gives no threshold (note A23); ``factor`` is that threshold in units of
+    chance ``1 / C`` (default: twice chance).
+
+    Args:
+        accuracy: ``(C,)`` per-class accuracies (:func:`per_class_accuracy`).
+        factor: multiple of chance (> 0).
+    """
+    acc = np.asarray(accuracy, dtype=np.float64)
+    if acc.ndim != 1 or acc.shape[0] == 0:
+        raise ValueError(f"accuracy must be a (C,) vector of per-class accuracies, got {acc.shape}")
+    factor = check_float("factor", factor, minimum=0.0, strict=True)
+    return np.nonzero(acc > factor / acc.shape[0])[0]

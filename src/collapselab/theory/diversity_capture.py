@@ -78,6 +78,18 @@ class MLPState:
             raise ValueError(f"layer {layer} is the classifier: it has no activation D^(l)")
         return self.slopes[layer - 1]
 
+    def feature_change_to(self, later: MLPState, layer: int) -> torch.Tensor:
+        """``ΔF^(l-1) = F_later - F_self`` of the same probe samples (the ``batch_step``
+        reading of note A7 when ``later`` is captured one optimiser step after this one)."""
+        layer = self.check_layer(layer)
+        same = later.depth == self.depth and torch.equal(later.labels, self.labels)
+        if not same or not torch.equal(later.inputs[0], self.inputs[0]):
+            raise ValueError(
+                "the two captures must be of the same MLP on the same probe samples "
+                "(same depth, inputs and labels)"
+            )
+        return later.inputs[layer - 1] - self.inputs[layer - 1]
+
     def weight_change(self, layer: int, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Rank-1 factors ``(-η g_x, F_x)`` of the per-sample changes ``ΔW^(l)|_x`` (R5)."""
         layer = self.check_layer(layer)

@@ -13,6 +13,8 @@ matrix per sample is formed.
   (``‖C‖ = 1``, ``g' = g^(l+1)``, SVD ``ε^(l+1) = 𝒰 Σ 𝒱ᵀ``), whose sum is ``ΔW^(l)|_x``
   exactly. The published "𝒰_kᵀ C = 0" is dimensionally wrong when h ≠ h' (note A12): what
   holds, and is checked, is ``𝒱_kᵀ C = 0``.
+* :func:`common_direction_of_window`: C^(l) of a window of captures (Eq. 5), per-sample or
+  probe-mean changes, all samples or some classes.
 * :func:`theorem1_table`: S_primary and S_k per class, mean ± std over samples and
   iterations (Table 1; the "±" is unspecified in the paper, note A11).
 * :func:`delta_v_feature_cosine` (M10, Fig. 5, R14): ``cos(α_c ΔV, F)`` with α_c the class's
@@ -32,8 +34,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from collapselab.checks import ArrayLike, as_matrix, as_vector, check_float, check_int
-from collapselab.metrics.diversity import check_probe_classes, sign_consistency
+from collapselab.checks import (
+    ArrayLike,
+    as_matrix,
+    as_vector,
+    check_choice,
+    check_float,
+    check_int,
+)
+from collapselab.metrics.diversity import (
+    CommonDirections,
+    check_probe_classes,
+    common_directions,
+    sign_consistency,
+)
+from collapselab.stats import CommonDirectionAccumulator
 from collapselab.theory.diversity_capture import MLPState
 
 DELTA_F_MODES = ("neg_grad", "single_sample_step", "batch_step")
@@ -85,6 +100,9 @@ class Theorem1Parts:
         slopes: ``(N, h)`` D^(l).
         right_orthogonality: ``max_k |𝒱_kᵀ C|`` over the non-zero σ_k (0 up to rounding:
             the corrected statement of note A12).
+        published_orthogonality: ``max_k |𝒰_kᵀ C|`` over the non-zero σ_k, the statement
+            as printed ("𝒰_kᵀ C^(l+1) = 0"); defined only when h = h' (None otherwise: the
+            product does not exist), and in general not 0.
     """
 
     gamma: torch.Tensor
@@ -97,6 +115,7 @@ class Theorem1Parts:
     noise_coefficients: torch.Tensor
     slopes: torch.Tensor
     right_orthogonality: float
+    published_orthogonality: float | None
 
     def change(self, i: int) -> torch.Tensor:
         """Sample i's whole change ``(Γ_i + κ_i) F_iᵀ``, ``(h, d)`` (for checks only)."""
@@ -169,6 +188,9 @@ def theorem1_decomposition(
     tol = max(float(s.max()) if s.numel() else 0.0, 1e-300) * 1e-10
     keep = s > tol
     ortho = float((vh[keep] @ c).abs().max()) if bool(keep.any()) else 0.0
+    published = None
+    if u.shape[0] == c.shape[0]:
+        published = float((u[:, keep].T @ c).abs().max()) if bool(keep.any()) else 0.0
     return Theorem1Parts(
         gamma=gamma,
         kappa=kappa,
@@ -180,6 +202,7 @@ def theorem1_decomposition(
         noise_coefficients=coef,
         slopes=d_mat,
         right_orthogonality=ortho,
+        published_orthogonality=published,
     )
 
 
@@ -256,6 +279,55 @@ def theorem1_table(
         pm[c], ps[c] = p_all[sel].mean(), p_all[sel].std()
         nm[c], ns[c] = n_all[sel].mean(axis=0), n_all[sel].std(axis=0)
     return Theorem1Table(pm, ps, nm, ns, np.bincount(y_all, minlength=n_classes))
+
+
+# --------------------------------------------------------------------------- windows
+def common_direction_of_window(
+    states: Sequence[MLPState],
+    layer: int,
+    lr: float,
+    *,
+    classes: Sequence[int] | None = None,
+    source: str = "per_sample",
+    k: int = 1,
+    sign_reference: ArrayLike | None = None,
+) -> CommonDirections:
+    """C^(l) (and C_2..C_k) of a window of captures by Eq. 5 (R10, notes A8-A9).
+
+    ``source="per_sample"``: the Gram ``sum_t sum_x η² ‖F_x‖² g_x g_xᵀ`` of every captured
+    sample's own change (Eq. 5 as written), streamed by
+    :class:`~collapselab.stats.CommonDirectionAccumulator`; ``"probe_mean"``: the Gram of
+    the probe-mean changes ``ΔW̄_t = -η/N sum_x g_x F_xᵀ``, one per iteration (Fig. 4's
+    ΔW̄). ``classes`` restricts the samples (A9: one class's own direction); default all.
+
+    Args:
+        states: the captures of the window's iterations (:func:`select_window` picks them).
+        layer: l in 1..L.
+        lr: η (scales G, not C).
+        classes: class indices whose samples count.
+        source: ``"per_sample"`` or ``"probe_mean"``.
+        k: number of directions.
+        sign_reference: see :func:`~collapselab.metrics.diversity.common_directions`.
+    """
+    source = check_choice("source", source, ("per_sample", "probe_mean"))
+    if len(states) == 0:
+        raise ValueError("states must hold at least one capture (the window is empty)")
+    acc = CommonDirectionAccumulator()
+    for t, state in enumerate(states):
+        layer = state.check_layer(layer)
+        neg_lr_g, f = state.weight_change(layer, lr)
+        if classes is not None:
+            keep = torch.isin(state.labels, torch.as_tensor(list(classes), dtype=torch.int64))
+            if not bool(keep.any()):
+                raise ValueError(
+                    f"capture {t} has no sample of classes {list(classes)}; expected at least one"
+                )
+            neg_lr_g, f = neg_lr_g[keep], f[keep]
+        if source == "per_sample":
+            acc.update(neg_lr_g, f)
+        else:
+            acc.update_weight_change(neg_lr_g.T @ f / f.shape[0])
+    return common_directions(acc, k, sign_reference)
 
 
 # --------------------------------------------------------------------------- M10
@@ -503,6 +575,7 @@ __all__ = [
     "Theorem1Parts",
     "Theorem1Table",
     "Theorem2Check",
+    "common_direction_of_window",
     "delta_v_feature_cosine",
     "lemma3_terms",
     "neg_grad_feature_change",
