@@ -34,7 +34,9 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
   (S_primary, S_k, Table 1), cos(α_c ΔV, F) (Fig. 5), o^(l) in every ΔF mode (Fig. 6),
   Lemma 3's two terms, Theorem 2's within-class sign consistency;
   :mod:`~collapselab.theory.diversity_capture`: the per-sample capture of an MLP they read
-  (weights, layer inputs, pre-activation gradients, gates) and the single-sample SGD step.
+  (weights, layer inputs, pre-activation gradients, gates) and the single-sample SGD step;
+  :mod:`~collapselab.theory.diversity_operations`: the momentum (Eq. 27, Eq. 28 published and
+  corrected) and L2 (Eq. 29) update rules behind the four operations.
 """
 
 from collapselab.theory.central_path import (
@@ -51,7 +53,13 @@ from collapselab.theory.diversity_capture import (
     capture_mlp_state,
     single_sample_feature_changes,
 )
+from collapselab.theory.diversity_operations import (
+    effective_learning_rate,
+    l2_weight_decay,
+    momentum_displacement,
+)
 from collapselab.theory.diversity_trap import (
+    common_direction_of_window,
     delta_v_feature_cosine,
     lemma3_terms,
     o_statistic,
@@ -123,18 +131,22 @@ __all__ = [
     "capture_mlp_state",
     "class_centering_matrix",
     "closed_form_columns",
+    "common_direction_of_window",
     "compact_update_residual",
     "delta_v_feature_cosine",
     "effective_factor",
+    "effective_learning_rate",
     "exact_optimum",
     "expected_scales",
     "gradient_flow",
     "ideal_endpoint",
     "is_global_optimum",
     "iterated_product_columns",
+    "l2_weight_decay",
     "layer_hessian",
     "layer_transport",
     "lemma3_terms",
+    "momentum_displacement",
     "mufm_model",
     "o_statistic",
     "omega_asymptotic",
