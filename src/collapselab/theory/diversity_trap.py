@@ -72,6 +72,20 @@ def _rows(name: str, x: ArrayLike, n: int | None, device: torch.device | None) -
     return m
 
 
+def _layer_signals(
+    inputs: ArrayLike, pre_grads: ArrayLike, weight: ArrayLike
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``F (N, d)``, ``g (N, h)`` and ``W (h, d)`` of one layer, shapes checked together."""
+    f = _rows("inputs", inputs, None, None)
+    g = _rows("pre_grads", pre_grads, f.shape[0], f.device)
+    w = as_matrix("weight", weight, f.device)
+    if w.shape != (g.shape[1], f.shape[1]):
+        raise ValueError(
+            f"weight has shape {tuple(w.shape)}; expected ({g.shape[1]}, {f.shape[1]}) = (h, d)"
+        )
+    return f, g, w
+
+
 def _cos_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Row-wise cosine; 0 where either row is zero (no direction, note A25)."""
     den = torch.linalg.vector_norm(a, dim=-1) * torch.linalg.vector_norm(b, dim=-1)
@@ -438,14 +452,8 @@ def o_statistic(
     Returns:
         ``{mode: (N,) values}``.
     """
-    f = _rows("inputs", inputs, None, None)
-    n, dev = f.shape[0], f.device
-    g = _rows("pre_grads", pre_grads, n, dev)
-    w = as_matrix("weight", weight, dev)
-    if w.shape != (g.shape[1], f.shape[1]):
-        raise ValueError(
-            f"weight has shape {tuple(w.shape)}; expected ({g.shape[1]}, {f.shape[1]}) = (h, d)"
-        )
+    f, g, w = _layer_signals(inputs, pre_grads, weight)
+    dev = f.device
     cu = _unit("c", c, w.shape[0], dev)
     cos_dv_f = _cos_rows(-f * (g @ cu)[:, None], f)
     v = (w.T @ cu)[None, :]
@@ -456,7 +464,7 @@ def o_statistic(
                 f"feature_changes has mode {mode!r}; expected 'single_sample_step' or "
                 "'batch_step' (neg_grad is computed)"
             )
-        changes[mode] = _rows(f"feature_changes[{mode!r}]", delta, n, dev)
+        changes[mode] = _rows(f"feature_changes[{mode!r}]", delta, f.shape[0], dev)
         if changes[mode].shape[1] != f.shape[1]:
             raise ValueError(
                 f"feature_changes[{mode!r}] has {changes[mode].shape[1]} columns; "
@@ -499,14 +507,8 @@ def lemma3_terms(
     (the terms scale with ``CᵀC``; Lemma 3's condition compares them at the same C).
     """
     lr = check_float("lr", lr)
-    f = _rows("inputs", inputs, None, None)
-    n, dev = f.shape[0], f.device
-    g = _rows("pre_grads", pre_grads, n, dev)
-    w = as_matrix("weight", weight, dev)
-    if w.shape != (g.shape[1], f.shape[1]):
-        raise ValueError(
-            f"weight has shape {tuple(w.shape)}; expected ({g.shape[1]}, {f.shape[1]}) = (h, d)"
-        )
+    f, g, w = _layer_signals(inputs, pre_grads, weight)
+    dev = f.device
     cv = as_vector("c", c, dev)
     if cv.shape[0] != w.shape[0]:
         raise ValueError(f"c has length {cv.shape[0]}; expected h = {w.shape[0]}")
