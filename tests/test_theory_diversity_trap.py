@@ -327,3 +327,22 @@ def test_batch_step_feature_change_between_captures():
     other = capture_mlp_state(model, x + 1.0, y)
     with pytest.raises(ValueError, match="same probe samples"):
         before.feature_change_to(other, 3)
+
+
+def test_neg_grad_is_minus_the_autograd_feature_gradient_and_eq16_splits_it():
+    """ΔF := -Ḟ^(l-1) against autograd, and Eq. 16: Ḟ^(l-1) = V (Cᵀg) + ε g (Lemma 2)."""
+    model, x, y = _setup(seed=11)
+    state = capture_mlp_state(model, x, y)
+    layer = 3
+    xg = x.clone()
+    feats = model.layers[1](model.layers[0](xg)).detach().requires_grad_(True)  # F^(2)
+    h = model.layers[2](feats)
+    losses = F.cross_entropy(model.classifier(h), y, reduction="none")
+    (fdot,) = torch.autograd.grad(losses.sum(), feats)  # rows: each sample's own Ḟ^(2)
+    w, g = state.weights[layer - 1], state.pre_grads[layer - 1]
+    np.testing.assert_allclose(neg_grad_feature_change(w, g).numpy(), -fdot.numpy(), atol=1e-13)
+    c = torch.tensor(np.random.default_rng(3).normal(size=w.shape[0]))
+    v = w.T @ c / (c @ c)
+    eps = w.T - torch.outer(v, c)
+    split = (g @ c)[:, None] * v[None, :] + g @ eps.T
+    np.testing.assert_allclose(split.numpy(), fdot.numpy(), atol=1e-13)

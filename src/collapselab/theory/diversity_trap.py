@@ -237,6 +237,10 @@ def theorem1_from_state(state: MLPState, layer: int, c_next: ArrayLike, lr: floa
 class Theorem1Table:
     """Table 1: S_primary and S_k per class, pooled over samples and iterations.
 
+    The norms are those of the per-sample changes ``-η ∂ℓ_x/∂W`` of each sample's own loss;
+    under a batch-mean loss every value would be divided by the batch size (note A4), so
+    compare ratios, not the paper's absolute ×10⁻³ units.
+
     Attributes:
         primary_mean, primary_std: ``(C,)`` mean and std (ddof 0) of ``‖ΔW_primary|_x‖_F``.
         noise_mean, noise_std: ``(C, K)`` the same for k = 1..K.
