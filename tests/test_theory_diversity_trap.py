@@ -14,11 +14,13 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from collapselab.metrics.diversity import direction_strengths
 from collapselab.models import MLP
 from collapselab.theory.diversity_capture import capture_mlp_state, single_sample_feature_changes
 from collapselab.theory.diversity_trap import (
     common_direction_of_window,
     delta_v_feature_cosine,
+    direction_strengths_of_window,
     lemma3_terms,
     neg_grad_feature_change,
     o_statistic,
@@ -346,3 +348,25 @@ def test_neg_grad_is_minus_the_autograd_feature_gradient_and_eq16_splits_it():
     eps = w.T - torch.outer(v, c)
     split = (g @ c)[:, None] * v[None, :] + g @ eps.T
     np.testing.assert_allclose(split.numpy(), fdot.numpy(), atol=1e-13)
+
+
+def test_direction_strengths_of_window_against_manual_changes():
+    model, x, y = _setup(seed=12)
+    states = []
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    for _ in range(3):
+        states.append(capture_mlp_state(model, x, y))
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    res = direction_strengths_of_window(states, 2, LR, classes=[1], k=3)
+    sel = (y == 1).numpy()
+    manual = []
+    for st in states:
+        g, f = st.pre_grads[1].numpy()[sel], st.inputs[1].numpy()[sel]
+        manual.append(np.mean([-LR * np.outer(g[i], f[i]) for i in range(len(g))], axis=0))
+    ref = direction_strengths(manual, k=3)
+    np.testing.assert_allclose(res.strengths, ref.strengths, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.abs(np.sum(res.directions.numpy() * ref.directions.numpy(), axis=0)), 1.0, atol=1e-10
+    )

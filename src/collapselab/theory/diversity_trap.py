@@ -15,6 +15,8 @@ matrix per sample is formed.
   holds, and is checked, is ``𝒱_kᵀ C = 0``.
 * :func:`common_direction_of_window`: C^(l) of a window of captures (Eq. 5), per-sample or
   probe-mean changes, all samples or some classes.
+* :func:`direction_strengths_of_window`: Fig. 4's top-k directions and strengths s_i of a
+  window's average changes.
 * :func:`theorem1_table`: S_primary and S_k per class, mean ± std over samples and
   iterations (Table 1; the "±" is unspecified in the paper, note A11).
 * :func:`delta_v_feature_cosine` (M10, Fig. 5, R14): ``cos(α_c ΔV, F)`` with α_c the class's
@@ -44,8 +46,10 @@ from collapselab.checks import (
 )
 from collapselab.metrics.diversity import (
     CommonDirections,
+    DirectionStrengths,
     check_probe_classes,
     common_directions,
+    direction_strengths,
     sign_consistency,
 )
 from collapselab.stats import CommonDirectionAccumulator
@@ -328,9 +332,22 @@ def common_direction_of_window(
         sign_reference: see :func:`~collapselab.metrics.diversity.common_directions`.
     """
     source = check_choice("source", source, ("per_sample", "probe_mean"))
+    acc = CommonDirectionAccumulator()
+    for neg_lr_g, f in _window_factors(states, layer, lr, classes):
+        if source == "per_sample":
+            acc.update(neg_lr_g, f)
+        else:
+            acc.update_weight_change(neg_lr_g.T @ f / f.shape[0])
+    return common_directions(acc, k, sign_reference)
+
+
+def _window_factors(
+    states: Sequence[MLPState], layer: int, lr: float, classes: Sequence[int] | None
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``(-η g, F)`` of layer ``layer`` for each capture, restricted to ``classes``."""
     if len(states) == 0:
         raise ValueError("states must hold at least one capture (the window is empty)")
-    acc = CommonDirectionAccumulator()
+    out = []
     for t, state in enumerate(states):
         layer = state.check_layer(layer)
         neg_lr_g, f = state.weight_change(layer, lr)
@@ -341,11 +358,25 @@ def common_direction_of_window(
                     f"capture {t} has no sample of classes {list(classes)}; expected at least one"
                 )
             neg_lr_g, f = neg_lr_g[keep], f[keep]
-        if source == "per_sample":
-            acc.update(neg_lr_g, f)
-        else:
-            acc.update_weight_change(neg_lr_g.T @ f / f.shape[0])
-    return common_directions(acc, k, sign_reference)
+        out.append((neg_lr_g, f))
+    return out
+
+
+def direction_strengths_of_window(
+    states: Sequence[MLPState],
+    layer: int,
+    lr: float,
+    *,
+    classes: Sequence[int] | None = None,
+    k: int = 5,
+    reduction: str = "signed_mean",
+) -> DirectionStrengths:
+    """Fig. 4 on a window of captures: the top-k deflation directions of the average
+    changes ``ΔW̄_t = -η/N_t sum_{x} g_x F_xᵀ`` (over ``classes``' samples, default all) and
+    their strengths s_i (:func:`~collapselab.metrics.diversity.direction_strengths`; M8, R11).
+    """
+    changes = [g.T @ f / f.shape[0] for g, f in _window_factors(states, layer, lr, classes)]
+    return direction_strengths(changes, k, reduction)
 
 
 # --------------------------------------------------------------------------- M10
@@ -583,6 +614,7 @@ __all__ = [
     "Theorem2Check",
     "common_direction_of_window",
     "delta_v_feature_cosine",
+    "direction_strengths_of_window",
     "lemma3_terms",
     "neg_grad_feature_change",
     "o_statistic",
