@@ -170,7 +170,10 @@ def test_o_statistic_modes_against_loops():
     layer = 3
     w, f, g = state.weights[layer - 1], state.inputs[layer - 1], state.pre_grads[layer - 1]
     c = torch.tensor(np.random.default_rng(5).normal(size=w.shape[0]))
+    params_before = [p.detach().clone() for p in model.parameters()]
     single = single_sample_feature_changes(model, x, y, layer, LR)
+    for p, q in zip(model.parameters(), params_before, strict=True):
+        assert torch.equal(p.detach(), q)  # the model is left exactly as it was
     # reference for the single-sample step: an explicit copy of the model per sample
     for i in range(x.shape[0]):
         twin = copy.deepcopy(model)
