@@ -290,16 +290,22 @@ def test_published_vs_corrected_orthogonality_of_theorem1():
     assert last.right_orthogonality < 1e-12
 
 
-@pytest.mark.parametrize("source", ["per_sample", "probe_mean"])
-def test_common_direction_of_window_against_direct_svd(source):
-    model, x, y = _setup(seed=9)
+def _window_states(model, x, y, steps: int = 3):
+    """Captures at three iterations of full-batch SGD (a window)."""
     states = []
     opt = torch.optim.SGD(model.parameters(), lr=LR)
-    for _ in range(3):
+    for _ in range(steps):
         states.append(capture_mlp_state(model, x, y))
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
         opt.step()
+    return states
+
+
+@pytest.mark.parametrize("source", ["per_sample", "probe_mean"])
+def test_common_direction_of_window_against_direct_svd(source):
+    model, x, y = _setup(seed=9)
+    states = _window_states(model, x, y)
     layer, cls = 2, [0, 2]
     blocks = []
     for st in states:
@@ -355,13 +361,7 @@ def test_neg_grad_is_minus_the_autograd_feature_gradient_and_eq16_splits_it():
 
 def test_direction_strengths_of_window_against_manual_changes():
     model, x, y = _setup(seed=12)
-    states = []
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    for _ in range(3):
-        states.append(capture_mlp_state(model, x, y))
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
+    states = _window_states(model, x, y)
     res = direction_strengths_of_window(states, 2, LR, classes=[1], k=3)
     sel = (y == 1).numpy()
     manual = []
