@@ -373,3 +373,17 @@ def test_direction_strengths_of_window_against_manual_changes():
     np.testing.assert_allclose(
         np.abs(np.sum(res.directions.numpy() * ref.directions.numpy(), axis=0)), 1.0, atol=1e-10
     )
+
+
+def test_gamma_cosine_against_loop():
+    model, x, y = _setup(seed=13)
+    state = capture_mlp_state(model, x, y)
+    parts = theorem1_from_state(state, 2, np.ones(7), LR)
+    c = np.random.default_rng(2).normal(size=7)
+    got = parts.gamma_cosine(c)
+    for i in range(x.shape[0]):
+        gi = parts.gamma[i].numpy()
+        n = np.linalg.norm(gi)
+        assert got[i] == pytest.approx(
+            0.0 if n == 0 else gi @ c / (n * np.linalg.norm(c)), abs=1e-12
+        )

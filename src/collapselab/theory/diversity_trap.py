@@ -135,6 +135,15 @@ class Theorem1Parts:
     right_orthogonality: float
     published_orthogonality: float | None
 
+    def gamma_cosine(self, c: ArrayLike) -> np.ndarray:
+        """``cos(C^(l), Γ_x)`` per sample (R19; the paper guesses ``C^(l) ≈ ±Γ``, §4.4).
+
+        Args:
+            c: ``(h,)`` layer l's own common direction C^(l).
+        """
+        cu = _unit("c", c, self.gamma.shape[1], self.gamma.device)
+        return _cos_rows(self.gamma, cu[None, :].expand_as(self.gamma)).cpu().numpy()
+
     def change(self, i: int) -> torch.Tensor:
         """Sample i's whole change ``(Γ_i + κ_i) F_iᵀ``, ``(h, d)`` (for checks only)."""
         return torch.outer(self.gamma[i] + self.kappa[i], self.inputs[i])
