@@ -387,3 +387,26 @@ def test_gamma_cosine_against_loop():
         assert got[i] == pytest.approx(
             0.0 if n == 0 else gi @ c / (n * np.linalg.norm(c)), abs=1e-12
         )
+
+
+def test_theorem1_table_spread_readings():
+    """Note A11: the "±" as pooled std, mean within-iteration std, or std of iteration means."""
+    model, x, y = _setup(seed=14, n=9)
+    states = _window_states(model, x, y)
+    parts = [theorem1_from_state(st, 2, np.ones(7), LR) for st in states]
+    labels = [st.labels for st in states]
+    for spread in ("pooled", "samples", "iterations"):
+        table = theorem1_table(parts, labels, N_CLASSES, n_noise=2, spread=spread)
+        for k in range(N_CLASSES):
+            per_t = [
+                p.primary_norm[(lab == k).numpy()] for p, lab in zip(parts, labels, strict=True)
+            ]
+            assert table.primary_mean[k] == pytest.approx(np.mean([v.mean() for v in per_t]))
+            ref = {
+                "pooled": np.concatenate(per_t).std(),
+                "samples": np.mean([v.std() for v in per_t]),
+                "iterations": np.std([v.mean() for v in per_t]),
+            }[spread]
+            assert table.primary_std[k] == pytest.approx(ref, rel=1e-12, abs=1e-18)
+    with pytest.raises(ValueError, match="spread must be one of"):
+        theorem1_table(parts, labels, N_CLASSES, spread="runs")

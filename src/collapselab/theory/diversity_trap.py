@@ -248,14 +248,15 @@ def theorem1_from_state(state: MLPState, layer: int, c_next: ArrayLike, lr: floa
 
 @dataclass(frozen=True)
 class Theorem1Table:
-    """Table 1: S_primary and S_k per class, pooled over samples and iterations.
+    """Table 1: S_primary and S_k per class over samples and iterations.
 
     The norms are those of the per-sample changes ``-η ∂ℓ_x/∂W`` of each sample's own loss;
     under a batch-mean loss every value would be divided by the batch size (note A4), so
     compare ratios, not the paper's absolute ×10⁻³ units.
 
     Attributes:
-        primary_mean, primary_std: ``(C,)`` mean and std (ddof 0) of ``‖ΔW_primary|_x‖_F``.
+        primary_mean, primary_std: ``(C,)`` mean and spread (see :func:`theorem1_table`)
+            of ``‖ΔW_primary|_x‖_F``.
         noise_mean, noise_std: ``(C, K)`` the same for k = 1..K.
         counts: ``(C,)`` samples x iterations pooled per class.
     """
@@ -272,23 +273,33 @@ class Theorem1Table:
         return self.primary_mean / self.noise_mean.max(axis=1)
 
 
+SPREADS = ("pooled", "samples", "iterations")
+"""Readings of Table 1's "±" (note A11): the std over the pooled (sample, iteration) values,
+the mean over iterations of the std over samples, or the std over iterations of the class
+means (the std over runs is the experiments' business)."""
+
+
 def theorem1_table(
     parts: Sequence[Theorem1Parts],
     labels: Sequence[ArrayLike],
     n_classes: int,
     n_noise: int = 3,
+    spread: str = "pooled",
 ) -> Theorem1Table:
     """S_primary and S_1..S_K per class over a window (paper 000, Table 1, M9, R13).
 
-    ``S = E_{t ∈ window} E_{x ∈ X_c} ‖·‖_F``, with the std over the same pooled
-    (sample, iteration) values. Every class must occur at every iteration.
+    ``S = E_{t ∈ window} E_{x ∈ X_c} ‖·‖_F`` (the mean over iterations of the class means),
+    with the "±" read as ``spread`` (:data:`SPREADS`, all std with ddof 0). Every class must
+    occur at every iteration.
 
     Args:
         parts: one :class:`Theorem1Parts` per iteration of the window.
         labels: the matching ``(N_t,)`` labels.
         n_classes: C.
         n_noise: K (the paper reports k = 1, 2, 3).
+        spread: ``"pooled"``, ``"samples"`` or ``"iterations"``.
     """
+    spread = check_choice("spread", spread, SPREADS)
     if len(parts) == 0 or len(parts) != len(labels):
         raise ValueError(
             f"parts and labels must be non-empty and of equal length, got {len(parts)} "
@@ -296,20 +307,27 @@ def theorem1_table(
         )
     r = min(p.noise_norms.shape[1] for p in parts)
     n_noise = check_int("n_noise", n_noise, minimum=1, maximum=r)
-    prim, noise, ys = [], [], []
+    means = np.zeros((len(parts), n_classes, 1 + n_noise))
+    stds = np.zeros_like(means)
+    pooled: list[list[np.ndarray]] = [[] for _ in range(n_classes)]
+    counts = np.zeros(n_classes, dtype=np.int64)
     for t, (p, y) in enumerate(zip(parts, labels, strict=True)):
         n = p.primary_norm.shape[0]
-        ys.append(check_probe_classes(y, n_classes, n, what=f"probe set of iteration {t}").numpy())
-        prim.append(p.primary_norm)
-        noise.append(p.noise_norms[:, :n_noise])
-    y_all, p_all, n_all = np.concatenate(ys), np.concatenate(prim), np.concatenate(noise)
-    pm, ps = np.zeros(n_classes), np.zeros(n_classes)
-    nm, ns = np.zeros((n_classes, n_noise)), np.zeros((n_classes, n_noise))
-    for c in range(n_classes):
-        sel = y_all == c
-        pm[c], ps[c] = p_all[sel].mean(), p_all[sel].std()
-        nm[c], ns[c] = n_all[sel].mean(axis=0), n_all[sel].std(axis=0)
-    return Theorem1Table(pm, ps, nm, ns, np.bincount(y_all, minlength=n_classes))
+        y_t = check_probe_classes(y, n_classes, n, what=f"probe set of iteration {t}").numpy()
+        values = np.concatenate([p.primary_norm[:, None], p.noise_norms[:, :n_noise]], axis=1)
+        for c in range(n_classes):
+            v = values[y_t == c]
+            means[t, c], stds[t, c] = v.mean(axis=0), v.std(axis=0)
+            pooled[c].append(v)
+            counts[c] += v.shape[0]
+    mean = means.mean(axis=0)
+    if spread == "pooled":
+        std = np.stack([np.concatenate(v).std(axis=0) for v in pooled])
+    elif spread == "samples":
+        std = stds.mean(axis=0)
+    else:
+        std = means.std(axis=0)
+    return Theorem1Table(mean[:, 0], std[:, 0], mean[:, 1:], std[:, 1:], counts)
 
 
 # --------------------------------------------------------------------------- windows
@@ -616,6 +634,7 @@ def theorem2_consistency(
 
 __all__ = [
     "DELTA_F_MODES",
+    "SPREADS",
     "AlignedCosine",
     "Lemma3Terms",
     "Theorem1Parts",
