@@ -29,6 +29,7 @@ IDS = [
     "pcbias-relu",
     "pcbias-scales",
     "pcbias-separable",
+    "pcbias-stvgg",
 ]
 
 
@@ -297,3 +298,18 @@ def test_frequency_stores_critical_frequencies_of_the_generated_points(runs):
         assert mean == pytest.approx(d["accessibility"][critical == score].mean())
     assert d["boundary"].shape == (2, 20, 20)
     assert set(np.unique(d["boundary"])) <= {0, 1}
+
+
+def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():
+    """For an st-VGG built linear (no bias), the linearised compact matrix equals the exact
+    Jacobian of the network (autograd), column per pixel."""
+    from collapselab.experiments.pcb.stvgg import linearised_matrix
+    from collapselab.models import StVGG
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = StVGG(3, 1, linear=True, input_size=16, width_multiplier=0.125, bias=False).eval()
+    w = linearised_matrix(net, 0.125)
+    jac = torch.autograd.functional.jacobian(lambda v: net(v.reshape(1, 1, 16, 16))[0],
+                                             torch.zeros(256))  # fmt: skip
+    np.testing.assert_allclose(w, jac.double().numpy(), rtol=1e-4, atol=1e-6)

@@ -22,6 +22,7 @@ __all__ = [
     "RELU_CAPTIONS",
     "SCALES_CAPTIONS",
     "SEPARABLE_CAPTIONS",
+    "STVGG_CAPTIONS",
     "draw_amplification",
     "draw_convergence",
     "draw_frequency",
@@ -31,6 +32,7 @@ __all__ = [
     "draw_relu",
     "draw_scales",
     "draw_separable",
+    "draw_stvgg",
     "pc_picks",
 ]
 
@@ -445,4 +447,27 @@ FREQUENCY_CAPTIONS = {
     "fig13_boundaries": "Fig. 13 analogue: one ReLU MLP's decision regions on the frequency "
     "dataset after several epochs; black: the true boundary x₂ = λ(x₁). The low frequencies "
     "are fitted first.",
+}
+
+
+def draw_stvgg(run: Run) -> None:
+    """Fig. 4d from ``stvgg.npz``: across-network std per PC of the linearised st-VGGs."""
+    d = run.load_array("stvgg")
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    j = np.arange(1, d["std"].shape[1] + 1)
+    for i, e in enumerate(d["epochs"]):
+        color = plt.cm.viridis(i / max(len(d["epochs"]) - 1, 1))
+        ax.plot(j, d["std"][e], color=color, lw=1, label=f"epoch {int(e)}")
+    ax.set(xscale="log", yscale="log", xlabel="principal component j (largest first)",
+           ylabel="std of the linearised w̃_j over networks",
+           title="Fig. 4d: linearised st-VGG")  # fmt: skip
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, which="both")
+    save_run_figure(run, fig, "fig4d_stvgg")
+
+
+STVGG_CAPTIONS = {
+    "fig4d_stvgg": "Fig. 4d analogue: st-VGGs (ReLU, max-pooling) linearised after every epoch "
+    "(identity activations, average pooling): across-network std of the compact matrix's PC "
+    "column j. The leading PCs move first; the lowest hardly change.",
 }
