@@ -1,0 +1,143 @@
+"""Helpers shared by paper 000's experiment modules (private to the package): running a
+list of member configs, storing their trajectories and phase detections in the run, and
+reading them back for claims and figures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from collapselab.experiments.claims import Claim, ClaimResult, NotEvaluable, RunResults
+from collapselab.experiments.fd.training import run_member
+from collapselab.experiments.registry import RunContext
+from collapselab.store import Run
+
+PAPER = "000"
+
+Check = Callable[[RunResults], tuple[bool, Mapping[str, float], float | None, str]]
+"""A claim's core: results -> (holds, the numbers, the numeric threshold, one sentence)."""
+
+MEASUREMENT_KEYS = (
+    "every",
+    "dense_every",
+    "half_window",
+    "probe_per_class",
+    "loss_per_class",
+    "phase_layer",
+    "smooth",
+    "loss_drop",
+)
+"""Config entries of the measurement (shared by every member of an experiment)."""
+
+
+def member_configs(
+    base: Mapping[str, Any], arms: Mapping[str, Mapping[str, Any]], context: RunContext
+) -> list[dict[str, Any]]:
+    """One config per arm: ``base`` updated with the arm's changes, the run's seed and
+    ``--data-dir``, and ``arm``: the arm's name."""
+    data_dir = None if context.data_dir is None else str(context.data_dir)
+    return [
+        {
+            **base,
+            **changes,
+            "arm": name,
+            "seed": context.seed,
+            "data_dir": data_dir,
+            "device": context.device,
+        }
+        for name, changes in arms.items()
+    ]
+
+
+def run_members(configs: Sequence[Mapping[str, Any]], context: RunContext, label: str) -> list:
+    """Run :func:`~collapselab.experiments.fd.training.run_member` on every config, in
+    order, with a progress bar."""
+    results = []
+    with context.progress.task(label, len(configs), "runs") as done:
+        for i, config in enumerate(configs):
+            results.append(run_member(config))
+            done(i + 1, len(configs))
+    return results
+
+
+def store_member(run: Run, arm: str, result: Mapping[str, Any]) -> None:
+    """Save one member's trajectory and phase detection: ``arrays/traj_<arm>.npz`` (the
+    curves, ``phase_<key>`` scalars, the layer names) and metric rows (split ``arm``: every
+    curve per step and layer; the phase detection at step 0 of layer ``""``)."""
+    arrays = dict(result["arrays"])
+    phases = {f"phase_{k}": np.float64(v) for k, v in result["phases"].items()}
+    run.save_array(
+        f"traj_{arm}",
+        **arrays,
+        **phases,
+        layers=np.array(result["layers"]),
+        linears=np.array(result["linears"]),
+    )
+    steps = arrays["steps"]
+    rows = []
+    for key, value in arrays.items():
+        if key in ("steps", "dense_window"):
+            continue
+        names = (
+            [""]
+            if value.ndim == 1
+            else (result["linears"] if key.startswith("m4_") else result["layers"])
+        )
+        matrix = value.reshape(len(steps), -1)
+        for j, layer in enumerate(names):
+            rows.extend(
+                {
+                    "step": int(s),
+                    "split": arm,
+                    "layer": layer,
+                    "metric": key,
+                    "value": float(matrix[i, j]),
+                }
+                for i, s in enumerate(steps)
+            )
+    rows.extend(
+        {"step": 0, "split": arm, "layer": "", "metric": f"phase_{k}", "value": float(v)}
+        for k, v in result["phases"].items()
+    )
+    run.log_many(rows)
+
+
+def trajectory(results: RunResults | Run, arm: str) -> dict[str, np.ndarray]:
+    """The stored trajectory of ``arm`` (:func:`store_member`); NotEvaluable when absent."""
+    arrays = results.arrays if isinstance(results, RunResults) else None
+    name = f"traj_{arm}"
+    if arrays is None:
+        if name not in results.array_names():
+            raise NotEvaluable(f"the run saved no trajectory for {arm!r}")
+        return results.load_array(name)
+    try:
+        return dict(arrays[name])
+    except KeyError:
+        raise NotEvaluable(f"the run saved no trajectory for {arm!r}") from None
+
+
+def phase(results: RunResults | Run, arm: str, key: str) -> float:
+    """A phase-detection scalar of ``arm`` (``plateau_end``, ``phase1_length``, ...)."""
+    stored = trajectory(results, arm)
+    if f"phase_{key}" not in stored:
+        raise NotEvaluable(f"no phase detection {key!r} for {arm!r}")
+    return float(stored[f"phase_{key}"])
+
+
+def claim(
+    name: str,
+    statement: str,
+    source: str,
+    threshold: str,
+    check: Check,
+    presets: tuple[str, ...] | None = None,
+) -> Claim:
+    """A :class:`Claim` whose ``evaluate`` wraps ``check``'s four results in a verdict."""
+
+    def evaluate(results: RunResults) -> ClaimResult:
+        ok, values, bound, detail = check(results)
+        return ClaimResult("holds" if ok else "does not hold", dict(values), bound, detail)
+
+    return Claim(name, statement, source, threshold, evaluate, presets)

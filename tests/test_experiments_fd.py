@@ -1,0 +1,167 @@
+"""Paper 000's experiments: the per-iteration measurement (schedule, replay, M4 sources),
+phase detection, and the tiny presets end to end with their stored numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from collapselab._threads import serial_threads
+from collapselab.data import DataSplits, LabeledData, gaussian_mixture
+from collapselab.experiments import get_experiment, run_experiment
+from collapselab.experiments.fd import presets
+from collapselab.experiments.fd.measurement import (
+    BoundarySchedule,
+    DiversityRecorder,
+    Trajectory,
+    class_stratified,
+    probe_indices,
+    weight_change_factors,
+)
+from collapselab.experiments.fd.training import build_model, detect, run_member, train_config
+from collapselab.metrics.diversity import pseudo_neuron_similarity
+from collapselab.models import MLP
+from collapselab.train import train
+from tests._experiments import check_completed_run
+
+TINY = {**presets.TWO_PHASE["tiny"]["base"]}
+
+
+@pytest.fixture(scope="module")
+def two_phase_run(tmp_path_factory):
+    """``run fd-two-phase --preset tiny`` once for the module."""
+    root = tmp_path_factory.mktemp("fd-runs")
+    with serial_threads():
+        return run_experiment("fd-two-phase", preset="tiny", root=root)
+
+
+def test_boundary_schedule_coarse_dense_and_replay_only():
+    s = BoundarySchedule(10, 2, (34, 42))
+    assert [t for t in range(0, 51) if s.due(t)] == [0, 10, 20, 30, 34, 36, 38, 40, 42, 50]
+    replay = BoundarySchedule(10, 2, (34, 42), skip_coarse=True, stop=42)
+    assert [t for t in range(0, 51) if replay.due(t)] == [34, 36, 38, 42]
+
+
+def test_probe_set_is_class_stratified_and_fixed():
+    y = torch.tensor([0, 1, 2] * 10 + [2] * 5)
+    a, b = class_stratified(y, 4, seed=3), class_stratified(y, 4, seed=3)
+    assert torch.equal(a, b)
+    assert torch.bincount(y[a]).tolist() == [4, 4, 4]
+    with pytest.raises(ValueError, match="class 0 has 10 training samples"):
+        class_stratified(y, 11, seed=0)
+    data = LabeledData(torch.zeros(4, 2), torch.tensor([0, 0, 2, 2]), 3, "d", {})
+    with pytest.raises(ValueError, match=r"no sample of classes \[1\]"):
+        probe_indices(data, 1, seed=0)
+
+
+def _small(seed: int = 0) -> tuple[DataSplits, MLP]:
+    data = gaussian_mixture(3, 6, 20, clusters_per_class=2, mean_scale=2.0, seed=seed)
+    return data, MLP(6, 3, width=5, depth=4, gamma=1.0)
+
+
+def test_weight_change_factors_give_the_autograd_mean_gradient():
+    """-η Gᵀ F / N from the per-sample factors equals -η ∂(mean loss)/∂W (float64)."""
+    data, model = _small()
+    model = model.double()
+    x = data.train.x.double()
+    probe = LabeledData(x, data.train.y, 3, "p", {})
+    names = [f"layers.{i}.linear" for i in range(3)]
+    factors = weight_change_factors(model, probe, names)
+    loss = torch.nn.functional.cross_entropy(model(x), data.train.y)
+    modules = dict(model.named_modules())
+    grads = torch.autograd.grad(loss, [modules[n].weight for n in names])
+    for name, grad in zip(names, grads, strict=True):
+        g, f = factors[name]
+        assert g.shape == (60, 5)
+        torch.testing.assert_close(g.T @ f / 60, grad, rtol=1e-10, atol=1e-12)
+
+
+def test_replay_reproduces_the_coarse_measurement_and_m4_batch_is_the_step():
+    """The measurement does not change training: a replay measured at other steps gives
+    bit-identical values at the steps both measured; m4_batch is M4 of W_t - W_{t-1}."""
+    data, _ = _small()
+    config = {**TINY, "iterations": 24, "batch_size": 20}
+    cfg = train_config(config, 60, seed=0, device="cpu")
+    probe = LabeledData(data.train.x[::4], data.train.y[::4], 3, "p", {})
+
+    def record(schedule: BoundarySchedule) -> list[dict]:
+        model = build_model(config, 6, 3, seed=0)
+        rec = DiversityRecorder(model, probe, data.train, schedule, cfg.lr)
+        train(model, data, cfg, [rec], None)
+        return rec.rows
+
+    coarse = record(BoundarySchedule(8, stop=24))
+    dense = record(BoundarySchedule(8, 1, (7, 9), stop=24))
+    by_step = {r["step"]: r for r in dense}
+    for row in coarse:
+        assert row == pytest.approx(by_step[row["step"]], nan_ok=True)
+    assert [r["step"] for r in dense] == [0, 7, 8, 9, 16, 24]
+    # m4_batch at step 8 from an independent replay: W_8 - W_7
+    model = build_model(config, 6, 3, seed=0)
+    weights = []
+
+    class Keep:
+        def on_iteration_end(self, state):
+            if state.iteration in (7, 8):
+                weights.append(model.layers[1].linear.weight.detach().clone())
+
+    train(model, data, cfg, [Keep()], None)
+    expected = pseudo_neuron_similarity(weights[1] - weights[0])
+    assert by_step[8]["m4_batch/layers.1.linear"] == pytest.approx(expected, rel=1e-12)
+    assert np.isnan(by_step[0]["m4_batch/layers.1.linear"])
+    # the per-sample form is degenerate: 1 after a ReLU (note A5)
+    assert by_step[8]["m4_per_sample/layers.1.linear"] == pytest.approx(1.0)
+
+
+def _trajectory(loss: list[float], m2: list[float]) -> Trajectory:
+    steps = np.arange(len(loss)) * 10
+    n = len(loss)
+    layer = "layers.2.act"
+    return Trajectory(
+        steps,
+        {
+            "loss": np.array(loss, dtype=float),
+            f"feature_cosine_cross_class/{layer}": np.array(m2, dtype=float),
+            f"gradient_cosine_within_class/{layer}": np.linspace(0.1, 0.5, n),
+        },
+        None,
+        None,
+    )
+
+
+def test_a_run_that_never_leaves_phase_1_gets_no_boundary():
+    stuck = _trajectory([2.30, 2.30, 2.299, 2.30, 2.298], [0.5, 0.51, 0.52, 0.53, 0.54])
+    found = detect(stuck, {**TINY, "smooth": 1})
+    assert found["left_phase1"] == 0.0 and found["plateau_end"] == -1.0
+    assert found["phase1_length"] == 40.0  # censored at the last measured step
+    two = _trajectory([2.30, 2.29, 2.28, 2.0, 1.5], [0.5, 0.6, 0.7, 0.6, 0.4])
+    found = detect(two, {**TINY, "smooth": 1})
+    assert found["left_phase1"] == 1.0 and found["plateau_end"] == 30.0
+    assert found["m2_peak_step"] == 20.0 and found["m2_peak"] == pytest.approx(0.7)
+
+
+def test_a_phase_layer_out_of_range_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"phase_layer must be a hidden linear layer in \[1, 7\]"):
+        run_member({**TINY, "phase_layer": 8})
+
+
+def test_two_phase_tiny_end_to_end_m2_rises_before_the_loss_drops(two_phase_run):
+    """The small end-to-end run: the stored M2 of the third layer rises before the stored
+    loss leaves its plateau, and the claim says so with those numbers."""
+    spec = get_experiment("fd-two-phase")
+    claims = check_completed_run(two_phase_run, spec)
+    stored = two_phase_run.load_array("traj_clustered")
+    steps, loss = stored["steps"], stored["loss"]
+    m2 = stored["feature_cosine_cross_class"][:, 2]
+    end = float(stored["phase_plateau_end"])
+    assert end > 0 and loss[steps == end][0] < 0.95 * loss[0]
+    assert np.all(loss[steps < end] >= 0.95 * loss[0])  # the plateau
+    rise = m2[steps <= end].max() - m2[0]
+    assert rise >= 0.02
+    entry = claims["m2-rises-before-loss-drops"]
+    assert entry["verdict"] == "holds"
+    assert entry["values"]["clustered_rise"] == pytest.approx(rise)
+    lo, hi = stored["dense_window"]
+    assert 0 < lo < hi  # the window around the M2 peak, measured every 2 iterations
+    assert set(np.diff(steps[(steps >= lo) & (steps <= hi)]).tolist()) == {2}
