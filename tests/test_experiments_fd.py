@@ -3,6 +3,9 @@ phase detection, and the tiny presets end to end with their stored numbers."""
 
 from __future__ import annotations
 
+import gzip
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -19,11 +22,18 @@ from collapselab.experiments.fd.measurement import (
     probe_indices,
     weight_change_factors,
 )
-from collapselab.experiments.fd.training import build_model, detect, run_member, train_config
+from collapselab.experiments.fd.training import (
+    build_model,
+    detect,
+    dry_run,
+    run_member,
+    train_config,
+)
 from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.models import MLP
 from collapselab.train import train
 from tests._experiments import check_completed_run
+from tests._idx_files import idx_bytes, write_idx_dataset
 
 TINY = {**presets.TWO_PHASE["tiny"]["base"]}
 
@@ -48,8 +58,8 @@ def test_probe_set_is_class_stratified_and_fixed():
     a, b = class_stratified(y, 4, seed=3), class_stratified(y, 4, seed=3)
     assert torch.equal(a, b)
     assert torch.bincount(y[a]).tolist() == [4, 4, 4]
-    with pytest.raises(ValueError, match="class 0 has 10 training samples"):
-        class_stratified(y, 11, seed=0)
+    with pytest.raises(ValueError, match="class 0 has 10 training samples; the loss subset"):
+        class_stratified(y, 11, seed=0, what="the loss subset")
     data = LabeledData(torch.zeros(4, 2), torch.tensor([0, 0, 2, 2]), 3, "d", {})
     with pytest.raises(ValueError, match=r"no sample of classes \[1\]"):
         probe_indices(data, 1, seed=0)
@@ -165,3 +175,87 @@ def test_two_phase_tiny_end_to_end_m2_rises_before_the_loss_drops(two_phase_run)
     lo, hi = stored["dense_window"]
     assert 0 < lo < hi  # the window around the M2 peak, measured every 2 iterations
     assert set(np.diff(steps[(steps >= lo) & (steps <= hi)]).tolist()) == {2}
+
+
+def _plateau_end(stored: dict) -> float:
+    """Recomputed from the stored loss: the first step 5% below the start (-1: never)."""
+    loss, steps = stored["loss"], stored["steps"]
+    hits = np.nonzero(loss < 0.95 * loss[0])[0]
+    return float(steps[hits[0]]) if hits.size else -1.0
+
+
+@pytest.fixture(scope="module")
+def operations_run(tmp_path_factory):
+    """``run fd-operations --preset tiny`` once for the module."""
+    root = tmp_path_factory.mktemp("fd-ops")
+    with serial_threads():
+        return run_experiment("fd-operations", preset="tiny", root=root)
+
+
+def test_operations_tiny_claims_are_the_stored_phase_lengths(operations_run):
+    spec = get_experiment("fd-operations")
+    claims = check_completed_run(operations_run, spec)
+    arms = presets.OPERATIONS["tiny"]["arms"]
+    ends = {arm: _plateau_end(operations_run.load_array(f"traj_{arm}")) for arm in arms}
+    for arm in arms:
+        stored = operations_run.load_array(f"traj_{arm}")
+        assert float(stored["phase_plateau_end"]) == ends[arm]
+        assert float(stored["phase_left_phase1"]) == float(ends[arm] >= 0)
+    norm = claims["normalisation-breaks-the-trap"]
+    assert norm["values"]["none_phase1_length"] == ends["baseline"] > 0
+    lengths = claims["momentum-shortens-phase-1"]["values"]
+    assert lengths["m0.0_phase1_length"] == ends["baseline"]
+    expected = "holds" if ends["momentum-0.9"] < ends["baseline"] else "does not hold"
+    assert claims["momentum-shortens-phase-1"]["verdict"] == expected
+    stuck = claims["small-gamma-gets-stuck"]
+    assert stuck["verdict"] == ("holds" if ends["gamma-0.1"] < 0 else "does not hold")
+    assert stuck["values"]["small_gamma_left_phase1"] == float(ends["gamma-0.1"] >= 0)
+    # groups the tiny preset does not sweep are not evaluable, not guessed
+    assert claims["smaller-l2-shortens-phase-1"]["verdict"] == "not evaluable"
+
+
+def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
+    spec = get_experiment("fd-robustness")
+    with serial_threads():
+        run = run_experiment("fd-robustness", preset="tiny", root=tmp_path)
+    claims = check_completed_run(run, spec)
+    entry = claims["two-phases-across-activation"]
+    rises = {}
+    for value, arm in presets.ROBUSTNESS["tiny"]["groups"]["activation"]:
+        stored = run.load_array(f"traj_{arm}")
+        end = float(stored["phase_phase1_length"])
+        m2 = stored["feature_cosine_cross_class"][:, 2][stored["steps"] <= end]
+        rises[value] = m2.max() - m2[0]
+        assert entry["values"][f"{value}_m2_rise"] == pytest.approx(rises[value])
+    assert claims["two-phases-across-depth"]["verdict"] == "not evaluable"
+
+
+def test_paper_preset_dry_run_on_fixture_files(tmp_path):
+    """The paper preset's arms (CIFAR-10 and MNIST, 9 x 512) built from fixture files."""
+    write_idx_dataset(tmp_path, n_train=1000, n_test=10)
+    labels = (np.arange(1000) % 10).astype(np.uint8)  # balanced: 100 per class
+    (tmp_path / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(labels)))
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for i in range(1, 6):
+        batch = {
+            b"data": rng.integers(0, 256, (200, 3072), dtype=np.uint8),
+            b"labels": [j % 10 for j in range(200)],
+        }
+        (folder / f"data_batch_{i}").write_bytes(pickle.dumps(batch, protocol=2))
+    test = {b"data": rng.integers(0, 256, (10, 3072), dtype=np.uint8), b"labels": list(range(10))}
+    (folder / "test_batch").write_bytes(pickle.dumps(test, protocol=2))
+    summary = dry_run(get_experiment("fd-two-phase").config("paper"), data_dir=tmp_path)
+    assert set(summary) == {"cifar10", "mnist"}
+    cifar, mnist = summary["cifar10"], summary["mnist"]
+    assert cifar["input_dim"] == 3072 and mnist["input_dim"] == 784
+    assert cifar["train_class_counts"] == [100] * 10 and mnist["n_train"] == 1000
+    for arm in (cifar, mnist):
+        assert arm["depth"] == 9 and arm["width"] == 512 and arm["batch_size"] == 100
+        assert arm["logits_shape"] == [100, 10] and arm["probe_size"] == 200
+        assert arm["phase_layer"] == "layers.2.act"
+    assert cifar["lr"] == 0.1 and mnist["lr"] == 0.01  # the paper's A.1 and A.2
+    ops = dry_run(get_experiment("fd-operations").config("paper"), data_dir=tmp_path)
+    assert ops["norm-batchnorm"]["norm"] == "batchnorm" and ops["gamma-0.1"]["gamma"] == 0.1
+    assert ops["l2-0.01"]["weight_decay"] == pytest.approx(0.02)  # λ‖W‖²: decay 2λ

@@ -7,6 +7,9 @@ id                    what                                                      
 ====================  ========================================================  ===========
 ``fd-two-phase``      the two-phase baseline: loss flat then falling; M2, M3    Figs 1-2
                       and M4 rise through phase 1 and fall after
+``fd-operations``     normalisation, momentum (with an equal-effective-LR       Fig. 8,
+                      control), init variance γ, L2 λ; stuck vs unstuck         S-Fig. 24-29
+``fd-robustness``     depth, width, learning rate, batch size, activation       App. A
 ====================  ========================================================  ===========
 
 Every run is measured per iteration (:mod:`~collapselab.experiments.fd.measurement`): the
@@ -20,9 +23,22 @@ Fashion-MNIST, falling back to ``quick-bundled`` on scikit-learn's digits), ``st
 
 from collapselab.experiments.fd import presets
 from collapselab.experiments.fd._common import PAPER
-from collapselab.experiments.fd.figures import TWO_PHASE_CAPTIONS, draw_two_phase
+from collapselab.experiments.fd.figures import (
+    OPERATION_CAPTIONS,
+    ROBUSTNESS_CAPTIONS,
+    TWO_PHASE_CAPTIONS,
+    draw_operations,
+    draw_robustness,
+    draw_two_phase,
+)
 from collapselab.experiments.fd.measurement import BoundarySchedule, DiversityRecorder
-from collapselab.experiments.fd.training import run_member
+from collapselab.experiments.fd.operations import (
+    OPERATION_CLAIMS,
+    ROBUSTNESS_CLAIMS,
+    run_operations,
+    run_robustness,
+)
+from collapselab.experiments.fd.training import dry_run, run_member
 from collapselab.experiments.fd.two_phase import TWO_PHASE_CLAIMS, run_two_phase
 from collapselab.experiments.registry import Experiment, register
 
@@ -34,6 +50,7 @@ TWO_PHASE = register(
         presets=presets.TWO_PHASE,
         runtime_quick="~40 s",
         run=run_two_phase,
+        dry_run=dry_run,
         figures=list(TWO_PHASE_CAPTIONS),
         figure="Figs 1-2",
         claims=TWO_PHASE_CLAIMS,
@@ -43,11 +60,52 @@ TWO_PHASE = register(
     )
 )
 
+OPERATIONS = register(
+    Experiment(
+        id="fd-operations",
+        paper=PAPER,
+        title="the four operations (normalisation, momentum, init variance, L2) and stuck runs",
+        presets=presets.OPERATIONS,
+        runtime_quick="~2 min",
+        run=run_operations,
+        dry_run=dry_run,
+        figures=list(OPERATION_CAPTIONS),
+        figure="Fig. 8, S-Fig. 24, 28-29",
+        claims=OPERATION_CLAIMS,
+        draw=draw_operations,
+        captions=OPERATION_CAPTIONS,
+    )
+)
+
+ROBUSTNESS = register(
+    Experiment(
+        id="fd-robustness",
+        paper=PAPER,
+        title="the two phases across depth, width, learning rate, batch size and activation",
+        presets=presets.ROBUSTNESS,
+        runtime_quick="~2 min",
+        run=run_robustness,
+        dry_run=dry_run,
+        figures=list(ROBUSTNESS_CAPTIONS),
+        figure="Appendix A.1-A.11",
+        claims=ROBUSTNESS_CLAIMS,
+        draw=draw_robustness,
+        captions=ROBUSTNESS_CAPTIONS,
+    )
+)
+
 __all__ = [
+    "OPERATIONS",
+    "OPERATION_CLAIMS",
+    "ROBUSTNESS",
+    "ROBUSTNESS_CLAIMS",
     "TWO_PHASE",
     "TWO_PHASE_CLAIMS",
     "BoundarySchedule",
     "DiversityRecorder",
+    "dry_run",
     "run_member",
+    "run_operations",
+    "run_robustness",
     "run_two_phase",
 ]

@@ -141,3 +141,48 @@ def claim(
         return ClaimResult("holds" if ok else "does not hold", dict(values), bound, detail)
 
     return Claim(name, statement, source, threshold, evaluate, presets)
+
+
+def run_groups(run: Run, context: RunContext, label: str) -> None:
+    """Run the arms of a sweep experiment and record its groups.
+
+    ``context.config``: ``base`` (the shared config), ``arms`` (name -> changes) and
+    ``groups`` (group -> [[value, arm], ...]: which arm each swept value ran as; an arm may
+    serve several groups, the baseline typically). Every arm is trained once; the manifest
+    records ``groups`` and ``arms`` for claims and figures.
+    """
+    c = context.config
+    configs = member_configs(c["base"], c["arms"], context)
+    results = run_members(configs, context, label)
+    for config, result in zip(configs, results, strict=True):
+        store_member(run, config["arm"], result)
+    run.update_manifest(
+        groups=c["groups"], arms={"all": list(c["arms"])}, phase_layer=int(c["base"]["phase_layer"])
+    )
+    run.flush()
+
+
+def group(results: RunResults | Run, name: str) -> list[tuple[Any, str]]:
+    """``[(value, arm), ...]`` of a sweep group, from the manifest."""
+    stored = (results.manifest.get("groups") or {}).get(name)
+    if not stored:
+        raise NotEvaluable(f"the run recorded no sweep group {name!r}")
+    return [(value, arm) for value, arm in stored]
+
+
+def phase1_lengths(results: RunResults, name: str) -> tuple[list, np.ndarray, np.ndarray]:
+    """``(values, lengths, left)`` of a group: the phase-1 length of each arm (the end of
+    its loss plateau; the last measured step when it never left phase 1) and whether it
+    left phase 1."""
+    pairs = group(results, name)
+    lengths = np.array([phase(results, arm, "phase1_length") for _, arm in pairs])
+    left = np.array([phase(results, arm, "left_phase1") for _, arm in pairs]) > 0
+    return [v for v, _ in pairs], lengths, left
+
+
+def describe_lengths(values: Sequence[Any], lengths: np.ndarray, left: np.ndarray) -> str:
+    """``"0: 210, 0.5: 150, 0.9: >600 (never left phase 1)"``."""
+    return ", ".join(
+        f"{v}: {length:g}" if ok else f"{v}: >{length:g} (never left phase 1)"
+        for v, length, ok in zip(values, lengths, left, strict=True)
+    )

@@ -12,7 +12,15 @@ from collapselab.experiments.fd._common import trajectory
 from collapselab.report import save_run_figure
 from collapselab.store import Run
 
-__all__ = ["TWO_PHASE_CAPTIONS", "draw_two_phase", "mark_phases"]
+__all__ = [
+    "OPERATION_CAPTIONS",
+    "ROBUSTNESS_CAPTIONS",
+    "TWO_PHASE_CAPTIONS",
+    "draw_operations",
+    "draw_robustness",
+    "draw_two_phase",
+    "mark_phases",
+]
 
 TWO_PHASE_CAPTIONS = {
     "two_phase": (
@@ -83,3 +91,71 @@ def draw_two_phase(run: Run) -> None:
         for ax in row:
             mark_phases(ax, stored)
     save_run_figure(run, fig, "two_phase")
+
+
+_GROUP_TEXT = (
+    "per sweep (rows), the training loss, M2 (cross-class feature cosine) and M3 "
+    "(within-class gradient cosine) of the third linear layer for every arm, and the "
+    "phase-1 length of each arm (the end of its loss plateau; hatched: the run never left "
+    "phase 1 within its budget, drawn at the budget)."
+)
+OPERATION_CAPTIONS = {
+    "operations": "Fig. 8, S-Fig. 24, 28-29, the four operations and stuck vs unstuck: "
+    + _GROUP_TEXT
+}
+ROBUSTNESS_CAPTIONS = {
+    "robustness": "Appendix A.1-A.11, robustness of the two phases: " + _GROUP_TEXT
+}
+
+
+def _draw_groups(run: Run, name: str) -> None:
+    groups = run.manifest.get("groups") or {}
+    layer = int(run.manifest.get("phase_layer", 3)) - 1
+    fig, axes = plt.subplots(
+        max(len(groups), 1),
+        4,
+        figsize=(13, 2.7 * max(len(groups), 1)),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    for row, (group_name, pairs) in zip(axes, groups.items(), strict=False):
+        colours = plt.cm.plasma(np.linspace(0.05, 0.8, len(pairs)))
+        lengths, censored, labels = [], [], []
+        for (value, arm), colour in zip(pairs, colours, strict=True):
+            stored = trajectory(run, arm)
+            steps, label = stored["steps"], f"{value}"
+            row[0].plot(steps, stored["loss"], color=colour, linewidth=1, label=label)
+            row[1].plot(
+                steps, stored["feature_cosine_cross_class"][:, layer], color=colour, linewidth=1
+            )
+            row[2].plot(
+                steps, stored["gradient_cosine_within_class"][:, layer], color=colour, linewidth=1
+            )
+            lengths.append(float(stored["phase_phase1_length"]))
+            censored.append(float(stored["phase_left_phase1"]) == 0)
+            labels.append(label)
+        bars = row[3].bar(range(len(lengths)), lengths, color=colours)
+        for bar, cut in zip(bars, censored, strict=True):
+            if cut:
+                bar.set_hatch("//")
+        row[3].set_xticks(range(len(labels)), labels, fontsize="x-small")
+        row[0].legend(
+            fontsize="x-small", title=group_name.replace("_", " "), title_fontsize="x-small"
+        )
+        for ax, title in zip(
+            row, ("loss", "M2 cross-class", "M3 within-class", "phase-1 length"), strict=True
+        ):
+            ax.set_title(f"{group_name}: {title}", fontsize="small")
+        for ax in row[:3]:
+            ax.set_xlabel("iteration")
+    save_run_figure(run, fig, name)
+
+
+def draw_operations(run: Run) -> None:
+    """``operations.png`` from the stored sweep groups."""
+    _draw_groups(run, "operations")
+
+
+def draw_robustness(run: Run) -> None:
+    """``robustness.png`` from the stored sweep groups."""
+    _draw_groups(run, "robustness")

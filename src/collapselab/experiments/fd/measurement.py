@@ -83,9 +83,12 @@ M4_SOURCES = ("m4_batch", "m4_probe_mean", "m4_per_sample")
 """The three weight-change sources of M4 (module docstring)."""
 
 
-def class_stratified(labels: torch.Tensor, per_class: int, seed: int) -> torch.Tensor:
+def class_stratified(
+    labels: torch.Tensor, per_class: int, seed: int, what: str = "the probe set"
+) -> torch.Tensor:
     """Indices of ``per_class`` samples of every class, drawn without replacement with a
-    generator seeded by ``seed``, sorted. ValueError naming the class when one has fewer."""
+    generator seeded by ``seed``, sorted. ValueError naming the class and ``what`` needs
+    them when one has fewer."""
     per_class = check_int("per_class", per_class, minimum=1)
     gen = torch.Generator().manual_seed(int(seed))
     chosen = []
@@ -94,7 +97,7 @@ def class_stratified(labels: torch.Tensor, per_class: int, seed: int) -> torch.T
         members = torch.nonzero(labels == c).flatten()
         if members.numel() < per_class:
             raise ValueError(
-                f"class {c} has {members.numel()} training samples; the probe set needs "
+                f"class {c} has {members.numel()} training samples; {what} needs "
                 f"{per_class} of every class"
             )
         chosen.append(members[torch.randperm(members.numel(), generator=gen)[:per_class]])

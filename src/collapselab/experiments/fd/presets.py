@@ -90,8 +90,8 @@ TWO_PHASE: dict[str, dict[str, Any]] = {
         "dataset": "cifar10",
         "base": {**MODEL, **MEASUREMENT, "width": 512, "iterations": 5000},
         "arms": {
-            "cifar10": {"dataset": "cifar10", "n_per_class": 5000},
-            "mnist": {"dataset": "mnist", "n_per_class": 6000, "lr": 0.01},
+            "cifar10": {"dataset": "cifar10", "n_per_class": None},
+            "mnist": {"dataset": "mnist", "n_per_class": None, "lr": 0.01},
         },
     },
     "tiny": {
@@ -113,3 +113,163 @@ TWO_PHASE: dict[str, dict[str, Any]] = {
     },
 }
 """``fd-two-phase``: the baseline on an image dataset and on generated clustered data."""
+
+
+def _groups(groups: dict[str, list[tuple[Any, str]]]) -> dict[str, list[list[Any]]]:
+    return {name: [[value, arm] for value, arm in pairs] for name, pairs in groups.items()}
+
+
+OPERATION_ARMS: dict[str, dict[str, Any]] = {
+    "baseline": {},
+    "norm-batchnorm": {"norm": "batchnorm"},
+    "norm-norm1": {"norm": "norm1"},
+    "momentum-0.5": {"momentum": 0.5},
+    "momentum-0.9": {"momentum": 0.9},
+    "momentum-0.5-lr-0.05": {"momentum": 0.5, "lr": 0.05},
+    "momentum-0.9-lr-0.01": {"momentum": 0.9, "lr": 0.01},
+    "gamma-0.1": {"gamma": 0.1},
+    "gamma-0.5": {"gamma": 0.5},
+    "gamma-2": {"gamma": 2.0},
+    "l2-0.0001": {"l2": 1e-4},
+    "l2-0.001": {"l2": 1e-3},
+    "l2-0.01": {"l2": 1e-2},
+}
+"""The arms of ``fd-operations`` (changes to the base config); ``baseline`` is shared by
+every group (no normalisation, m = 0, γ = 1, λ = 0)."""
+
+OPERATION_GROUPS = _groups(
+    {
+        "normalisation": [
+            ("none", "baseline"),
+            ("batchnorm", "norm-batchnorm"),
+            ("norm1", "norm-norm1"),
+        ],
+        "momentum": [(0.0, "baseline"), (0.5, "momentum-0.5"), (0.9, "momentum-0.9")],
+        "momentum_equal_lr": [
+            (0.0, "baseline"),
+            (0.5, "momentum-0.5-lr-0.05"),
+            (0.9, "momentum-0.9-lr-0.01"),
+        ],
+        "gamma": [(0.1, "gamma-0.1"), (0.5, "gamma-0.5"), (1.0, "baseline"), (2.0, "gamma-2")],
+        "l2": [(0.0, "baseline"), (1e-4, "l2-0.0001"), (1e-3, "l2-0.001"), (1e-2, "l2-0.01")],
+        "stuck": [(0.1, "gamma-0.1"), (1.0, "baseline")],
+    }
+)
+"""Which arm each swept value ran as. ``momentum_equal_lr`` is the control of note A19:
+η(m) = 0.1 (1 - m), so that the effective step η/(1 - m) stays 0.1."""
+
+_TINY_BASE = TWO_PHASE["tiny"]["base"]
+
+OPERATIONS: dict[str, dict[str, Any]] = {
+    "quick": {"base": _QUICK_BASE, "arms": OPERATION_ARMS, "groups": OPERATION_GROUPS},
+    "standard": {
+        "dataset": "fashion_mnist",
+        "base": {**_QUICK_BASE, **_FMNIST, "width": 256, "n_per_class": 1000, "iterations": 2000},
+        "arms": {
+            **OPERATION_ARMS,
+            "gamma-0.1": {"gamma": 0.03},
+            "gamma-0.5": {"gamma": 0.1},
+            "gamma-2": {"gamma": 1.0},
+        },
+        "groups": _groups(
+            {
+                **{k: [tuple(p) for p in v] for k, v in OPERATION_GROUPS.items()},
+                "gamma": [
+                    (0.03, "gamma-0.1"),
+                    (0.1, "gamma-0.5"),
+                    (0.3, "baseline"),
+                    (1.0, "gamma-2"),
+                ],
+                "stuck": [(0.03, "gamma-0.1"), (0.3, "baseline")],
+            }
+        ),
+    },
+    "paper": {
+        "dataset": "cifar10",
+        "base": {**TWO_PHASE["paper"]["base"], "dataset": "cifar10", "n_per_class": None},
+        "arms": OPERATION_ARMS,
+        "groups": OPERATION_GROUPS,
+    },
+    "tiny": {
+        "base": {**_TINY_BASE, "iterations": 200},
+        "arms": {
+            "baseline": {},
+            "norm-norm1": {"norm": "norm1"},
+            "momentum-0.9": {"momentum": 0.9},
+            "gamma-0.1": {"gamma": 0.1},
+        },
+        "groups": _groups(
+            {
+                "normalisation": [("none", "baseline"), ("norm1", "norm-norm1")],
+                "momentum": [(0.0, "baseline"), (0.9, "momentum-0.9")],
+                "stuck": [(0.1, "gamma-0.1"), (1.0, "baseline")],
+            }
+        ),
+    },
+}
+"""``fd-operations``: the four operations and stuck vs unstuck (§5, Fig. 8, S-Fig. 24,
+28-29), on clustered data at ``quick``. At ``standard`` (Fashion-MNIST, whose baseline uses
+γ = 0.3) the γ arms are scaled by 0.3 too (0.03, 0.1, 0.3, 1); the arm names keep the quick
+preset's."""
+
+ROBUSTNESS_ARMS: dict[str, dict[str, Any]] = {
+    "baseline": {},
+    "depth-5": {"depth": 5},
+    "depth-7": {"depth": 7},
+    "width-64": {"width": 64},
+    "width-256": {"width": 256},
+    "lr-0.01": {"lr": 0.01, "iterations": 3000, "every": 50, "dense_every": 10, "half_window": 100},
+    "batch-500": {"batch_size": 500},
+    "batch-1000": {"batch_size": 1000},
+    "leaky-0.1": {"activation": "leaky_relu", "negative_slope": 0.1},
+    "leaky-0.01": {"activation": "leaky_relu", "negative_slope": 0.01},
+}
+"""The arms of ``fd-robustness``. At η = 0.01 the budget is 5× the iterations (the plateau
+scales with 1/η), measured every 50 (every 10 in the window)."""
+
+ROBUSTNESS_GROUPS = _groups(
+    {
+        "depth": [(5, "depth-5"), (7, "depth-7"), (9, "baseline")],
+        "width": [(64, "width-64"), (128, "baseline"), (256, "width-256")],
+        "learning_rate": [(0.1, "baseline"), (0.01, "lr-0.01")],
+        "batch_size": [(100, "baseline"), (500, "batch-500"), (1000, "batch-1000")],
+        "activation": [
+            ("relu", "baseline"),
+            ("leaky_relu 0.1", "leaky-0.1"),
+            ("leaky_relu 0.01", "leaky-0.01"),
+        ],
+    }
+)
+
+ROBUSTNESS: dict[str, dict[str, Any]] = {
+    "quick": {"base": _QUICK_BASE, "arms": ROBUSTNESS_ARMS, "groups": ROBUSTNESS_GROUPS},
+    "standard": {
+        "dataset": "fashion_mnist",
+        "base": {**_QUICK_BASE, **_FMNIST, "width": 256, "n_per_class": 1000, "iterations": 2000},
+        "arms": {
+            **ROBUSTNESS_ARMS,
+            "width-256": {"width": 512},
+            "width-64": {"width": 128},
+            "lr-0.01": {**ROBUSTNESS_ARMS["lr-0.01"], "iterations": 6000},
+        },
+        "groups": _groups(
+            {
+                **{k: [tuple(p) for p in v] for k, v in ROBUSTNESS_GROUPS.items()},
+                "width": [(128, "width-64"), (256, "baseline"), (512, "width-256")],
+            }
+        ),
+    },
+    "paper": {
+        "dataset": "cifar10",
+        "base": {**TWO_PHASE["paper"]["base"], "dataset": "cifar10", "n_per_class": None},
+        "arms": ROBUSTNESS_ARMS,
+        "groups": ROBUSTNESS_GROUPS,
+    },
+    "tiny": {
+        "base": {**_TINY_BASE, "iterations": 200},
+        "arms": {"baseline": {}, "leaky-0.1": {"activation": "leaky_relu", "negative_slope": 0.1}},
+        "groups": _groups({"activation": [("relu", "baseline"), ("leaky_relu 0.1", "leaky-0.1")]}),
+    },
+}
+"""``fd-robustness``: the phenomenon across depth, width, learning rate, batch size and
+activation (Appendix A.9-A.11, note §6.9)."""

@@ -71,18 +71,20 @@ M3_KEY = "gradient_cosine_within_class"
 
 def load_data(config: Mapping[str, Any], data_dir: str | Path | None, seed: int) -> DataSplits:
     """The configured training data, flattened and standardised (one scalar mean and std)."""
-    name, n = config["dataset"], int(config["n_per_class"])
-    if name in FILE_DATASETS:
+    name, n = config["dataset"], config.get("n_per_class")
+    if name in FILE_DATASETS:  # n_per_class None: the whole training set
         data = load_dataset(
             name, data_dir=data_dir, seed=seed, n_train_per_class=n, n_test_per_class=1
         )
     elif name == "digits":
         data = digits(n_per_class=n, test_fraction=0.0, seed=seed, standardize=False)
+    elif n is None:
+        raise ValueError("n_per_class must be given for generated clustered data")
     elif name == "clustered":
         data = gaussian_mixture(
             int(config.get("n_classes", 10)),
             int(config["dim"]),
-            n,
+            int(n),
             clusters_per_class=int(config["clusters"]),
             mean_scale=float(config["mean_scale"]),
             seed=seed,
@@ -205,7 +207,9 @@ def run_member(config: Mapping[str, Any]) -> dict[str, Any]:
     _phase_layer(config, depth)  # a bad layer index fails before training
     probe = subset(train, probe_indices(train, int(config["probe_per_class"]), seed + 1), "probe")
     loss_set = subset(
-        train, class_stratified(train.y, int(config["loss_per_class"]), seed + 2), "loss subset"
+        train,
+        class_stratified(train.y, int(config["loss_per_class"]), seed + 2, "the loss subset"),
+        "loss subset",
     )
     cfg = train_config(config, int(train.y.numel()), seed, str(config.get("device", "cpu")))
     layers = [f"layers.{i}.act" for i in range(depth - 1)]
@@ -239,3 +243,55 @@ def run_member(config: Mapping[str, Any]) -> dict[str, Any]:
         "linears": linears,
         "stopped": trajectory.stopped,
     }
+
+
+def dry_run(
+    config: Mapping[str, Any], data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build what a run of an experiment config (``base`` and ``arms``) would use, without
+    training: every arm's data (from local files where it reads them), probe and loss sets,
+    model (one forward pass of a batch), optimiser settings and measurement schedule.
+    Returns a JSON-serialisable summary per arm; errors (a missing file, a class without
+    samples, a bad ``phase_layer``) propagate with their message."""
+    summary: dict[str, Any] = {}
+    loaded: dict[tuple, DataSplits] = {}
+    for arm, changes in config["arms"].items():
+        c = {**config["base"], **changes}
+        key = (c["dataset"], c.get("n_per_class"), c.get("dim"))
+        if key not in loaded:
+            loaded[key] = load_data(c, data_dir, seed)
+        train = loaded[key].train
+        depth = int(c["depth"])
+        layer = _phase_layer(c, depth)
+        probe = probe_indices(train, int(c["probe_per_class"]), seed + 1)
+        loss_set = class_stratified(train.y, int(c["loss_per_class"]), seed + 2, "the loss subset")
+        model = build_model(c, int(train.x.shape[1]), train.n_classes, seed)
+        with torch.no_grad():
+            logits = model(train.x[: int(c["batch_size"])])
+        cfg = train_config(c, int(train.y.numel()), seed, "cpu")
+        summary[arm] = {
+            "dataset": c["dataset"],
+            "n_train": int(train.y.numel()),
+            "train_class_counts": torch.bincount(train.y, minlength=train.n_classes).tolist(),
+            "input_dim": int(train.x.shape[1]),
+            "depth": depth,
+            "width": int(c["width"]),
+            "norm": c.get("norm", "none"),
+            "gamma": float(c.get("gamma", 1.0)),
+            "logits_shape": list(logits.shape),
+            "lr": cfg.lr,
+            "momentum": cfg.momentum,
+            "weight_decay": cfg.weight_decay,
+            "batch_size": cfg.batch_size,
+            "iterations": int(c["iterations"]),
+            "epochs": cfg.epochs,
+            "probe_size": int(probe.numel()),
+            "loss_set_size": int(loss_set.numel()),
+            "phase_layer": layer,
+            "schedule": {
+                "every": int(c["every"]),
+                "dense_every": int(c["dense_every"]),
+                "half_window": int(c["half_window"]),
+            },
+        }
+    return summary
