@@ -20,7 +20,6 @@ from collapselab.experiments.fd.measurement import (
     Trajectory,
     class_stratified,
     probe_indices,
-    weight_change_factors,
 )
 from collapselab.experiments.fd.training import (
     build_model,
@@ -70,21 +69,25 @@ def _small(seed: int = 0) -> tuple[DataSplits, MLP]:
     return data, MLP(6, 3, width=5, depth=4, gamma=1.0)
 
 
-def test_weight_change_factors_give_the_autograd_mean_gradient():
-    """-η Gᵀ F / N from the per-sample factors equals -η ∂(mean loss)/∂W (float64)."""
-    data, model = _small()
-    model = model.double()
-    x = data.train.x.double()
-    probe = LabeledData(x, data.train.y, 3, "p", {})
-    names = [f"layers.{i}.linear" for i in range(3)]
-    factors = weight_change_factors(model, probe, names)
-    loss = torch.nn.functional.cross_entropy(model(x), data.train.y)
-    modules = dict(model.named_modules())
-    grads = torch.autograd.grad(loss, [modules[n].weight for n in names])
-    for name, grad in zip(names, grads, strict=True):
-        g, f = factors[name]
-        assert g.shape == (60, 5)
-        torch.testing.assert_close(g.T @ f / 60, grad, rtol=1e-10, atol=1e-12)
+def test_m4_probe_mean_is_m4_of_the_autograd_mean_gradient():
+    """The recorded probe-mean M4 (the family's, from rank-1 factors) equals M4 of
+    -η ∂(mean probe loss)/∂W computed by autograd on the same weights."""
+    data, _ = _small()
+    config = {**TINY, "depth": 4, "width": 5}
+    model = build_model(config, 6, 3, seed=0)
+    probe = LabeledData(data.train.x, data.train.y, 3, "p", {})
+    rec = DiversityRecorder(model, probe, data.train, BoundarySchedule(1), lr=0.1)
+    rec.on_train_start(None)
+    row = rec.rows[0]
+    loss = torch.nn.functional.cross_entropy(model(data.train.x), data.train.y)
+    for i in range(3):
+        weight = model.layers[i].linear.weight
+        (grad,) = torch.autograd.grad(loss, [weight], retain_graph=True)
+        expected = pseudo_neuron_similarity(-0.1 * grad.double())
+        assert row[f"m4_probe_mean/layers.{i}.linear"] == pytest.approx(expected, rel=1e-6)
+        if i > 0:  # post-ReLU inputs: the per-sample form is identically 1 (note A5)
+            assert row[f"m4_per_sample/layers.{i}.linear"] == pytest.approx(1.0)
+    assert np.isnan(row["m4_batch/layers.0.linear"])  # no step taken yet
 
 
 def test_replay_reproduces_the_coarse_measurement_and_m4_batch_is_the_step():

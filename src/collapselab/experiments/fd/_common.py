@@ -12,6 +12,7 @@ import numpy as np
 from collapselab.experiments.claims import Claim, ClaimResult, NotEvaluable, RunResults
 from collapselab.experiments.fd.training import run_member
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_sweep
 from collapselab.store import Run
 
 PAPER = "000"
@@ -51,55 +52,56 @@ def member_configs(
     ]
 
 
-def run_members(configs: Sequence[Mapping[str, Any]], context: RunContext, label: str) -> list:
-    """Run :func:`~collapselab.experiments.fd.training.run_member` on every config, in
-    order, with a progress bar."""
-    results = []
-    with context.progress.task(label, len(configs), "runs") as done:
-        for i, config in enumerate(configs):
-            results.append(run_member(config))
-            done(i + 1, len(configs))
-    return results
+def run_members(
+    configs: Sequence[Mapping[str, Any]], run: Run, context: RunContext
+) -> list[dict[str, Any]]:
+    """Run :func:`~collapselab.experiments.fd.training.run_member` on every config through
+    the run's sweep executor (members stored under ``members/``, so an interrupted run
+    resumes them); results in the configs' order."""
+    return run_sweep(
+        run_member,
+        [dict(c) for c in configs],
+        executor=context.executor,
+        workers=context.workers,
+        store=run.path / "members",
+        progress=context.progress,
+    ).results
 
 
 def store_member(run: Run, arm: str, result: Mapping[str, Any]) -> None:
     """Save one member's trajectory and phase detection: ``arrays/traj_<arm>.npz`` (the
-    curves, ``phase_<key>`` scalars, the layer names) and metric rows (split ``arm``: every
-    curve per step and layer; the phase detection at step 0 of layer ``""``)."""
-    arrays = dict(result["arrays"])
-    phases = {f"phase_{k}": np.float64(v) for k, v in result["phases"].items()}
+    curves, the ``phase_<key>`` scalars, the layer names) and metric rows (split ``arm``:
+    every curve per step and layer; the phase detection at step 0 of layer ``""``)."""
+    layers, linears = list(result["layers"]), list(result["linears"])
+    arrays = {k: np.asarray(v) for k, v in result.items() if isinstance(v, np.ndarray)}
+    phases = {k: float(v) for k, v in result.items() if k.startswith("phase_")}
     run.save_array(
         f"traj_{arm}",
         **arrays,
-        **phases,
-        layers=np.array(result["layers"]),
-        linears=np.array(result["linears"]),
+        **{k: np.float64(v) for k, v in phases.items()},
+        layers=np.array(layers),
+        linears=np.array(linears),
     )
     steps = arrays["steps"]
     rows = []
     for key, value in arrays.items():
         if key in ("steps", "dense_window"):
             continue
-        names = (
-            [""]
-            if value.ndim == 1
-            else (result["linears"] if key.startswith("m4_") else result["layers"])
-        )
+        names = [""] if value.ndim == 1 else (linears if key.startswith("m4_") else layers)
         matrix = value.reshape(len(steps), -1)
         for j, layer in enumerate(names):
             rows.extend(
                 {
-                    "step": int(s),
+                    "step": int(t),
                     "split": arm,
                     "layer": layer,
                     "metric": key,
                     "value": float(matrix[i, j]),
                 }
-                for i, s in enumerate(steps)
+                for i, t in enumerate(steps)
             )
     rows.extend(
-        {"step": 0, "split": arm, "layer": "", "metric": f"phase_{k}", "value": float(v)}
-        for k, v in result["phases"].items()
+        {"step": 0, "split": arm, "layer": "", "metric": k, "value": v} for k, v in phases.items()
     )
     run.log_many(rows)
 
@@ -143,7 +145,7 @@ def claim(
     return Claim(name, statement, source, threshold, evaluate, presets)
 
 
-def run_groups(run: Run, context: RunContext, label: str) -> None:
+def run_groups(run: Run, context: RunContext) -> None:
     """Run the arms of a sweep experiment and record its groups.
 
     ``context.config``: ``base`` (the shared config), ``arms`` (name -> changes) and
@@ -153,7 +155,7 @@ def run_groups(run: Run, context: RunContext, label: str) -> None:
     """
     c = context.config
     configs = member_configs(c["base"], c["arms"], context)
-    results = run_members(configs, context, label)
+    results = run_members(configs, run, context)
     for config, result in zip(configs, results, strict=True):
         store_member(run, config["arm"], result)
     run.update_manifest(

@@ -7,15 +7,17 @@ once on a fixed, class-stratified **probe set** (:func:`probe_indices`):
   cosines, cross-class / within-class / all pairs), M3 (per-sample feature-gradient cosines)
   and the gating similarity (M14) of every layer ``layers.{i}.act``;
 * M4, the pseudo-neuron cosine of the weight change of every linear layer
-  ``layers.{i}.linear``, from three sources (note A5, R8), all with the functions of
-  :mod:`collapselab.metrics.diversity`:
+  ``layers.{i}.linear``, from three sources (note A5, R8):
 
   - ``m4_batch``: the actual update ``W_t - W_{t-1}`` of the step just taken (momentum and
-    weight decay included);
-  - ``m4_probe_mean``: the probe-set mean ``-η G^T F / N`` of the per-sample changes, from
-    their rank-1 factors (never a d×h matrix per sample);
+    weight decay included): the recorder keeps the weights before each scheduled step
+    (the family's own ``pseudo_neuron_cosine_update`` would span the steps between two
+    measurements);
+  - ``m4_probe_mean``: the probe-set mean of the per-sample changes, from their rank-1
+    factors (the family's ``pseudo_neuron_cosine_probe_mean``);
   - ``m4_per_sample``: the paper's formula taken literally on per-sample changes, which is
-    degenerate (1 for post-ReLU inputs): recorded to show it;
+    degenerate (1 for post-ReLU inputs): recorded to show it (the family's
+    ``pseudo_neuron_cosine_per_sample``);
 
 * the training loss (cross-entropy) and accuracy on a fixed class-stratified subset of the
   training set (M1; the paper uses the whole set, which costs a forward pass over it at
@@ -48,11 +50,7 @@ from torch import nn
 
 from collapselab.checks import check_int
 from collapselab.data import DataSplits, LabeledData
-from collapselab.metrics.diversity import (
-    pseudo_neuron_similarity,
-    pseudo_neuron_similarity_per_sample,
-    weight_change_from_factors,
-)
+from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.metrics.families import Diversity
 from collapselab.models import MLP
 from collapselab.probe import eval_mode
@@ -81,6 +79,11 @@ DIVERSITY_KEYS = (
 
 M4_SOURCES = ("m4_batch", "m4_probe_mean", "m4_per_sample")
 """The three weight-change sources of M4 (module docstring)."""
+
+_FAMILY_M4 = {
+    "m4_probe_mean": "pseudo_neuron_cosine_probe_mean",
+    "m4_per_sample": "pseudo_neuron_cosine_per_sample",
+}
 
 
 def class_stratified(
@@ -164,7 +167,11 @@ class DiversityRecorder:
         self.monitor = Monitor(
             model,
             probe,
-            families=[Diversity(DIVERSITY_KEYS, gradients=True)],
+            families=[
+                Diversity(
+                    (*DIVERSITY_KEYS, *_FAMILY_M4.values()), gradients=True, weight_changes=True
+                )
+            ],
             layers=model.feature_layers,
             schedule=None,
             initial=False,
@@ -208,13 +215,9 @@ class DiversityRecorder:
         for layer in self.model.feature_layers:
             for key in DIVERSITY_KEYS:
                 row[f"{key}/{layer}"] = float(results[layer].get(key, np.nan))
-        factors = weight_change_factors(self.model, self.probe, self.linears)
         for name in self.linears:
-            g, f = factors[name]
-            row[f"m4_probe_mean/{name}"] = pseudo_neuron_similarity(
-                weight_change_from_factors(g, f, self.lr)
-            )
-            row[f"m4_per_sample/{name}"] = pseudo_neuron_similarity_per_sample(g, f)
+            for column, key in _FAMILY_M4.items():
+                row[f"{column}/{name}"] = float(results[name].get(key, np.nan))
             row[f"m4_batch/{name}"] = (
                 pseudo_neuron_similarity(batch_update[name]) if batch_update else float("nan")
             )
@@ -228,41 +231,6 @@ def _loss_and_accuracy(model: nn.Module, data: LabeledData) -> dict[str, float]:
         loss = float(nn.functional.cross_entropy(logits.double(), data.y))
         accuracy = float((logits.argmax(dim=1) == data.y).double().mean())
     return {"loss": loss, "accuracy": accuracy}
-
-
-def weight_change_factors(
-    model: nn.Module, data: LabeledData, names: Sequence[str]
-) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """The rank-1 factors ``(g_x, F_x)`` of every sample's weight change at each named
-    linear layer: ``F_x`` its input, ``g_x = ∂ℓ_x/∂z_x`` the gradient of the sample's own
-    cross-entropy with respect to its output ``z_x`` (paper 000 §2: ``ΔW|_x = -η g_x F_xᵀ``).
-
-    One forward and one backward pass of the summed per-sample loss in eval mode (samples
-    independent: BatchNorm uses its running statistics), float64 results.
-    """
-    modules = dict(model.named_modules())
-    seen: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    def keep(name: str) -> Any:
-        def hook(_module: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor):
-            output.retain_grad()
-            seen[name] = (output, inputs[0].detach())
-
-        return hook
-
-    handles = [modules[n].register_forward_hook(keep(n)) for n in names]
-    try:
-        with eval_mode(model), torch.enable_grad():
-            logits = model(data.x)
-            loss = nn.functional.cross_entropy(logits, data.y, reduction="sum")
-            outputs = [seen[n][0] for n in names]
-            grads = torch.autograd.grad(loss, outputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return {
-        n: (g.detach().double(), seen[n][1].double()) for n, g in zip(names, grads, strict=True)
-    }
 
 
 @dataclass

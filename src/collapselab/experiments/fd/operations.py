@@ -46,12 +46,12 @@ Outcome = tuple[bool, Mapping[str, float], float | None, str]
 
 def run_operations(run: Run, context: RunContext) -> None:
     """Train every arm of the four operations (and stuck vs unstuck) once."""
-    run_groups(run, context, "four operations")
+    run_groups(run, context)
 
 
 def run_robustness(run: Run, context: RunContext) -> None:
     """Train every arm of the robustness sweeps once."""
-    run_groups(run, context, "robustness sweeps")
+    run_groups(run, context)
 
 
 def m2_rise_in_phase1(results: RunResults, arm: str) -> float:

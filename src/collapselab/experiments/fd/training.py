@@ -152,8 +152,9 @@ def _phase_layer(config: Mapping[str, Any], depth: int) -> str:
 def detect(trajectory: Trajectory, config: Mapping[str, Any]) -> dict[str, float]:
     """Phase detection on a trajectory (module docstring): ``m2_peak_step``,
     ``plateau_end`` (-1: never), ``left_phase1`` (0/1), ``phase1_length`` (the plateau end,
-    or the last measured step when the run never left phase 1), and M2/M3 at the start, at
-    their peak and at the end."""
+    or the last measured step when the run never left phase 1), ``m2_peak_step`` (the
+    smoothed M2 maximum), ``m2_peak_then_fell`` (0/1: M2 fell after it, the library's M2
+    criterion of a phase-1 end), and M2/M3 at the start, at their peak and at the end."""
     layer = _phase_layer(config, int(config["depth"]))
     steps, loss = trajectory.steps, trajectory.curve("loss")
     m2 = trajectory.curve(M2_KEY, layer)
@@ -175,12 +176,14 @@ def detect(trajectory: Trajectory, config: Mapping[str, Any]) -> dict[str, float
         loss_drop=float(config["loss_drop"]),
         relative=True,
     )
-    left = found.plateau_end is not None
+    left = found.left_phase1
+    peak = float(s[int(np.argmax(found.smoothed))])
     m3f = np.nan_to_num(m3[finite], nan=-np.inf)
     return {
         "left_phase1": float(left),
         "plateau_end": float(found.plateau_end) if left else -1.0,
-        "m2_peak_step": float(found.phase1_end),
+        "m2_peak_step": peak,
+        "m2_peak_then_fell": float(found.phase1_end is not None),
         "phase1_length": float(found.plateau_end) if left else float(s[-1]),
         "m2_start": float(m[0]),
         "m2_peak": float(np.max(found.smoothed)),
@@ -197,9 +200,10 @@ def detect(trajectory: Trajectory, config: Mapping[str, Any]) -> dict[str, float
 
 def run_member(config: Mapping[str, Any]) -> dict[str, Any]:
     """Train and measure one configuration (a sweep task: a module-level function of a
-    plain dict). Returns ``{"arrays": ..., "phases": ..., "layers": ..., "linears": ...}``:
-    the trajectory as arrays (:func:`~.measurement.as_arrays`), the phase detection
-    (:func:`detect`) and the layer names."""
+    plain dict). Returns a flat dict: the trajectory's arrays
+    (:func:`~.measurement.as_arrays`), the phase detection as ``phase_<key>`` floats
+    (:func:`detect`), ``layers`` and ``linears`` (the measured layer names) and ``stopped``
+    (why training stopped early, ``""`` when it did not)."""
     seed = int(config.get("seed", 0))
     data = load_data(config, config.get("data_dir"), seed)
     train = data.train
@@ -236,12 +240,13 @@ def run_member(config: Mapping[str, Any]) -> dict[str, Any]:
             stop=int(config["iterations"]),
         )
     keys = {k: layers for k in DIVERSITY_KEYS} | {k: linears for k in M4_SOURCES}
+    phases = {f"phase_{k}": float(v) for k, v in detect(trajectory, config).items()}
     return {
-        "arrays": as_arrays(trajectory, keys),
-        "phases": detect(trajectory, config),
+        **as_arrays(trajectory, keys),
+        **phases,
         "layers": layers,
         "linears": linears,
-        "stopped": trajectory.stopped,
+        "stopped": trajectory.stopped or "",
     }
 
 

@@ -45,7 +45,7 @@ def run_two_phase(run: Run, context: RunContext) -> None:
     """Train and measure the baseline on every configured dataset."""
     c = context.config
     configs = member_configs(c["base"], c["arms"], context)
-    results = run_members(configs, context, "two-phase baseline")
+    results = run_members(configs, run, context)
     for config, result in zip(configs, results, strict=True):
         store_member(run, config["arm"], result)
     run.update_manifest(
