@@ -14,6 +14,7 @@ from collapselab._threads import serial_threads
 from collapselab.data import DataSplits, LabeledData, gaussian_mixture
 from collapselab.experiments import get_experiment, run_experiment
 from collapselab.experiments.fd import presets
+from collapselab.experiments.fd.directions import DIRECTION_CLAIMS, run_directions
 from collapselab.experiments.fd.measurement import (
     BoundarySchedule,
     DiversityRecorder,
@@ -31,7 +32,7 @@ from collapselab.experiments.fd.training import (
 from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.models import MLP
 from collapselab.train import train
-from tests._experiments import check_completed_run
+from tests._experiments import check_completed_run, experiment, registered, stored_claims
 from tests._idx_files import idx_bytes, write_idx_dataset
 
 TINY = {**presets.TWO_PHASE["tiny"]["base"]}
@@ -42,7 +43,7 @@ def two_phase_run(tmp_path_factory):
     """``run fd-two-phase --preset tiny`` once for the module."""
     root = tmp_path_factory.mktemp("fd-runs")
     with serial_threads():
-        return run_experiment("fd-two-phase", preset="tiny", root=root)
+        return run_experiment("fd-two-phase", preset="tiny", root=root, executor="serial")
 
 
 def test_boundary_schedule_coarse_dense_and_replay_only():
@@ -192,7 +193,7 @@ def operations_run(tmp_path_factory):
     """``run fd-operations --preset tiny`` once for the module."""
     root = tmp_path_factory.mktemp("fd-ops")
     with serial_threads():
-        return run_experiment("fd-operations", preset="tiny", root=root)
+        return run_experiment("fd-operations", preset="tiny", root=root, executor="serial")
 
 
 def test_operations_tiny_claims_are_the_stored_phase_lengths(operations_run):
@@ -220,7 +221,7 @@ def test_operations_tiny_claims_are_the_stored_phase_lengths(operations_run):
 def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
     spec = get_experiment("fd-robustness")
     with serial_threads():
-        run = run_experiment("fd-robustness", preset="tiny", root=tmp_path)
+        run = run_experiment("fd-robustness", preset="tiny", root=tmp_path, executor="serial")
     claims = check_completed_run(run, spec)
     entry = claims["two-phases-across-activation"]
     rises = {}
@@ -262,3 +263,51 @@ def test_paper_preset_dry_run_on_fixture_files(tmp_path):
     ops = dry_run(get_experiment("fd-operations").config("paper"), data_dir=tmp_path)
     assert ops["norm-batchnorm"]["norm"] == "batchnorm" and ops["gamma-0.1"]["gamma"] == 0.1
     assert ops["l2-0.01"]["weight_decay"] == pytest.approx(0.02)  # λ‖W‖²: decay 2λ
+
+
+def test_directions_tiny_window_analysis_and_claims_from_stored_arrays(tmp_path):
+    spec = get_experiment("fd-directions")
+    with serial_threads():
+        run = run_experiment("fd-directions", preset="tiny", root=tmp_path, executor="serial")
+    claims = check_completed_run(run, spec)
+    d = run.load_array("directions")
+    end = float(run.load_array("traj_baseline")["phase_plateau_end"])
+    assert end > 0 and d["window"][0] == 0 and d["window"][-1] == end  # phase 1: [0, T_end]
+    acc = d["class_accuracy"]
+    assert set(d["leading"].tolist()) == set(np.argsort(-acc, kind="stable")[:2].tolist())
+    s = d["strengths"]
+    assert s.shape == (2, 5) and np.all(s >= 0)
+    ratio = s[:, 0] / s[:, 1]
+    for cls, r in zip(d["leading"], ratio, strict=True):
+        assert claims["primary-direction-dominates-average-change"]["values"][
+            f"class{cls}_s1_over_s2"
+        ] == pytest.approx(r)
+    table = d["s_primary"] / d["s_noise"].max(axis=2)
+    expected = "holds" if np.all(table >= 9.0) else "does not hold"
+    assert claims["s-primary-order-of-magnitude-above-s-k"]["verdict"] == expected
+    for mode in ("neg_grad", "single_sample_step", "batch_step"):
+        assert d[f"o_{mode}_mean"].shape == d["window"].shape
+    assert np.all(np.abs(d["m10_mean"]) <= 1.0)
+    n_dominant = int(np.sum(acc > 2 / acc.size))
+    assert claims["one-or-two-classes-learnt-in-phase-1"]["values"]["dominant_classes"] == (
+        n_dominant
+    )
+
+
+def test_directions_of_a_stuck_baseline_say_so_instead_of_inventing_a_window(tmp_path):
+    stuck = {**presets.DIRECTIONS["tiny"]}
+    stuck["base"] = {**stuck["base"], "gamma": 0.05, "iterations": 60}
+    spec = experiment(
+        "fd-directions-stuck",
+        run_directions,
+        paper="000",
+        presets={"quick": stuck},
+        claims=DIRECTION_CLAIMS,
+    )
+    with registered(spec), serial_threads():
+        run = run_experiment("fd-directions-stuck", root=tmp_path, executor="serial")
+    assert "directions" not in run.array_names()
+    assert "never left phase 1" in run.manifest["directions"]
+    entries = stored_claims(run)
+    assert {e["verdict"] for e in entries.values()} == {"not evaluable"}
+    assert "never left phase 1" in entries["o-positive"]["detail"]

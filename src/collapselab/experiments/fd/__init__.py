@@ -10,6 +10,9 @@ id                    what                                                      
 ``fd-operations``     normalisation, momentum (with an equal-effective-LR       Fig. 8,
                       control), init variance γ, L2 λ; stuck vs unstuck         S-Fig. 24-29
 ``fd-robustness``     depth, width, learning rate, batch size, activation       App. A
+``fd-directions``     common directions over the detected phase 1: s_i,         Figs 4-7,
+                      S_primary vs S_k, cos(α_c ΔV, F), o^(l), Lemma 3,         Table 1
+                      Theorem 2, per-class accuracy, ε spectra
 ====================  ========================================================  ===========
 
 Every run is measured per iteration (:mod:`~collapselab.experiments.fd.measurement`): the
@@ -23,10 +26,13 @@ Fashion-MNIST, falling back to ``quick-bundled`` on scikit-learn's digits), ``st
 
 from collapselab.experiments.fd import presets
 from collapselab.experiments.fd._common import PAPER
+from collapselab.experiments.fd.directions import DIRECTION_CLAIMS, run_directions
 from collapselab.experiments.fd.figures import (
+    DIRECTION_CAPTIONS,
     OPERATION_CAPTIONS,
     ROBUSTNESS_CAPTIONS,
     TWO_PHASE_CAPTIONS,
+    draw_directions,
     draw_operations,
     draw_robustness,
     draw_two_phase,
@@ -38,7 +44,7 @@ from collapselab.experiments.fd.operations import (
     run_operations,
     run_robustness,
 )
-from collapselab.experiments.fd.training import dry_run, run_member
+from collapselab.experiments.fd.training import dry_run, dry_run_directions, run_member
 from collapselab.experiments.fd.two_phase import TWO_PHASE_CLAIMS, run_two_phase
 from collapselab.experiments.registry import Experiment, register
 
@@ -94,7 +100,26 @@ ROBUSTNESS = register(
     )
 )
 
+DIRECTIONS = register(
+    Experiment(
+        id="fd-directions",
+        paper=PAPER,
+        title="common directions over phase 1: s_i, Theorem 1's S_primary vs S_k, ΔV, o^(l)",
+        presets=presets.DIRECTIONS,
+        runtime_quick="~30 s",
+        run=run_directions,
+        dry_run=dry_run_directions,
+        figures=list(DIRECTION_CAPTIONS),
+        figure="Figs 4-7, Table 1",
+        claims=DIRECTION_CLAIMS,
+        draw=draw_directions,
+        captions=DIRECTION_CAPTIONS,
+    )
+)
+
 __all__ = [
+    "DIRECTIONS",
+    "DIRECTION_CLAIMS",
     "OPERATIONS",
     "OPERATION_CLAIMS",
     "ROBUSTNESS",

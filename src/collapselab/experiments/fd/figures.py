@@ -159,3 +159,90 @@ def draw_operations(run: Run) -> None:
 def draw_robustness(run: Run) -> None:
     """``robustness.png`` from the stored sweep groups."""
     _draw_groups(run, "robustness")
+
+
+DIRECTION_CAPTIONS = {
+    "directions": (
+        "Figs 4-7, Table 1 over the detected phase 1 of the baseline: (a) strengths s_i of "
+        "the top-5 common directions of the probe-mean weight change of the third linear "
+        "layer, for the two leading classes (Fig. 4); (b) Theorem 1's S_primary (solid) and "
+        "S_1..S_3 (dotted) against the layer (Table 1); (c) cos(α_c ΔV, F) with ΔV from the "
+        "actual mini-batch update, class mean ± std over the window (Fig. 5); (d) o^(l) in "
+        "its three ΔF readings, mean ± std over the probe samples (Fig. 6); (e) per-class "
+        "probe accuracy at the end of phase 1, dotted: chance, dashed: twice chance (Fig. "
+        "7); (f) the largest singular values of ε (Lemma 2) of the third layer over the "
+        "window (R12)."
+    ),
+}
+
+
+def draw_directions(run: Run) -> None:
+    """``directions.png`` from ``arrays/directions.npz`` (nothing when the baseline never
+    left phase 1: the report says so)."""
+    if "directions" not in run.array_names():
+        return
+    d = run.load_array("directions")
+    window, leading = d["window"], [int(c) for c in d["leading"]]
+    colours = ("tab:blue", "tab:orange")
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), constrained_layout=True)
+    (a, b, c), (o, e, f) = axes
+    k = d["strengths"].shape[1]
+    for i, cls in enumerate(leading):
+        a.bar(
+            np.arange(k) + 0.4 * i,
+            d["strengths"][i],
+            width=0.4,
+            color=colours[i],
+            label=f"class {cls}",
+        )
+        b.plot(
+            d["table_layers"],
+            d["s_primary"][i],
+            "-o",
+            color=colours[i],
+            label=f"class {cls}: S_primary",
+        )
+        for j in range(d["s_noise"].shape[2]):
+            b.plot(d["table_layers"], d["s_noise"][i][:, j], ":", color=colours[i])
+        c.plot(window, d["m10_mean"][i], color=colours[i], label=f"class {cls}")
+        c.fill_between(
+            window,
+            d["m10_mean"][i] - d["m10_std"][i],
+            d["m10_mean"][i] + d["m10_std"][i],
+            color=colours[i],
+            alpha=0.2,
+        )
+    a.set_title("(a) s_i, Fig. 4", fontsize="small")
+    a.set_xticks(np.arange(k) + 0.2, [f"C{i + 1}" for i in range(k)])
+    b.set_yscale("log")
+    b.set_title("(b) S_primary, S_k by layer, Table 1", fontsize="small")
+    b.set_xlabel("linear layer l")
+    c.set_title("(c) cos(α_c ΔV, F), Fig. 5", fontsize="small")
+    c.axhline(0, color="grey", linewidth=0.5)
+    for mode, colour in (
+        ("neg_grad", "tab:green"),
+        ("single_sample_step", "tab:purple"),
+        ("batch_step", "tab:red"),
+    ):
+        mean, std = d[f"o_{mode}_mean"], d[f"o_{mode}_std"]
+        o.plot(window, mean, color=colour, label=mode)
+        o.fill_between(window, mean - std, mean + std, color=colour, alpha=0.15)
+    o.axhline(0, color="grey", linewidth=0.5)
+    o.set_title("(d) o^(l) by ΔF reading, Fig. 6", fontsize="small")
+    acc = d["class_accuracy"]
+    e.bar(
+        range(acc.size),
+        acc,
+        color=["tab:blue" if i in leading else "grey" for i in range(acc.size)],
+    )
+    e.axhline(1 / acc.size, color="black", linestyle=":", linewidth=1)
+    e.axhline(2 / acc.size, color="black", linestyle="--", linewidth=1)
+    e.set_title("(e) per-class accuracy at the phase end, Fig. 7", fontsize="small")
+    e.set_xlabel("class")
+    f.plot(window, d["eps_singular_values"], linewidth=1)
+    f.set_title("(f) singular values of ε, third layer", fontsize="small")
+    for ax in (c, o, f):
+        ax.set_xlabel("iteration")
+    for ax in (a, b, c, o):
+        ax.legend(fontsize="x-small")
+    save_run_figure(run, fig, "directions")

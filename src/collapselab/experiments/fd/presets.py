@@ -273,3 +273,37 @@ ROBUSTNESS: dict[str, dict[str, Any]] = {
 }
 """``fd-robustness``: the phenomenon across depth, width, learning rate, batch size and
 activation (Appendix A.9-A.11, note §6.9)."""
+
+
+_DIRECTIONS = {
+    "analysis_layer": 3,
+    "table_layers": [2, 3, 4, 5, 6],
+    "captures": 20,
+    "top_k": 5,
+    "n_noise": 3,
+}
+
+DIRECTIONS: dict[str, dict[str, Any]] = {
+    "quick": {"base": _QUICK_BASE, **_DIRECTIONS},
+    "standard": {
+        "dataset": "fashion_mnist",
+        **_DIRECTIONS,
+        "captures": 30,
+        "base": {**_QUICK_BASE, **_FMNIST, "width": 256, "n_per_class": 1000, "iterations": 2000},
+    },
+    "paper": {
+        "dataset": "cifar10",
+        **_DIRECTIONS,
+        "captures": 40,
+        "base": {**TWO_PHASE["paper"]["base"], "dataset": "cifar10", "n_per_class": None},
+    },
+    "tiny": {
+        "base": {**_TINY_BASE, "probe_per_class": 4},
+        **_DIRECTIONS,
+        "captures": 5,
+        "table_layers": [2, 3],
+    },
+}
+"""``fd-directions``: the common-direction analysis of Figs 4-7 and Table 1 over the
+detected phase 1 of the baseline (clustered data at ``quick``; the paper: 9-layer, 512-wide
+MLPs on CIFAR-10, Tiny-ImageNet and MNIST, layers 2-6)."""

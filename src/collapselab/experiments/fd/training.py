@@ -300,3 +300,16 @@ def dry_run(
             },
         }
     return summary
+
+
+def dry_run_directions(
+    config: Mapping[str, Any], data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`dry_run` of ``fd-directions``'s baseline, with its analysis settings."""
+    summary = dry_run({"base": config["base"], "arms": {"baseline": {}}}, data_dir, seed)
+    depth = int(config["base"]["depth"])
+    for ell in (*config["table_layers"], config["analysis_layer"]):
+        if not 1 <= int(ell) < depth:
+            raise ValueError(f"analysed layers must be in [1, {depth - 1}], got {ell}")
+    keys = ("analysis_layer", "table_layers", "captures", "top_k", "n_noise")
+    return summary | {"analysis": {k: config[k] for k in keys}}
