@@ -5,8 +5,8 @@ on 10-class clustered Gaussian data (4 clusters per class, d = 64, standardised)
 iterations, a few seconds on one core. Measured every 5 iterations: the training loss on
 all 1000 samples and the cross-class feature cosine M2 of the third hidden layer on a
 class-stratified probe set (20 per class). Thresholds (stated here, not tuned per seed;
-seeds 0-3 give a rise of 0.05-0.08, a peak 5-25 iterations after the loss drop and a fall
-of 0.2-0.3 by the end): during the plateau (loss within 5% of its initial value) the
+model seeds 0-3 give a rise of 0.052-0.086, a peak 5-25 iterations after the loss drop and
+a fall of 0.32-0.36 by the end): during the plateau (loss within 5% of its initial value) the
 smoothed M2 rises by at least 0.03; its peak lies within 50 iterations of the end of the
 plateau; afterwards it falls by at least 0.1. Then the window analysis runs on the
 detected phase 1 and its identities hold on real training signals.

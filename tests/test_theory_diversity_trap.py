@@ -14,11 +14,13 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from collapselab.metrics.diversity import direction_strengths
 from collapselab.models import MLP
 from collapselab.theory.diversity_capture import capture_mlp_state, single_sample_feature_changes
 from collapselab.theory.diversity_trap import (
     common_direction_of_window,
     delta_v_feature_cosine,
+    direction_strengths_of_window,
     lemma3_terms,
     neg_grad_feature_change,
     o_statistic,
@@ -168,7 +170,10 @@ def test_o_statistic_modes_against_loops():
     layer = 3
     w, f, g = state.weights[layer - 1], state.inputs[layer - 1], state.pre_grads[layer - 1]
     c = torch.tensor(np.random.default_rng(5).normal(size=w.shape[0]))
+    params_before = [p.detach().clone() for p in model.parameters()]
     single = single_sample_feature_changes(model, x, y, layer, LR)
+    for p, q in zip(model.parameters(), params_before, strict=True):
+        assert torch.equal(p.detach(), q)  # the model is left exactly as it was
     # reference for the single-sample step: an explicit copy of the model per sample
     for i in range(x.shape[0]):
         twin = copy.deepcopy(model)
@@ -285,16 +290,22 @@ def test_published_vs_corrected_orthogonality_of_theorem1():
     assert last.right_orthogonality < 1e-12
 
 
-@pytest.mark.parametrize("source", ["per_sample", "probe_mean"])
-def test_common_direction_of_window_against_direct_svd(source):
-    model, x, y = _setup(seed=9)
+def _window_states(model, x, y, steps: int = 3):
+    """Captures at three iterations of full-batch SGD (a window)."""
     states = []
     opt = torch.optim.SGD(model.parameters(), lr=LR)
-    for _ in range(3):
+    for _ in range(steps):
         states.append(capture_mlp_state(model, x, y))
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
         opt.step()
+    return states
+
+
+@pytest.mark.parametrize("source", ["per_sample", "probe_mean"])
+def test_common_direction_of_window_against_direct_svd(source):
+    model, x, y = _setup(seed=9)
+    states = _window_states(model, x, y)
     layer, cls = 2, [0, 2]
     blocks = []
     for st in states:
@@ -327,3 +338,75 @@ def test_batch_step_feature_change_between_captures():
     other = capture_mlp_state(model, x + 1.0, y)
     with pytest.raises(ValueError, match="same probe samples"):
         before.feature_change_to(other, 3)
+
+
+def test_neg_grad_is_minus_the_autograd_feature_gradient_and_eq16_splits_it():
+    """ΔF := -Ḟ^(l-1) against autograd, and Eq. 16: Ḟ^(l-1) = V (Cᵀg) + ε g (Lemma 2)."""
+    model, x, y = _setup(seed=11)
+    state = capture_mlp_state(model, x, y)
+    layer = 3
+    xg = x.clone()
+    feats = model.layers[1](model.layers[0](xg)).detach().requires_grad_(True)  # F^(2)
+    h = model.layers[2](feats)
+    losses = F.cross_entropy(model.classifier(h), y, reduction="none")
+    (fdot,) = torch.autograd.grad(losses.sum(), feats)  # rows: each sample's own Ḟ^(2)
+    w, g = state.weights[layer - 1], state.pre_grads[layer - 1]
+    np.testing.assert_allclose(neg_grad_feature_change(w, g).numpy(), -fdot.numpy(), atol=1e-13)
+    c = torch.tensor(np.random.default_rng(3).normal(size=w.shape[0]))
+    v = w.T @ c / (c @ c)
+    eps = w.T - torch.outer(v, c)
+    split = (g @ c)[:, None] * v[None, :] + g @ eps.T
+    np.testing.assert_allclose(split.numpy(), fdot.numpy(), atol=1e-13)
+
+
+def test_direction_strengths_of_window_against_manual_changes():
+    model, x, y = _setup(seed=12)
+    states = _window_states(model, x, y)
+    res = direction_strengths_of_window(states, 2, LR, classes=[1], k=3)
+    sel = (y == 1).numpy()
+    manual = []
+    for st in states:
+        g, f = st.pre_grads[1].numpy()[sel], st.inputs[1].numpy()[sel]
+        manual.append(np.mean([-LR * np.outer(g[i], f[i]) for i in range(len(g))], axis=0))
+    ref = direction_strengths(manual, k=3)
+    np.testing.assert_allclose(res.strengths, ref.strengths, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.abs(np.sum(res.directions.numpy() * ref.directions.numpy(), axis=0)), 1.0, atol=1e-10
+    )
+
+
+def test_gamma_cosine_against_loop():
+    model, x, y = _setup(seed=13)
+    state = capture_mlp_state(model, x, y)
+    parts = theorem1_from_state(state, 2, np.ones(7), LR)
+    c = np.random.default_rng(2).normal(size=7)
+    got = parts.gamma_cosine(c)
+    for i in range(x.shape[0]):
+        gi = parts.gamma[i].numpy()
+        n = np.linalg.norm(gi)
+        assert got[i] == pytest.approx(
+            0.0 if n == 0 else gi @ c / (n * np.linalg.norm(c)), abs=1e-12
+        )
+
+
+def test_theorem1_table_spread_readings():
+    """Note A11: the "±" as pooled std, mean within-iteration std, or std of iteration means."""
+    model, x, y = _setup(seed=14, n=9)
+    states = _window_states(model, x, y)
+    parts = [theorem1_from_state(st, 2, np.ones(7), LR) for st in states]
+    labels = [st.labels for st in states]
+    for spread in ("pooled", "samples", "iterations"):
+        table = theorem1_table(parts, labels, N_CLASSES, n_noise=2, spread=spread)
+        for k in range(N_CLASSES):
+            per_t = [
+                p.primary_norm[(lab == k).numpy()] for p, lab in zip(parts, labels, strict=True)
+            ]
+            assert table.primary_mean[k] == pytest.approx(np.mean([v.mean() for v in per_t]))
+            ref = {
+                "pooled": np.concatenate(per_t).std(),
+                "samples": np.mean([v.std() for v in per_t]),
+                "iterations": np.std([v.mean() for v in per_t]),
+            }[spread]
+            assert table.primary_std[k] == pytest.approx(ref, rel=1e-12, abs=1e-18)
+    with pytest.raises(ValueError, match="spread must be one of"):
+        theorem1_table(parts, labels, N_CLASSES, spread="runs")

@@ -61,6 +61,7 @@ from collapselab.theory.diversity_operations import (
 from collapselab.theory.diversity_trap import (
     common_direction_of_window,
     delta_v_feature_cosine,
+    direction_strengths_of_window,
     lemma3_terms,
     o_statistic,
     theorem1_decomposition,
@@ -134,6 +135,7 @@ __all__ = [
     "common_direction_of_window",
     "compact_update_residual",
     "delta_v_feature_cosine",
+    "direction_strengths_of_window",
     "effective_factor",
     "effective_learning_rate",
     "exact_optimum",

@@ -223,12 +223,14 @@ def single_sample_feature_changes(
             seen.clear()
             copies = [p.detach().clone() for p in params]
             with torch.no_grad():
-                for p, g in zip(params, grads, strict=True):
-                    if g is not None:
-                        p.sub_(lr * g)
-                model(xi)
-                for p, c in zip(params, copies, strict=True):
-                    p.copy_(c)
+                try:
+                    for p, g in zip(params, grads, strict=True):
+                        if g is not None:
+                            p.sub_(lr * g)
+                    model(xi)
+                finally:  # the model is left as it was, even when the forward pass fails
+                    for p, c in zip(params, copies, strict=True):
+                        p.copy_(c)
             out.append(seen.pop().reshape(-1).to(torch.float64) - before)
     finally:
         handle.remove()

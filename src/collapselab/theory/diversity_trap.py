@@ -15,6 +15,8 @@ matrix per sample is formed.
   holds, and is checked, is ``𝒱_kᵀ C = 0``.
 * :func:`common_direction_of_window`: C^(l) of a window of captures (Eq. 5), per-sample or
   probe-mean changes, all samples or some classes.
+* :func:`direction_strengths_of_window`: Fig. 4's top-k directions and strengths s_i of a
+  window's average changes.
 * :func:`theorem1_table`: S_primary and S_k per class, mean ± std over samples and
   iterations (Table 1; the "±" is unspecified in the paper, note A11).
 * :func:`delta_v_feature_cosine` (M10, Fig. 5, R14): ``cos(α_c ΔV, F)`` with α_c the class's
@@ -44,8 +46,10 @@ from collapselab.checks import (
 )
 from collapselab.metrics.diversity import (
     CommonDirections,
+    DirectionStrengths,
     check_probe_classes,
     common_directions,
+    direction_strengths,
     sign_consistency,
 )
 from collapselab.stats import CommonDirectionAccumulator
@@ -70,6 +74,20 @@ def _rows(name: str, x: ArrayLike, n: int | None, device: torch.device | None) -
     if n is not None and m.shape[0] != n:
         raise ValueError(f"{name} has {m.shape[0]} rows; expected {n} (one per sample)")
     return m
+
+
+def _layer_signals(
+    inputs: ArrayLike, pre_grads: ArrayLike, weight: ArrayLike
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``F (N, d)``, ``g (N, h)`` and ``W (h, d)`` of one layer, shapes checked together."""
+    f = _rows("inputs", inputs, None, None)
+    g = _rows("pre_grads", pre_grads, f.shape[0], f.device)
+    w = as_matrix("weight", weight, f.device)
+    if w.shape != (g.shape[1], f.shape[1]):
+        raise ValueError(
+            f"weight has shape {tuple(w.shape)}; expected ({g.shape[1]}, {f.shape[1]}) = (h, d)"
+        )
+    return f, g, w
 
 
 def _cos_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -116,6 +134,15 @@ class Theorem1Parts:
     slopes: torch.Tensor
     right_orthogonality: float
     published_orthogonality: float | None
+
+    def gamma_cosine(self, c: ArrayLike) -> np.ndarray:
+        """``cos(C^(l), Γ_x)`` per sample (R19; the paper guesses ``C^(l) ≈ ±Γ``, §4.4).
+
+        Args:
+            c: ``(h,)`` layer l's own common direction C^(l).
+        """
+        cu = _unit("c", c, self.gamma.shape[1], self.gamma.device)
+        return _cos_rows(self.gamma, cu[None, :].expand_as(self.gamma)).cpu().numpy()
 
     def change(self, i: int) -> torch.Tensor:
         """Sample i's whole change ``(Γ_i + κ_i) F_iᵀ``, ``(h, d)`` (for checks only)."""
@@ -221,10 +248,15 @@ def theorem1_from_state(state: MLPState, layer: int, c_next: ArrayLike, lr: floa
 
 @dataclass(frozen=True)
 class Theorem1Table:
-    """Table 1: S_primary and S_k per class, pooled over samples and iterations.
+    """Table 1: S_primary and S_k per class over samples and iterations.
+
+    The norms are those of the per-sample changes ``-η ∂ℓ_x/∂W`` of each sample's own loss;
+    under a batch-mean loss every value would be divided by the batch size (note A4), so
+    compare ratios, not the paper's absolute ×10⁻³ units.
 
     Attributes:
-        primary_mean, primary_std: ``(C,)`` mean and std (ddof 0) of ``‖ΔW_primary|_x‖_F``.
+        primary_mean, primary_std: ``(C,)`` mean and spread (see :func:`theorem1_table`)
+            of ``‖ΔW_primary|_x‖_F``.
         noise_mean, noise_std: ``(C, K)`` the same for k = 1..K.
         counts: ``(C,)`` samples x iterations pooled per class.
     """
@@ -241,23 +273,33 @@ class Theorem1Table:
         return self.primary_mean / self.noise_mean.max(axis=1)
 
 
+SPREADS = ("pooled", "samples", "iterations")
+"""Readings of Table 1's "±" (note A11): the std over the pooled (sample, iteration) values,
+the mean over iterations of the std over samples, or the std over iterations of the class
+means (the std over runs is the experiments' business)."""
+
+
 def theorem1_table(
     parts: Sequence[Theorem1Parts],
     labels: Sequence[ArrayLike],
     n_classes: int,
     n_noise: int = 3,
+    spread: str = "pooled",
 ) -> Theorem1Table:
     """S_primary and S_1..S_K per class over a window (paper 000, Table 1, M9, R13).
 
-    ``S = E_{t ∈ window} E_{x ∈ X_c} ‖·‖_F``, with the std over the same pooled
-    (sample, iteration) values. Every class must occur at every iteration.
+    ``S = E_{t ∈ window} E_{x ∈ X_c} ‖·‖_F`` (the mean over iterations of the class means),
+    with the "±" read as ``spread`` (:data:`SPREADS`, all std with ddof 0). Every class must
+    occur at every iteration.
 
     Args:
         parts: one :class:`Theorem1Parts` per iteration of the window.
         labels: the matching ``(N_t,)`` labels.
         n_classes: C.
         n_noise: K (the paper reports k = 1, 2, 3).
+        spread: ``"pooled"``, ``"samples"`` or ``"iterations"``.
     """
+    spread = check_choice("spread", spread, SPREADS)
     if len(parts) == 0 or len(parts) != len(labels):
         raise ValueError(
             f"parts and labels must be non-empty and of equal length, got {len(parts)} "
@@ -265,20 +307,27 @@ def theorem1_table(
         )
     r = min(p.noise_norms.shape[1] for p in parts)
     n_noise = check_int("n_noise", n_noise, minimum=1, maximum=r)
-    prim, noise, ys = [], [], []
+    means = np.zeros((len(parts), n_classes, 1 + n_noise))
+    stds = np.zeros_like(means)
+    pooled: list[list[np.ndarray]] = [[] for _ in range(n_classes)]
+    counts = np.zeros(n_classes, dtype=np.int64)
     for t, (p, y) in enumerate(zip(parts, labels, strict=True)):
         n = p.primary_norm.shape[0]
-        ys.append(check_probe_classes(y, n_classes, n, what=f"probe set of iteration {t}").numpy())
-        prim.append(p.primary_norm)
-        noise.append(p.noise_norms[:, :n_noise])
-    y_all, p_all, n_all = np.concatenate(ys), np.concatenate(prim), np.concatenate(noise)
-    pm, ps = np.zeros(n_classes), np.zeros(n_classes)
-    nm, ns = np.zeros((n_classes, n_noise)), np.zeros((n_classes, n_noise))
-    for c in range(n_classes):
-        sel = y_all == c
-        pm[c], ps[c] = p_all[sel].mean(), p_all[sel].std()
-        nm[c], ns[c] = n_all[sel].mean(axis=0), n_all[sel].std(axis=0)
-    return Theorem1Table(pm, ps, nm, ns, np.bincount(y_all, minlength=n_classes))
+        y_t = check_probe_classes(y, n_classes, n, what=f"probe set of iteration {t}").numpy()
+        values = np.concatenate([p.primary_norm[:, None], p.noise_norms[:, :n_noise]], axis=1)
+        for c in range(n_classes):
+            v = values[y_t == c]
+            means[t, c], stds[t, c] = v.mean(axis=0), v.std(axis=0)
+            pooled[c].append(v)
+            counts[c] += v.shape[0]
+    mean = means.mean(axis=0)
+    if spread == "pooled":
+        std = np.stack([np.concatenate(v).std(axis=0) for v in pooled])
+    elif spread == "samples":
+        std = stds.mean(axis=0)
+    else:
+        std = means.std(axis=0)
+    return Theorem1Table(mean[:, 0], std[:, 0], mean[:, 1:], std[:, 1:], counts)
 
 
 # --------------------------------------------------------------------------- windows
@@ -310,9 +359,22 @@ def common_direction_of_window(
         sign_reference: see :func:`~collapselab.metrics.diversity.common_directions`.
     """
     source = check_choice("source", source, ("per_sample", "probe_mean"))
+    acc = CommonDirectionAccumulator()
+    for neg_lr_g, f in _window_factors(states, layer, lr, classes):
+        if source == "per_sample":
+            acc.update(neg_lr_g, f)
+        else:
+            acc.update_weight_change(neg_lr_g.T @ f / f.shape[0])
+    return common_directions(acc, k, sign_reference)
+
+
+def _window_factors(
+    states: Sequence[MLPState], layer: int, lr: float, classes: Sequence[int] | None
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``(-η g, F)`` of layer ``layer`` for each capture, restricted to ``classes``."""
     if len(states) == 0:
         raise ValueError("states must hold at least one capture (the window is empty)")
-    acc = CommonDirectionAccumulator()
+    out = []
     for t, state in enumerate(states):
         layer = state.check_layer(layer)
         neg_lr_g, f = state.weight_change(layer, lr)
@@ -323,11 +385,25 @@ def common_direction_of_window(
                     f"capture {t} has no sample of classes {list(classes)}; expected at least one"
                 )
             neg_lr_g, f = neg_lr_g[keep], f[keep]
-        if source == "per_sample":
-            acc.update(neg_lr_g, f)
-        else:
-            acc.update_weight_change(neg_lr_g.T @ f / f.shape[0])
-    return common_directions(acc, k, sign_reference)
+        out.append((neg_lr_g, f))
+    return out
+
+
+def direction_strengths_of_window(
+    states: Sequence[MLPState],
+    layer: int,
+    lr: float,
+    *,
+    classes: Sequence[int] | None = None,
+    k: int = 5,
+    reduction: str = "signed_mean",
+) -> DirectionStrengths:
+    """Fig. 4 on a window of captures: the top-k deflation directions of the average
+    changes ``ΔW̄_t = -η/N_t sum_{x} g_x F_xᵀ`` (over ``classes``' samples, default all) and
+    their strengths s_i (:func:`~collapselab.metrics.diversity.direction_strengths`; M8, R11).
+    """
+    changes = [g.T @ f / f.shape[0] for g, f in _window_factors(states, layer, lr, classes)]
+    return direction_strengths(changes, k, reduction)
 
 
 # --------------------------------------------------------------------------- M10
@@ -438,14 +514,8 @@ def o_statistic(
     Returns:
         ``{mode: (N,) values}``.
     """
-    f = _rows("inputs", inputs, None, None)
-    n, dev = f.shape[0], f.device
-    g = _rows("pre_grads", pre_grads, n, dev)
-    w = as_matrix("weight", weight, dev)
-    if w.shape != (g.shape[1], f.shape[1]):
-        raise ValueError(
-            f"weight has shape {tuple(w.shape)}; expected ({g.shape[1]}, {f.shape[1]}) = (h, d)"
-        )
+    f, g, w = _layer_signals(inputs, pre_grads, weight)
+    dev = f.device
     cu = _unit("c", c, w.shape[0], dev)
     cos_dv_f = _cos_rows(-f * (g @ cu)[:, None], f)
     v = (w.T @ cu)[None, :]
@@ -456,7 +526,7 @@ def o_statistic(
                 f"feature_changes has mode {mode!r}; expected 'single_sample_step' or "
                 "'batch_step' (neg_grad is computed)"
             )
-        changes[mode] = _rows(f"feature_changes[{mode!r}]", delta, n, dev)
+        changes[mode] = _rows(f"feature_changes[{mode!r}]", delta, f.shape[0], dev)
         if changes[mode].shape[1] != f.shape[1]:
             raise ValueError(
                 f"feature_changes[{mode!r}] has {changes[mode].shape[1]} columns; "
@@ -499,14 +569,8 @@ def lemma3_terms(
     (the terms scale with ``CᵀC``; Lemma 3's condition compares them at the same C).
     """
     lr = check_float("lr", lr)
-    f = _rows("inputs", inputs, None, None)
-    n, dev = f.shape[0], f.device
-    g = _rows("pre_grads", pre_grads, n, dev)
-    w = as_matrix("weight", weight, dev)
-    if w.shape != (g.shape[1], f.shape[1]):
-        raise ValueError(
-            f"weight has shape {tuple(w.shape)}; expected ({g.shape[1]}, {f.shape[1]}) = (h, d)"
-        )
+    f, g, w = _layer_signals(inputs, pre_grads, weight)
+    dev = f.device
     cv = as_vector("c", c, dev)
     if cv.shape[0] != w.shape[0]:
         raise ValueError(f"c has length {cv.shape[0]}; expected h = {w.shape[0]}")
@@ -570,6 +634,7 @@ def theorem2_consistency(
 
 __all__ = [
     "DELTA_F_MODES",
+    "SPREADS",
     "AlignedCosine",
     "Lemma3Terms",
     "Theorem1Parts",
@@ -577,6 +642,7 @@ __all__ = [
     "Theorem2Check",
     "common_direction_of_window",
     "delta_v_feature_cosine",
+    "direction_strengths_of_window",
     "lemma3_terms",
     "neg_grad_feature_change",
     "o_statistic",
