@@ -107,8 +107,10 @@ def main() -> None:
             )
     n_measurements = len(rows)
     print(
-        f"iterations {args.iterations}, measured every {args.every} ({n_measurements} "
-        f"measurements incl. step 0), repeats {args.repeats}"
+        f"{args.dataset}, 9 x {args.width} MLP, batch 100, probe "
+        f"{10 * config['probe_per_class']}, loss subset {10 * config['loss_per_class']}; "
+        f"{args.iterations} iterations measured every {args.every} ({n_measurements} "
+        f"measurements incl. step 0), {args.repeats} repeats"
     )
     print(f"plain training: min {min(plain):.3f} s  (all: {[round(t, 3) for t in plain]})")
     print(f"with measurement: min {min(measured):.3f} s  (all: {[round(t, 3) for t in measured]})")
