@@ -4,21 +4,18 @@ reading them back for claims and figures."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, ClaimResult, NotEvaluable, RunResults
+from collapselab.experiments.claims import NotEvaluable, RunResults
 from collapselab.experiments.fd.training import run_member
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_sweep
 from collapselab.store import Run
 
 PAPER = "000"
-
-Check = Callable[[RunResults], tuple[bool, Mapping[str, float], float | None, str]]
-"""A claim's core: results -> (holds, the numbers, the numeric threshold, one sentence)."""
 
 MEASUREMENT_KEYS = (
     "every",
@@ -128,21 +125,20 @@ def phase(results: RunResults | Run, arm: str, key: str) -> float:
     return float(stored[f"phase_{key}"])
 
 
-def claim(
-    name: str,
-    statement: str,
-    source: str,
-    threshold: str,
-    check: Check,
-    presets: tuple[str, ...] | None = None,
-) -> Claim:
-    """A :class:`Claim` whose ``evaluate`` wraps ``check``'s four results in a verdict."""
-
-    def evaluate(results: RunResults) -> ClaimResult:
-        ok, values, bound, detail = check(results)
-        return ClaimResult("holds" if ok else "does not hold", dict(values), bound, detail)
-
-    return Claim(name, statement, source, threshold, evaluate, presets)
+def run_arms(
+    run: Run, context: RunContext, changes: Mapping[str, Mapping[str, Any]], **manifest: Any
+) -> dict[str, dict[str, Any]]:
+    """Train and measure every arm (``context.config["base"]`` updated with ``changes[arm]``)
+    through the sweep executor, store each (:func:`store_member`), record
+    ``manifest`` and the phase layer in the run's manifest; returns the results by arm."""
+    c = context.config
+    configs = member_configs(c["base"], changes, context)
+    results = run_members(configs, run, context)
+    for config, result in zip(configs, results, strict=True):
+        store_member(run, config["arm"], result)
+    run.update_manifest(phase_layer=int(c["base"]["phase_layer"]), **manifest)
+    run.flush()
+    return {config["arm"]: result for config, result in zip(configs, results, strict=True)}
 
 
 def run_groups(run: Run, context: RunContext) -> None:
@@ -153,15 +149,8 @@ def run_groups(run: Run, context: RunContext) -> None:
     serve several groups, the baseline typically). Every arm is trained once; the manifest
     records ``groups`` and ``arms`` for claims and figures.
     """
-    c = context.config
-    configs = member_configs(c["base"], c["arms"], context)
-    results = run_members(configs, run, context)
-    for config, result in zip(configs, results, strict=True):
-        store_member(run, config["arm"], result)
-    run.update_manifest(
-        groups=c["groups"], arms={"all": list(c["arms"])}, phase_layer=int(c["base"]["phase_layer"])
-    )
-    run.flush()
+    arms = context.config["arms"]
+    run_arms(run, context, arms, groups=context.config["groups"], arms={"all": list(arms)})
 
 
 def group(results: RunResults | Run, name: str) -> list[tuple[Any, str]]:

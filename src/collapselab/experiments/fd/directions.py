@@ -37,12 +37,10 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
+from collapselab.experiments.claims import Claim, NotEvaluable, RunResults, claim_from_check
 from collapselab.experiments.fd._common import (
-    claim,
     member_configs,
-    run_members,
-    store_member,
+    run_arms,
 )
 from collapselab.experiments.fd.measurement import probe_indices
 from collapselab.experiments.fd.training import build_model, load_data, subset, train_config
@@ -133,10 +131,8 @@ def _class_mean_change(state: MLPState, layer: int, lr: float, c: int) -> torch.
 def run_directions(run: Run, context: RunContext) -> None:
     """Train the baseline, detect phase 1, replay it with captures, analyse (module doc)."""
     c = context.config
+    result = run_arms(run, context, {"baseline": {}}, arms={"all": ["baseline"]})["baseline"]
     (config,) = member_configs(c["base"], {"baseline": {}}, context)
-    (result,) = run_members([config], run, context)
-    store_member(run, "baseline", result)
-    run.update_manifest(arms={"all": ["baseline"]}, phase_layer=int(c["base"]["phase_layer"]))
     end = float(result["phase_plateau_end"])
     if end < 0:
         run.update_manifest(directions="the baseline never left phase 1: no window to analyse")
@@ -384,7 +380,7 @@ def _theorem2(results: RunResults) -> tuple[bool, dict, float, str]:
 
 
 DIRECTION_CLAIMS: list[Claim] = [
-    claim(
+    claim_from_check(
         "primary-direction-dominates-average-change",
         "The strength of the primary common direction of the average weight change is "
         "about ten times that of the second; the others are small.",
@@ -392,7 +388,7 @@ DIRECTION_CLAIMS: list[Claim] = [
         f"s_1 / s_2 >= {STRENGTH_RATIO} for both leading classes (third linear layer)",
         _strengths,
     ),
-    claim(
+    claim_from_check(
         "s-primary-order-of-magnitude-above-s-k",
         "S_primary is about an order of magnitude above each noise strength S_k.",
         "§4.3, Table 1",
@@ -400,7 +396,7 @@ DIRECTION_CLAIMS: list[Claim] = [
         "at every analysed layer for both leading classes",
         _table,
     ),
-    claim(
+    claim_from_check(
         "feature-similar-to-delta-v",
         "cos(α_c ΔV, F) is positive over the samples of the category in phase 1.",
         "§4.2, Fig. 5",
@@ -408,7 +404,7 @@ DIRECTION_CLAIMS: list[Claim] = [
         "every captured iteration, both leading classes",
         _m10,
     ),
-    claim(
+    claim_from_check(
         "o-positive",
         "For each sample, o^(l) = cos(ΔV, F) cos(V, ΔF) is positive and usually increases.",
         "§4.2, Lemma 3, Fig. 6, S-Fig. 26",
@@ -416,21 +412,21 @@ DIRECTION_CLAIMS: list[Claim] = [
         "(the other two readings reported beside it)",
         _o,
     ),
-    claim(
+    claim_from_check(
         "lemma3-primary-term-dominates",
         "At the end of phase 1 Lemma 3's primary term is much larger than its noise term.",
         "Lemma 3, S-Fig. 27",
         f"median |primary| / |noise| >= {LEMMA3_DOMINANCE} over the probe samples",
         _lemma3,
     ),
-    claim(
+    claim_from_check(
         "one-or-two-classes-learnt-in-phase-1",
         "At the end of phase 1 only one or two categories are well above chance.",
         "Assumption 1, Fig. 7",
         "at most 2 classes with a probe accuracy above twice chance (note A23)",
         _few_classes,
     ),
-    claim(
+    claim_from_check(
         "theorem2-sign-consistency",
         "Same-category samples share the sign of Cᵀ D Ḟ (Theorem 2's hypothesis).",
         "Theorem 2",

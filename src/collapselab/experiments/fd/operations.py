@@ -16,9 +16,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, RunResults, check_rank_correlation
+from collapselab.experiments.claims import (
+    Claim,
+    RunResults,
+    check_rank_correlation,
+    claim_from_check,
+)
 from collapselab.experiments.fd._common import (
-    claim,
     describe_lengths,
     group,
     phase,
@@ -131,7 +135,7 @@ def _stuck(results: RunResults) -> Outcome:
 
 
 OPERATION_CLAIMS: list[Claim] = [
-    claim(
+    claim_from_check(
         "normalisation-breaks-the-trap",
         "Batch normalisation (and the affine-free norm_1) after each linear layer alleviates "
         "the decrease of feature diversity: the feature similarity keeps decreasing instead "
@@ -141,7 +145,7 @@ OPERATION_CLAIMS: list[Claim] = [
         f"or an M2 rise below {M2_RISE} during its phase 1",
         _normalisation,
     ),
-    claim(
+    claim_from_check(
         "momentum-shortens-phase-1",
         "A larger momentum m ∈ {0, 0.5, 0.9} usually alleviates the trap: a shorter phase 1.",
         "§5 (2), S-Fig. 12-17, S-Fig. 29(a)",
@@ -149,7 +153,7 @@ OPERATION_CLAIMS: list[Claim] = [
         "leaves phase 1",
         _strictly_decreasing("momentum"),
     ),
-    claim(
+    claim_from_check(
         "momentum-shortens-phase-1-at-equal-effective-lr",
         "The momentum effect is more than its larger effective step η/(1 - m) (the note's "
         "control, A19: the paper does not separate the two).",
@@ -157,7 +161,7 @@ OPERATION_CLAIMS: list[Claim] = [
         "with η = 0.1 (1 - m), phase-1 length strictly decreasing from m = 0 to 0.5 to 0.9",
         _strictly_decreasing("momentum_equal_lr"),
     ),
-    claim(
+    claim_from_check(
         "larger-init-variance-shortens-phase-1",
         "A larger variance of the initial weights (γ) gives a shorter phase 1.",
         "§5 (3), Fig. 8(b)",
@@ -165,14 +169,14 @@ OPERATION_CLAIMS: list[Claim] = [
         "1 counts at the budget; a diverged run at its last finite step)",
         _rank("gamma", "decreasing"),
     ),
-    claim(
+    claim_from_check(
         "smaller-l2-shortens-phase-1",
         "A smaller L2 coefficient λ alleviates the trap: a shorter phase 1.",
         "§5 (4), S-Fig. 18-23, S-Fig. 29(b)",
         f"Spearman ρ(λ, phase-1 length) >= {RANK_THRESHOLD}",
         _rank("l2", "increasing"),
     ),
-    claim(
+    claim_from_check(
         "small-gamma-gets-stuck",
         "With γ = 0.1 the MLP gets stuck (the loss never drops); with γ = 1 it trains.",
         "Appendix B, S-Fig. 24",
@@ -207,7 +211,7 @@ _SWEEPS = {
 }
 
 ROBUSTNESS_CLAIMS: list[Claim] = [
-    claim(
+    claim_from_check(
         f"two-phases-across-{name.replace('_', '-')}",
         f"The two-phase phenomenon (M2 rising while the loss is flat, then the loss "
         f"falling) persists across {what}.",

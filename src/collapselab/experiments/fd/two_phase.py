@@ -17,13 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
+from collapselab.experiments.claims import Claim, NotEvaluable, RunResults, claim_from_check
 from collapselab.experiments.fd._common import (
-    claim,
-    member_configs,
     phase,
-    run_members,
-    store_member,
+    run_arms,
     trajectory,
 )
 from collapselab.experiments.registry import RunContext
@@ -43,15 +40,8 @@ M4_RISE = 0.05
 
 def run_two_phase(run: Run, context: RunContext) -> None:
     """Train and measure the baseline on every configured dataset."""
-    c = context.config
-    configs = member_configs(c["base"], c["arms"], context)
-    results = run_members(configs, run, context)
-    for config, result in zip(configs, results, strict=True):
-        store_member(run, config["arm"], result)
-    run.update_manifest(
-        arms={"two_phase": list(c["arms"])}, phase_layer=int(c["base"]["phase_layer"])
-    )
-    run.flush()
+    arms = context.config["arms"]
+    run_arms(run, context, arms, arms={"two_phase": list(arms)})
 
 
 def arms(results: RunResults, group: str) -> list[str]:
@@ -104,7 +94,7 @@ def _claim_rise(key: str, margin: float) -> Any:
 
 
 TWO_PHASE_CLAIMS: list[Claim] = [
-    claim(
+    claim_from_check(
         "m2-rises-before-loss-drops",
         "In phase 1 the loss barely moves while the cosine similarity of features of "
         "different categories keeps rising; it peaks at the phase boundary and falls after.",
@@ -114,7 +104,7 @@ TWO_PHASE_CLAIMS: list[Claim] = [
         f"the loss 5% below its start), and ends >= {M2_RISE} below its peak",
         _claim_rise("feature_cosine_cross_class", M2_RISE),
     ),
-    claim(
+    claim_from_check(
         "m3-rises-in-phase-1",
         "The cosine similarity of feature gradients of samples of the same category rises "
         "in phase 1 and falls after it.",
@@ -124,7 +114,7 @@ TWO_PHASE_CLAIMS: list[Claim] = [
         "below its peak",
         _claim_rise("gradient_cosine_within_class", M3_RISE),
     ),
-    claim(
+    claim_from_check(
         "m4-rises-in-phase-1",
         "The cosine similarity between the weight changes of different pseudo-neurons rises "
         "in phase 1 (read on the probe-set mean weight change; the per-sample form is "
