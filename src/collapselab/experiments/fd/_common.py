@@ -12,7 +12,7 @@ import numpy as np
 from collapselab.experiments.claims import NotEvaluable, RunResults
 from collapselab.experiments.fd.training import run_member
 from collapselab.experiments.registry import RunContext
-from collapselab.experiments.sweeps import run_sweep
+from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 
 PAPER = "000"
@@ -47,22 +47,6 @@ def member_configs(
         }
         for name, changes in arms.items()
     ]
-
-
-def run_members(
-    configs: Sequence[Mapping[str, Any]], run: Run, context: RunContext
-) -> list[dict[str, Any]]:
-    """Run :func:`~collapselab.experiments.fd.training.run_member` on every config through
-    the run's sweep executor (members stored under ``members/``, so an interrupted run
-    resumes them); results in the configs' order."""
-    return run_sweep(
-        run_member,
-        [dict(c) for c in configs],
-        executor=context.executor,
-        workers=context.workers,
-        store=run.path / "members",
-        progress=context.progress,
-    ).results
 
 
 def store_member(run: Run, arm: str, result: Mapping[str, Any]) -> None:
@@ -133,7 +117,7 @@ def run_arms(
     ``manifest`` and the phase layer in the run's manifest; returns the results by arm."""
     c = context.config
     configs = member_configs(c["base"], changes, context)
-    results = run_members(configs, run, context)
+    results = run_members(run_member, configs, run, context)
     for config, result in zip(configs, results, strict=True):
         store_member(run, config["arm"], result)
     run.update_manifest(phase_layer=int(c["base"]["phase_layer"]), **manifest)
