@@ -29,6 +29,7 @@ from collapselab.experiments.fd.training import (
     run_member,
     train_config,
 )
+from collapselab.experiments.fd.two_phase import TWO_PHASE_CLAIMS, run_two_phase
 from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.models import MLP
 from collapselab.train import train
@@ -311,3 +312,24 @@ def test_directions_of_a_stuck_baseline_say_so_instead_of_inventing_a_window(tmp
     entries = stored_claims(run)
     assert {e["verdict"] for e in entries.values()} == {"not evaluable"}
     assert "never left phase 1" in entries["o-positive"]["detail"]
+
+
+def test_a_non_finite_loss_stops_the_run_cleanly_and_keeps_what_was_measured(tmp_path):
+    diverging = {"base": {**TINY, "lr": 50.0, "iterations": 60}, "arms": {"clustered": {}}}
+    spec = experiment(
+        "fd-diverging",
+        run_two_phase,
+        paper="000",
+        presets={"quick": diverging},
+        claims=TWO_PHASE_CLAIMS,
+    )
+    with registered(spec), serial_threads():
+        run = run_experiment("fd-diverging", root=tmp_path, executor="serial")
+    stored = run.load_array("traj_clustered")
+    assert "non-finite" in str(stored["stopped"]) or "NaN" in str(stored["stopped"])
+    steps = stored["steps"]
+    assert steps[0] == 0 and steps[-1] < 60  # measured until training stopped
+    assert (
+        np.isfinite(stored["loss"][0])
+        and np.isfinite(stored["feature_cosine_cross_class"][0]).all()
+    )

@@ -51,7 +51,8 @@ def member_configs(
 
 def store_member(run: Run, arm: str, result: Mapping[str, Any]) -> None:
     """Save one member's trajectory and phase detection: ``arrays/traj_<arm>.npz`` (the
-    curves, the ``phase_<key>`` scalars, the layer names) and metric rows (split ``arm``:
+    curves, the ``phase_<key>`` scalars, the layer names, ``stopped``: why training stopped
+    early, e.g. a non-finite loss, ``""`` otherwise) and metric rows (split ``arm``:
     every curve per step and layer; the phase detection at step 0 of layer ``""``)."""
     layers, linears = list(result["layers"]), list(result["linears"])
     arrays = {k: np.asarray(v) for k, v in result.items() if isinstance(v, np.ndarray)}
@@ -62,6 +63,7 @@ def store_member(run: Run, arm: str, result: Mapping[str, Any]) -> None:
         **{k: np.float64(v) for k, v in phases.items()},
         layers=np.array(layers),
         linears=np.array(linears),
+        stopped=np.array(str(result.get("stopped", ""))),
     )
     steps = arrays["steps"]
     rows = []
