@@ -260,6 +260,7 @@ def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     from typer.testing import CliRunner
 
     from collapselab.cli.main import app
+
     n = get_experiment("dlufm-mlp").config("paper")["n_per_class"]
     rng = np.random.default_rng(0)
     root = tmp_path / "fashion-mnist"

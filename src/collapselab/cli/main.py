@@ -70,6 +70,17 @@ MirrorOption = Annotated[
         "pip install 'collapselab[tracking]').",
     ),
 ]
+ExecutorOption = Annotated[
+    str,
+    typer.Option(
+        help="Where sweeps run: local (a process pool), serial (one after another) or ray "
+        "(pip install 'collapselab[ray]'); all give the same results."
+    ),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(help="Processes of the local pool, or Ray workers (default: one per core)."),
+]
 
 # Errors a user can cause (arguments, files, SQL, other processes): one line, exit code 2.
 _USAGE_EXIT = 2
@@ -210,9 +221,22 @@ def run(
     out: RootOption = DEFAULT_ROOT,
     progress: ProgressOption = True,
     mirror: MirrorOption = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = None,
 ) -> None:
     """Run one experiment with a preset and write it to the run store."""
-    _run_and_report(experiment_id, preset, out, seed, device, data_dir, progress, mirror or [])
+    _check_sweep_options(executor, workers)
+    _run_and_report(
+        experiment_id,
+        preset,
+        out,
+        seed,
+        device,
+        data_dir,
+        progress,
+        mirror or [],
+        sweeps={"executor": executor, "workers": workers},
+    )
 
 
 @app.command()
@@ -290,6 +314,18 @@ def _format_cell(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else _e(value)
 
 
+def _check_sweep_options(executor: str, workers: int | None) -> None:
+    """Check --executor and --workers (Ray installed when asked for) before running."""
+    from collapselab.experiments.sweeps import make_executor
+
+    if workers is not None and workers < 1:
+        _fail(f"--workers {workers}: expected at least 1 (or leave it out: one per core)")
+    try:
+        make_executor(executor, workers)
+    except (ValueError, ImportError) as error:
+        _fail(f"--executor {executor}: {error}")
+
+
 def _check_run_options(device: str, mirrors: list[str], experiments: list[Any]) -> None:
     """Check --device (when one of ``experiments`` trains) and --mirror before running."""
     from collapselab.store import check_mirror_available
@@ -316,6 +352,7 @@ def _run_and_report(
     data_dir: Path | None,
     progress: bool,
     mirrors: list[str],
+    sweeps: dict[str, Any] | None = None,
 ) -> None:
     from collapselab.cli.progress import ProgressBoard
     from collapselab.experiments import MissingDataError, get_experiment, run_experiment, run_id_for
@@ -339,6 +376,7 @@ def _run_and_report(
                 raise_on_error=False,
                 mirrors=mirrors,
                 progress=board,
+                **(sweeps or {}),
             )
         except MissingDataError as error:  # no run exists: say what is missing, in one line
             _fail(error.one_line())
@@ -403,6 +441,8 @@ def reproduce(
     out: RootOption = DEFAULT_ROOT,
     progress: ProgressOption = True,
     mirror: MirrorOption = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -433,6 +473,7 @@ def reproduce(
         _dry_run(paper, preset, data_dir, seed)
         return
     mirrors = mirror or []
+    _check_sweep_options(executor, workers)
     try:
         chosen = select_experiments(paper)
     except ValueError as error:
@@ -493,6 +534,8 @@ def reproduce(
                     on_done=finished,
                     mirrors=mirrors,
                     progress=board,
+                    executor=executor,
+                    workers=workers,
                 )
             except _user_errors() as error:
                 _fail(_message(error))
@@ -582,6 +625,91 @@ _TRAINING_SUMMARY = {
     "dataset", "n_train", "n_test", "input_shape", "model", "n_parameters", "layers",
     "feature_dim", "epochs", "lr", "milestones", "measure_epochs",
 }  # fmt: skip
+
+
+@app.command()
+def sweep(
+    experiment_id: Annotated[str, typer.Argument(help="Experiment id (see `collapselab list`).")],
+    preset: PresetOption = "quick",
+    seeds: Annotated[
+        str, typer.Option(help="Seeds: 0-3, 0,2,5 or 0-2,7 (one run per seed).")
+    ] = "0",
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="key=value1,value2: config values of the preset to sweep (repeatable: "
+            "every combination runs; values read as JSON, else as text).",
+        ),
+    ] = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = None,
+    data_dir: DataDirOption = None,
+    device: DeviceOption = "cpu",
+    out: RootOption = DEFAULT_ROOT,
+    progress: ProgressOption = True,
+) -> None:
+    """Run one experiment over a grid of seeds and config values, each member a run in the
+    store (rerunning the same command resumes the sweep); a summary table at the end."""
+    from collapselab.cli.progress import ProgressBoard
+    from collapselab.experiments import MissingDataError
+    from collapselab.experiments.sweeps import SweepError
+    from collapselab.experiments.sweeps.grid import grid_configs, parse_seeds, parse_set, run_grid
+
+    _check_sweep_options(executor, workers)
+    try:
+        seed_list = parse_seeds(seeds)
+        sets = [parse_set(text) for text in set_values or []]
+        configs = grid_configs(
+            experiment_id, preset, seed_list, sets, root=out, device=device, data_dir=data_dir
+        )
+    except MissingDataError as error:
+        _fail(error.one_line())
+    except (KeyError, ValueError) as error:
+        _fail(_message(error))
+    _check_run_options(device, [], [])
+    board = ProgressBoard(console, enabled=progress)
+    console.print(
+        f"sweep {_e(experiment_id)} ({_e(preset)}): {len(configs)} run(s) on "
+        f"{_e(executor)}" + (f" with {workers} workers" if workers else "")
+    )
+    failed: list[int] = []
+    with _interruptible(f"sweep {experiment_id}"), board:
+        try:
+            result = run_grid(configs, executor=executor, workers=workers, progress=board)
+        except SweepError as error:
+            result, failed = error.result, sorted(error.failures)
+            err_console.print(f"[red]error:[/red] {_e(error)}", soft_wrap=True)
+    _print_sweep_table(configs, result.results)
+    statuses = [r["status"] if r else "lost" for r in result.results]
+    console.print(
+        f"{len(configs)} run(s): {statuses.count('completed')} completed, "
+        f"{len(configs) - statuses.count('completed')} not ({result.wall_s:.1f} s)"
+    )
+    if failed or any(s != "completed" for s in statuses):
+        raise typer.Exit(code=1)
+
+
+def _print_sweep_table(configs: list[dict], results: list[Any]) -> None:
+    table = Table("run", "status", "claims", "time", box=box.SIMPLE_HEAD, pad_edge=False)
+    for config, member in zip(configs, results, strict=True):
+        if member is None:
+            table.add_row(
+                _e(f"seed {config['seed']} {config['overrides']}"), "[red]lost[/red]", "", ""
+            )
+            continue
+        colour = _STATUS_COLOURS.get(member["status"], "white")
+        claims = f"{member['claims_hold']}/{member['claims']} hold" if member["claims"] else ""
+        table.add_row(
+            _e(member["run_id"]),
+            f"[{colour}]{_e(member['status'])}[/{colour}]",
+            claims,
+            f"{member['seconds']:.1f} s",
+        )
+    console.print(table)
+    for member in results:
+        if member and member["error"]:
+            console.print(f"{_e(member['run_id'])}: [red]{_e(member['error'])}[/red]")
 
 
 @app.command()

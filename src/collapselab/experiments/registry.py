@@ -24,6 +24,7 @@ from collapselab.checks import check_choice
 from collapselab.experiments.claims import Claim
 from collapselab.experiments.papers import find_paper, same_paper
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
+from collapselab.experiments.sweeps.executors import Executor, default_workers
 from collapselab.store import Run
 
 BUILTIN_PACKAGES: tuple[str, ...] = (
@@ -51,7 +52,10 @@ class RunContext:
 
     ``callbacks`` go to the experiment's training loops (a progress bar); ``progress`` is
     where its other long jobs (solvers, sweeps) show their progress
-    (:mod:`collapselab.experiments.progress`).
+    (:mod:`collapselab.experiments.progress`). ``executor`` and ``workers`` are where its
+    sweeps run (:func:`collapselab.experiments.sweeps.run_sweep`: ``"local"``, a process
+    pool of ``workers`` processes, default one per core; ``"serial"``; ``"ray"``); every
+    executor gives the same results.
     """
 
     preset: str
@@ -61,6 +65,8 @@ class RunContext:
     data_dir: Path | None = None
     callbacks: list[Any] = field(default_factory=list)
     progress: ProgressDisplay = field(default_factory=NoProgress)
+    executor: str | Executor = "local"
+    workers: int = field(default_factory=default_workers)
 
 
 class RunFunction(Protocol):

@@ -29,6 +29,7 @@ from collapselab.experiments.papers import PAPERS, find_paper, paper_label
 from collapselab.experiments.progress import ProgressDisplay
 from collapselab.experiments.registry import Experiment, all_experiments, experiments_for_paper
 from collapselab.experiments.runner import run_experiment, run_id_for
+from collapselab.experiments.sweeps.executors import Executor, make_executor
 from collapselab.store import DamagedRunError, Mirror, Run
 
 Outcome = Literal["completed", "skipped", "failed", "not run"]
@@ -123,6 +124,8 @@ def reproduce(
     *,
     mirrors: Sequence[str | Mirror] = (),
     progress: ProgressDisplay | None = None,
+    executor: str | Executor = "local",
+    workers: int | None = None,
 ) -> ReproduceResult:
     """Run every experiment of ``paper`` with ``preset`` under ``root`` and write the index.
 
@@ -132,7 +135,8 @@ def reproduce(
         preset, root, seed, device, data_dir: as for :func:`run_experiment`.
         callbacks: training callbacks per experiment (a progress bar, say).
         on_start, on_done: called before and after each experiment (for printing).
-        mirrors, progress: as for :func:`run_experiment`, for every experiment.
+        mirrors, progress, executor, workers: as for :func:`run_experiment`, for every
+            experiment.
 
     Returns:
         A :class:`ReproduceResult`; check :attr:`ReproduceResult.ok`.
@@ -140,6 +144,8 @@ def reproduce(
     from collapselab.report.index import write_index
 
     chosen = select_experiments(paper)
+    make_executor(executor, workers)  # a bad executor fails before any experiment runs
+    sweeps = {"executor": executor, "workers": workers}
     root = Path(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     t0 = time.perf_counter()
@@ -166,6 +172,7 @@ def reproduce(
                         extra,
                         mirrors,
                         progress,
+                        sweeps,
                     )
             else:  # its data is missing: fail now, once, without a run directory
                 outcome = ExperimentOutcome(
@@ -241,6 +248,7 @@ def _run_one(
     callbacks: list[Any],
     mirrors: Sequence[str | Mirror],
     progress: ProgressDisplay | None,
+    sweeps: dict[str, Any],
 ) -> ExperimentOutcome:
     notes = plan.notes() if plan is not None else None
     # The run is the fallback preset's when the requested preset's data is missing.
@@ -259,6 +267,7 @@ def _run_one(
             raise_on_error=False,
             mirrors=mirrors,
             progress=progress,
+            **sweeps,
         )
     except Exception as error:  # before the run existed: bad preset, conflicting run dir
         return ExperimentOutcome(
@@ -270,7 +279,7 @@ def _run_one(
             notes=notes,
         )
     seconds = time.perf_counter() - t0
-    claims = _claim_counts(run)
+    claims = claim_counts(run)
     if run.status != "completed":
         error = run.manifest.get("error") or f"run ended with status {run.status}"
         return ExperimentOutcome(
@@ -329,7 +338,8 @@ def estimated_seconds(
     return runtime_seconds(experiment.runtime(preset))
 
 
-def _claim_counts(run: Run) -> dict[str, int] | None:
+def claim_counts(run: Run) -> dict[str, int] | None:
+    """The run's claims by verdict (``claims.json``'s summary), or ``None`` without one."""
     try:
         summary = run.read_json("claims").get("summary")
     except (FileNotFoundError, ValueError, AttributeError):

@@ -27,7 +27,7 @@ import datetime as _dt
 import time
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from collapselab.experiments.claims import (
     not_evaluable,
 )
 from collapselab.experiments.data_plan import plan_data
+from collapselab.experiments.overrides import apply_overrides, overrides_tag
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     Experiment,
@@ -47,6 +48,7 @@ from collapselab.experiments.registry import (
     find_experiment,
     get_experiment,
 )
+from collapselab.experiments.sweeps.executors import Executor, default_workers, make_executor
 from collapselab.store import (
     CLAIMS_FILE,
     MANIFEST_FILE,
@@ -62,9 +64,12 @@ from collapselab.store import (
 from collapselab.train import resolve_device, seed_everything
 
 
-def run_id_for(experiment_id: str, preset: str, seed: int) -> str:
-    """The deterministic directory name of a run, so re-running finds and resumes it."""
-    return f"{experiment_id}-{preset}-seed{seed}"
+def run_id_for(
+    experiment_id: str, preset: str, seed: int, overrides: Mapping[str, Any] | None = None
+) -> str:
+    """The deterministic directory name of a run, so re-running finds and resumes it
+    (a run with config ``overrides`` ends with their :func:`overrides_tag`)."""
+    return f"{experiment_id}-{preset}-seed{seed}{overrides_tag(overrides)}"
 
 
 def run_experiment(
@@ -79,6 +84,9 @@ def run_experiment(
     *,
     mirrors: Sequence[str | Mirror] = (),
     progress: ProgressDisplay | None = None,
+    executor: str | Executor = "local",
+    workers: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Run:
     """Run ``experiment_id`` with ``preset`` under ``root`` and return its :class:`Run`.
 
@@ -94,7 +102,11 @@ def run_experiment(
 
     ``mirrors``: names (:data:`collapselab.store.MIRROR_NAMES`) or
     :class:`~collapselab.store.Mirror` objects that receive every metric row the run
-    writes. ``progress``: where solvers and sweeps show their progress. An experiment that
+    writes. ``progress``: where solvers and sweeps show their progress. ``executor``,
+    ``workers``: where the experiment's sweeps run (:class:`RunContext`; default a local
+    process pool, one worker per core); checked before anything is written. ``overrides``:
+    config values in place of the preset's (:func:`apply_overrides`; the run's id ends
+    with their tag, see :func:`run_id_for`). An experiment that
     trains no network (``uses_device=False``) runs on the CPU: another ``device`` is
     recorded as ``cpu`` with a warning. A second process writing the same run gets a
     :class:`~collapselab.store.RunLockedError` before anything is written.
@@ -109,13 +121,17 @@ def run_experiment(
     experiment = get_experiment(experiment_id)
     plan = plan_data(experiment, preset, data_dir)
     preset = plan.preset
-    config = experiment.config(preset)
+    config = apply_overrides(
+        experiment.config(preset), overrides, f"preset {preset!r} of {experiment.id}"
+    )
     seed = check_int("seed", seed, minimum=0)
     device = device_for(experiment, device)
+    make_executor(executor, workers)  # a bad executor or worker count fails before the run
+    workers = default_workers() if workers is None else workers
     for mirror in mirrors:
         if isinstance(mirror, str):
             check_mirror_available(mirror)
-    run = _open_run(root, experiment, preset, config, seed)
+    run = _open_run(root, experiment, preset, config, seed, overrides)
     if run.status == "completed":
         if not (run.path / CLAIMS_FILE).is_file() or not (run.path / REPORT_FILE).is_file():
             _finalize(run, experiment)
@@ -138,6 +154,8 @@ def run_experiment(
         data_dir=Path(data_dir) if data_dir is not None else None,
         callbacks=list(callbacks),
         progress=progress if progress is not None else NoProgress(),
+        executor=executor,
+        workers=workers,
     )
     started = time.perf_counter()
     try:
@@ -172,10 +190,15 @@ def device_for(experiment: Experiment, device: str) -> str:
 
 
 def _open_run(
-    root: str | Path, experiment: Experiment, preset: str, config: dict[str, Any], seed: int
+    root: str | Path,
+    experiment: Experiment,
+    preset: str,
+    config: dict[str, Any],
+    seed: int,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Run:
     """Open (or create) the run; a damaged one is set aside and started again."""
-    run_id = run_id_for(experiment.id, preset, seed)
+    run_id = run_id_for(experiment.id, preset, seed, overrides)
     path = Path(root) / run_id
     if (path / MANIFEST_FILE).is_file():
         problem = run_problem(path, thorough=True)

@@ -13,6 +13,7 @@ Public API:
 - Mirrors: :class:`Mirror`, :func:`make_mirror`, :func:`attach_mirrors`, :data:`MIRROR_NAMES`,
   :class:`TensorBoardMirror`, :class:`MLflowMirror`, :class:`WandbMirror`, :func:`metric_tag`.
 - :func:`atomic_write`: the store's atomic file write, for the layers above.
+- :func:`to_jsonable`: configs and results as plain JSON values (how the store records them).
 - :data:`METRIC_COLUMNS`, :data:`NO_EPOCH`, :data:`RUN_COLUMNS`, :data:`RUN_STATUSES`.
 - The names of a run directory's files: :data:`MANIFEST_FILE`, :data:`METRICS_FILE`,
   :data:`CLAIMS_FILE`, :data:`REPORT_FILE`, :data:`ARRAYS_DIR`, :data:`FIGURES_DIR`,
@@ -20,6 +21,7 @@ Public API:
 """
 
 from collapselab.store._atomic import atomic_write
+from collapselab.store._json import to_jsonable
 from collapselab.store.catalog import (
     DAMAGED,
     RUN_COLUMNS,
@@ -92,4 +94,5 @@ __all__ = [
     "query",
     "run_problem",
     "set_aside",
+    "to_jsonable",
 ]

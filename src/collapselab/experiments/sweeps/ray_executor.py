@@ -1,0 +1,93 @@
+"""The Ray executor: sweep members as Ray tasks, on this machine or a cluster (extra ``ray``).
+
+Each member is one Ray task running :func:`~collapselab.experiments.sweeps.member.attempt`
+(the same seeding, threads and normalisation as the other executors, so the results are
+identical). Ray's own task retries are off: a task whose worker died
+(``WorkerCrashedError``) is reported as a ``crashed`` outcome and
+:func:`~collapselab.experiments.sweeps.run_sweep` retries it like any other.
+
+Ray is used as it is found: when it is already initialised (``ray.init(address=...)`` to
+join a cluster), its resources are used as they are; otherwise a local instance with
+``workers`` CPUs is started for the sweep and shut down after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from collapselab.experiments.sweeps.member import Job, Outcome, Task, attempt
+
+INSTALL_HINT = "pip install 'collapselab[ray]'"
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(
+            f"the ray executor needs Ray, which is not installed: {INSTALL_HINT} "
+            "(or use executor 'local', a process pool on this machine)"
+        ) from None
+    return ray
+
+
+def _ray_attempt(task: Task, job: Job) -> Outcome:
+    # The body of every Ray task (module level, so Ray imports it by name in its workers).
+    return attempt(task, job)
+
+
+class RayExecutor:
+    """Members as Ray tasks of one CPU each.
+
+    Args:
+        workers: CPUs of the local Ray instance started when none is running (default:
+            one per core); not used when Ray is already initialised.
+        init_options: more keyword arguments for ``ray.init`` when it is started here.
+    """
+
+    name = "ray"
+    needs_pickling = True
+
+    def __init__(self, workers: int | None = None, init_options: dict[str, Any] | None = None):
+        self._ray = _import_ray()
+        self.workers = workers
+        self.init_options = dict(init_options or {})
+
+    def run(self, task: Task, jobs: Sequence[Job], done: Any) -> None:
+        ray = self._ray
+        started_here = not ray.is_initialized()
+        if started_here:
+            options = {"include_dashboard": False, "logging_level": "warning"}
+            if self.workers is not None:
+                options["num_cpus"] = self.workers
+            ray.init(**(options | self.init_options))
+        try:
+            self._run(ray, task, jobs, done)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    @staticmethod
+    def _run(ray: Any, task: Task, jobs: Sequence[Job], done: Any) -> None:
+        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_attempt)
+        task_ref = ray.put(task)
+        running = {remote.remote(task_ref, job): job for job in jobs}
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            for ref in ready:
+                job = running.pop(ref)
+                again = done(_outcome(ray, ref, job))
+                if again is not None:
+                    running[remote.remote(task_ref, again)] = again
+
+
+def _outcome(ray: Any, ref: Any, job: Job) -> Outcome:
+    """The outcome of a finished Ray task; a dead worker or node is a ``crashed`` outcome."""
+    try:
+        return ray.get(ref)
+    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as error:
+        text = f"the Ray worker died while running member {job.index} (attempt {job.attempt})"
+        return Outcome(job.index, error=f"{text}: {error}", crashed=True)
+    except ray.exceptions.RayError as error:  # lost objects, a task that could not start
+        return Outcome(job.index, error=f"{type(error).__name__}: {error}")
