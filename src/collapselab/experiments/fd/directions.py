@@ -6,7 +6,7 @@ Figs 4-7, Table 1, S-Fig. 25-27; R10-R18, R24), on the functions of
    plateau gives the window ``[0, T_end]`` of phase 1 (note A8: the paper never states it).
    A run that never leaves phase 1 has no window: the analysis says so and stops.
 2. The same training is replayed (deterministic: same seed, same batches) and the MLP's
-   per-sample state (:func:`~collapselab.theory.diversity_capture.capture_mlp_state`:
+   per-sample state (:func:`~collapselab.probe.capture_mlp_state`:
    inputs, pre-activation gradients, weights, logits of the probe set) is captured at
    ``captures`` evenly spaced steps ``t`` of the window and at ``t + 1`` (the actual
    mini-batch step, for the ``batch_step`` reading of ΔF and the whole-update ΔV).
@@ -51,12 +51,9 @@ from collapselab.metrics.diversity import (
     per_class_accuracy,
     residual_trajectory,
 )
+from collapselab.probe import capture_mlp_state, single_sample_feature_changes
 from collapselab.store import Run
-from collapselab.theory.diversity_capture import (
-    MLPState,
-    capture_mlp_state,
-    single_sample_feature_changes,
-)
+from collapselab.theory import MLPState
 from collapselab.theory.diversity_trap import (
     common_direction_of_window,
     delta_v_feature_cosine,
