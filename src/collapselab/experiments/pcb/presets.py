@@ -245,7 +245,8 @@ FREQUENCY: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 """``pcbias-frequency`` (Figs. 8, 13): the paper's frequency dataset (10000/1000 points at
 ``standard``/``paper``; 4000 for 100 epochs at ``quick``) with a ReLU MLP instead of
-st-VGG; the paper's 100 networks and 10000 epochs (Fig. 13's snapshots at 1, 100, 1000, 10000) only at ``paper``."""
+st-VGG; the paper's 100 networks and 10000 epochs (Fig. 13's snapshots at 1, 100, 1000,
+10000) only at ``paper``."""
 
 
 _STVGG = {"width_multiplier": 0.25, "lr": 0.1, "batch_size": 50}
