@@ -28,13 +28,13 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("pcb-runs")
     with serial_threads():
         result = reproduce("002", preset="tiny", root=root, executor="serial")
-    assert [o.experiment for o in result.outcomes] == IDS
+    assert [o.experiment for o in result.outcomes if o.experiment in IDS] == IDS
     return {e: Run.open(root / f"{e}-tiny-seed0") for e in IDS}
 
 
 def test_the_paper_registers_its_experiments_with_four_presets():
     found = {e.id: e for e in experiments_for_paper("pcbias")}
-    assert sorted(found) == IDS
+    assert set(IDS) <= set(found)  # and test_experiments_pcb_more.py's
     for experiment in found.values():
         assert {"tiny", "quick", "standard", "paper"} <= set(experiment.presets)
         assert experiment.paper == "002" and experiment.figures and experiment.claims

@@ -123,3 +123,5 @@ __all__ = [
     "run_relu",
     "run_scales",
 ]
+
+from collapselab.experiments.pcb import more  # noqa: E402,F401  registers Figs. 4d, 8, 9, 11, 13
