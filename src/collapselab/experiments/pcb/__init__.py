@@ -9,6 +9,11 @@ id                          what                                              fi
 ``pcbias-scales``           gradient-scale matrices near α_l I, β_l I early   Fig. 3
 ``pcbias-init``             Def. 3 vs Glorot uniform; Eq. 10's factor c       Fig. 12
 ``pcbias-relu``             two-layer ReLU: per-PC std vs §2.5's dynamics     Fig. 2 right
+``pcbias-loc``              LOC natural vs whitened; real vs shuffled labels  Figs. 7a, 10
+``pcbias-projections``      ReLU MLPs vs linear twins: top-P projections,     Figs. 5, 6,
+                            accessibility, critical PC, discriminability      Table 1
+``pcbias-amplification``    PC amplification and early stopping               Fig. 9
+``pcbias-separable``        P-separable relabelled data                       Fig. 11
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -21,16 +26,36 @@ from collapselab.experiments.pcb import presets
 from collapselab.experiments.pcb._common import PAPER
 from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_convergence
 from collapselab.experiments.pcb.figures import (
+    AMPLIFICATION_CAPTIONS,
     CONVERGENCE_CAPTIONS,
     INIT_CAPTIONS,
+    LOC_CAPTIONS,
+    PROJECTION_CAPTIONS,
     RELU_CAPTIONS,
     SCALES_CAPTIONS,
+    SEPARABLE_CAPTIONS,
+    draw_amplification,
     draw_convergence,
     draw_init,
+    draw_loc,
+    draw_projections,
     draw_relu,
     draw_scales,
+    draw_separable,
 )
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
+from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, run_loc
+from collapselab.experiments.pcb.manipulations import (
+    AMPLIFICATION_CLAIMS,
+    SEPARABLE_CLAIMS,
+    run_amplification,
+    run_separable,
+)
+from collapselab.experiments.pcb.projections import (
+    PROJECTION_CLAIMS,
+    projections_dry_run,
+    run_projections,
+)
 from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
 from collapselab.experiments.pcb.training import linear_dry_run
@@ -109,19 +134,102 @@ RELU = register(
     )
 )
 
+LOC = register(
+    Experiment(
+        id="pcbias-loc",
+        paper=PAPER,
+        title="learning-order constancy of linear nets: natural vs whitened, real vs shuffled",
+        presets=presets.LOC,
+        runtime_quick="~30 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_loc,
+        dry_run=linear_dry_run,
+        figures=list(LOC_CAPTIONS),
+        figure="Figs. 7a, 10",
+        claims=LOC_CLAIMS,
+        draw=draw_loc,
+        captions=LOC_CAPTIONS,
+        uses_device=False,
+    )
+)
+
+PROJECTIONS = register(
+    Experiment(
+        id="pcbias-projections",
+        paper=PAPER,
+        title="ReLU MLPs and linear twins: PC projections, accessibility, critical PC",
+        presets=presets.PROJECTIONS,
+        runtime_quick="~60 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_projections,
+        dry_run=projections_dry_run,
+        figures=list(PROJECTION_CAPTIONS),
+        figure="Figs. 5, 6a-b, Table 1",
+        claims=PROJECTION_CLAIMS,
+        draw=draw_projections,
+        captions=PROJECTION_CAPTIONS,
+    )
+)
+
+AMPLIFICATION = register(
+    Experiment(
+        id="pcbias-amplification",
+        paper=PAPER,
+        title="PC amplification (top / bottom 1.5%) and the benefit of early stopping",
+        presets=presets.AMPLIFICATION,
+        runtime_quick="~60 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_amplification,
+        figures=list(AMPLIFICATION_CAPTIONS),
+        figure="Fig. 9",
+        claims=AMPLIFICATION_CLAIMS,
+        draw=draw_amplification,
+        captions=AMPLIFICATION_CAPTIONS,
+    )
+)
+
+SEPARABLE = register(
+    Experiment(
+        id="pcbias-separable",
+        paper=PAPER,
+        title="P-separable relabelled data: fewer PCs, faster learning",
+        presets=presets.SEPARABLE,
+        runtime_quick="~60 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_separable,
+        figures=list(SEPARABLE_CAPTIONS),
+        figure="Fig. 11",
+        claims=SEPARABLE_CLAIMS,
+        draw=draw_separable,
+        captions=SEPARABLE_CAPTIONS,
+    )
+)
+
 __all__ = [
+    "AMPLIFICATION",
+    "AMPLIFICATION_CLAIMS",
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
     "INIT",
     "INIT_CLAIMS",
+    "LOC",
+    "LOC_CLAIMS",
+    "PROJECTIONS",
+    "PROJECTION_CLAIMS",
     "RELU",
     "RELU_CLAIMS",
     "SCALES",
     "SCALES_CLAIMS",
+    "SEPARABLE",
+    "SEPARABLE_CLAIMS",
+    "run_amplification",
     "run_convergence",
     "run_init",
+    "run_loc",
+    "run_projections",
     "run_relu",
     "run_scales",
+    "run_separable",
 ]
 
 from collapselab.experiments.pcb import more  # noqa: E402,F401  registers Figs. 4d, 8, 9, 11, 13

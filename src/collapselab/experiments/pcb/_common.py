@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from collapselab.data import DataSplits, LabeledData, load_dataset
-from collapselab.data.pca import ZCAWhitening
-from collapselab.data.transforms import Standardize
+from collapselab.data.pca import PCAmplification, SeparableRelabel, ZCAWhitening
+from collapselab.data.transforms import Standardize, shuffle_labels
 from collapselab.experiments.claims import ClaimResult
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_sweep
@@ -41,6 +41,21 @@ def run_members(
         store=run.path / "members" / label,
         progress=context.progress,
     ).results
+
+
+def run_ensembles(
+    task: Task, ensembles: Mapping[str, dict[str, Any]], run: Run, context: RunContext
+) -> dict[str, list[dict[str, Any]]]:
+    """Several ensembles (``label -> config`` with ``members`` members each) as one sweep (one
+    process pool for all, stored under ``members/ensembles``); the results by label."""
+    configs, owners = [], []
+    for label, config in ensembles.items():
+        batch = members(config, int(config["members"]))
+        configs += batch
+        owners += [label] * len(batch)
+    results = run_members(task, configs, run, context, "ensembles")
+    return {label: [r for r, o in zip(results, owners, strict=True) if o == label]
+            for label in ensembles}  # fmt: skip
 
 
 def members(config: Mapping[str, Any], n: int, **fields: Any) -> list[dict[str, Any]]:
@@ -81,7 +96,12 @@ def _pool(x: torch.Tensor, factor: int) -> torch.Tensor:
 
 def read_dataset(spec: Mapping[str, Any], data_dir: str | None, seed: int) -> Inputs:
     """The dataset of ``spec`` (``name`` and its loader's options; ``pool``: average-pooling
-    factor for images; ``whiten``: ZCA-whiten with training statistics, ``eps``), inputs
+    factor for images; ``shuffle``: the fraction of training labels shuffled; ``whiten``:
+    ZCA-whiten with training statistics, ``eps``; ``amplify``: the arguments of
+    :class:`~collapselab.data.pca.PCAmplification`, fitted on the training inputs and
+    applied to both splits; ``separable``: ``P``, the labels of both splits replaced by a
+    least-squares separator's on the top ``P`` PCs, :class:`~collapselab.data.pca.
+    SeparableRelabel`, after any shuffling), inputs
     standardised per channel with training statistics (paper 002 §4: one channel for grey
     images, one per feature for generated vectors), cached per process."""
     key = json.dumps({"spec": dict(spec), "data_dir": data_dir, "seed": seed}, sort_keys=True)
@@ -95,11 +115,16 @@ def _read_cached(key: str) -> Inputs:
     name = spec.pop("name")
     pool = int(spec.pop("pool", 1))
     whiten = spec.pop("whiten", None)
+    shuffle = float(spec.pop("shuffle", 0.0))
+    amplify = spec.pop("amplify", None)
+    separable = spec.pop("separable", None)
     splits: DataSplits = load_dataset(
         name, data_dir=request["data_dir"], seed=request["seed"], **spec
     )
     if splits.test is None:
         raise ValueError(f"dataset {name!r} must have a test split (give its test size)")
+    if shuffle:
+        splits = shuffle_labels(splits, shuffle, seed=request["seed"])
     train_x, test_x = _pool(splits.train.x.double(), pool), _pool(splits.test.x.double(), pool)
     standard = Standardize().fit(train_x)
     train_x, test_x = standard.apply(train_x), standard.apply(test_x)
@@ -107,14 +132,15 @@ def _read_cached(key: str) -> Inputs:
     if whiten is not None:
         zca = ZCAWhitening(eps=float(whiten)).fit(train_x)
         train_x, test_x = zca.apply(train_x), zca.apply(test_x)
-    return Inputs(
-        train_x.numpy(),
-        splits.train.y.numpy(),
-        test_x.numpy(),
-        splits.test.y.numpy(),
-        splits.n_classes,
-        splits.train.name,
-    )
+    if amplify is not None:
+        gain = PCAmplification(**amplify).fit(train_x)
+        train_x, test_x = gain.apply(train_x), gain.apply(test_x)
+    train_y, test_y = splits.train.y, splits.test.y
+    if separable is not None:
+        relabel = SeparableRelabel(int(separable)).fit(train_x, train_y, splits.n_classes)
+        train_y, test_y = relabel.train_labels, relabel.predict(test_x)
+    return Inputs(train_x.numpy(), train_y.numpy(), test_x.numpy(), test_y.numpy(),
+                  splits.n_classes, splits.train.name)  # fmt: skip
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, Erratum, NotEvaluable, RunResults
-from collapselab.experiments.pcb._common import members, run_members, verdict, whitened
+from collapselab.experiments.pcb._common import run_ensembles, verdict, whitened
 from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import pc_distance, pc_ensemble_std
@@ -97,24 +97,21 @@ def run_convergence(run: Run, context: RunContext) -> None:
         "data_dir": None if context.data_dir is None else str(context.data_dir),
     }
     spec = c["datasets"]["main"]
+    ensembles = {
+        condition: {**base, "datasets": {"main": spec if condition == "natural"
+                                         else whitened(spec, float(c["zca_eps"]))}}
+        for condition in CONDITIONS
+    }  # fmt: skip
+    with serial_threads():
+        found = run_ensembles(deep_linear_member, ensembles, run, context)
     for condition in CONDITIONS:
-        data = spec if condition == "natural" else whitened(spec, float(c["zca_eps"]))
-        config = {**base, "datasets": {"main": data}}
         with serial_threads():
-            results = run_members(
-                deep_linear_member, members(config, int(c["members"])), run, context, condition
-            )
-            arrays = ensemble_arrays(config, results)
+            arrays = ensemble_arrays(ensembles[condition], found[condition])
         run.save_array(condition, **arrays)
         for i, step in enumerate(arrays["steps"]):
-            run.log_dict(
-                int(step),
-                {
-                    "loss": float(arrays["loss"][:, i].mean()),
-                    "train_accuracy": float(arrays["train_accuracy"][:, i].mean()),
-                },
-                split=condition,
-            )
+            means = {"loss": float(arrays["loss"][:, i].mean()),
+                     "train_accuracy": float(arrays["train_accuracy"][:, i].mean())}  # fmt: skip
+            run.log_dict(int(step), means, split=condition)
     run.flush()
 
 

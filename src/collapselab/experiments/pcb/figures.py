@@ -13,14 +13,22 @@ from collapselab.report import save_run_figure
 from collapselab.store import Run
 
 __all__ = [
+    "AMPLIFICATION_CAPTIONS",
     "CONVERGENCE_CAPTIONS",
     "INIT_CAPTIONS",
+    "LOC_CAPTIONS",
+    "PROJECTION_CAPTIONS",
     "RELU_CAPTIONS",
     "SCALES_CAPTIONS",
+    "SEPARABLE_CAPTIONS",
+    "draw_amplification",
     "draw_convergence",
     "draw_init",
+    "draw_loc",
+    "draw_projections",
     "draw_relu",
     "draw_scales",
+    "draw_separable",
     "pc_picks",
 ]
 
@@ -236,4 +244,165 @@ RELU_CAPTIONS = {
     "symmetric data: std over networks of the component along a of the first layer's PC "
     "column j, for six PCs; dashed: the approximate dynamics with κ = 1/4, dotted: with the "
     "printed 1/2. The leading PCs lose their initial randomness first.",
+}
+
+
+def draw_loc(run: Run) -> None:
+    """Fig. 7a (LOC bars) and Fig. 10 (real vs shuffled learning curves) from ``loc.npz`` and
+    ``labels.npz``."""
+    d = run.load_array("loc")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    width = 0.35
+    for i, (suffix, label) in enumerate((("", "all examples"), ("_fastest", "fastest 20%"))):
+        values = [float(d[f"pearson_{c}{suffix}"]) for c in ("natural", "whitened")]
+        axes[0].bar(np.arange(2) + (i - 0.5) * width, values, width, label=label)
+    axes[0].set_xticks(np.arange(2), ["natural", "ZCA-whitened"])
+    axes[0].set(ylabel="LOC: Pearson r of two ensembles' accessibility",
+                title="Fig. 7a: learning-order constancy, linear nets")  # fmt: skip
+    axes[0].axhline(0, color="k", lw=0.8)
+    axes[0].legend(fontsize="small")
+    for color, condition in (("C0", "natural"), ("C1", "whitened")):
+        window = d[f"window_{condition}"]
+        x = _x(d[f"steps_{condition}"])
+        for k, style in enumerate(("-", "--")):
+            axes[1].plot(x, d[f"accuracy_{condition}"][k], style, color=color,
+                         label=f"{condition}, ensemble {k + 1}")  # fmt: skip
+        axes[1].axvspan(x[window].min(), x[window].max(), color=color, alpha=0.08)
+    axes[1].axhline(float(d["level"]), color="k", ls=":", lw=1, label="end of learning phase")
+    axes[1].set(xscale="log", xlabel="GD step + 1", ylabel="mean train accuracy",
+                title="learning phases over which accessibility is averaged")  # fmt: skip
+    axes[1].legend(fontsize="small")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig7_loc")
+
+    labels = run.load_array("labels")
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), constrained_layout=True, sharex=True)
+    for col, condition in enumerate(("natural", "whitened")):
+        for color, kind in (("C0", "real"), ("C3", "shuffled")):
+            key = f"{condition}_{kind}"
+            x = _x(labels[f"{key}_steps"])
+            axes[0, col].plot(x, labels[f"{key}_accuracy"].mean(0), color=color,
+                              label=f"{kind} labels")  # fmt: skip
+            axes[1, col].plot(x, labels[f"{key}_excess"].mean(0), "-", color=color,
+                              label=f"{kind} labels")  # fmt: skip
+            axes[1, col].plot(x, labels[f"{key}_predicted"].mean(0), "--", color=color, lw=1)
+        axes[0, col].set(xscale="log", title=f"Fig. 10: {condition}")
+        axes[1, col].set(xscale="log", yscale="log", xlabel="GD step + 1")
+        axes[1, col].legend(fontsize="small", title="GD (—), Eq. 10 (--)")
+        axes[0, col].legend(fontsize="small")
+        for ax in axes[:, col]:
+            ax.grid(alpha=0.3, which="both")
+    axes[0, 0].set_ylabel("mean train accuracy")
+    axes[1, 0].set_ylabel("(L(s) − L*) / (L(0) − L*), mean over networks")
+    save_run_figure(run, fig, "fig10_labels")
+
+
+LOC_CAPTIONS = {
+    "fig7_loc": "Fig. 7a analogue. Left: learning-order constancy (Pearson r between the "
+    "accessibility vectors of two independent ensembles of one-layer linear nets), natural vs "
+    "ZCA-whitened data, on all examples and on the 20% fastest learned. Right: the ensembles' "
+    "mean train accuracy; shaded: the learning phase over which accessibility is averaged.",
+    "fig10_labels": "Fig. 10 analogue: one-layer linear nets with real (blue) and shuffled "
+    "(red) labels on natural (left) and whitened (right) data: train accuracy (top) and loss "
+    "excess over the optimum relative to its start (bottom; dashed: Eq. 10's loss curve, "
+    "exact for one layer). The claims time the rise of the accuracy.",
+}
+
+
+def draw_projections(run: Run) -> None:
+    """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``."""
+    d = run.load_array("projections")
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    for j, p in enumerate(d["pcs"]):
+        acc = d["projected_nonlinear"][:, :, j]
+        ax.plot(d["epochs"], acc.mean(0), color=f"C{j}", label=f"P = {int(p)}")
+        ax.fill_between(d["epochs"], acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0),
+                        color=f"C{j}", alpha=0.15)  # fmt: skip
+    ax.set(xlabel="epoch", ylabel="test accuracy on the top-P projection",
+           title="Fig. 5: ReLU MLPs evaluated on PC projections")  # fmt: skip
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig5_projections")
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+    access = d["accessibility_nonlinear"]
+    axes[0].plot(d["accessibility_linear"], access, ".", ms=2, alpha=0.4)
+    axes[0].set(xlabel="accessibility, linear twins", ylabel="accessibility, ReLU MLPs",
+                title="Fig. 6a: linear vs non-linear")  # fmt: skip
+    axes[1].errorbar(d["binned_scores"], d["binned_means"], yerr=d["binned_sems"], fmt=".",
+                     ms=3, alpha=0.5, label="mean ± SE per critical PC")  # fmt: skip
+    axes[1].plot(d["binned_scores"], d["binned_smoothed"], "k-", label="moving average (10)")
+    axes[1].set(xscale="log", xlabel="critical principal component",
+                ylabel="accessibility (ReLU MLPs)", title="Fig. 6b: critical PC")  # fmt: skip
+    axes[1].legend(fontsize="small")
+    for key, label, color in (("disc_raw", "raw inputs", "C0"),
+                              ("disc_penultimate", "penultimate layer", "C1")):  # fmt: skip
+        axes[2].plot(d[key], access, ".", ms=2, alpha=0.3, color=color, label=label)
+    axes[2].set(xlabel="discriminability (k-NN same-class fraction)", ylabel="accessibility",
+                title="Table 1: accessibility vs discriminability")  # fmt: skip
+    axes[2].legend(fontsize="small")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig6_accessibility")
+
+
+PROJECTION_CAPTIONS = {
+    "fig5_projections": "Fig. 5 analogue: ReLU MLPs trained on the original data, evaluated "
+    "after every epoch on the test set projected onto its top P principal components (mean ± "
+    "std over networks). Few PCs: the accuracy peaks early and declines; more PCs: later.",
+    "fig6_accessibility": "Left, Fig. 6a: accessibility of every training example for the ReLU "
+    "MLPs against their linear twins. Middle, Fig. 6b: accessibility against the critical "
+    "principal component (mean ± SE per value, moving average of 10). Right, Table 1: "
+    "accessibility against the k-NN discriminability of the raw inputs and of the "
+    "penultimate-layer features.",
+}
+
+
+def draw_amplification(run: Run) -> None:
+    """Fig. 9 from ``amplification.npz``: mean test accuracy per epoch, three conditions."""
+    d = run.load_array("amplification")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    names = {"none": "natural", "top": "top 1.5% PCs x10", "bottom": "bottom 1.5% PCs x10"}
+    for ax, kind in zip(axes, ("nonlinear", "linear"), strict=True):
+        for color, (condition, name) in zip(("k", "C0", "C3"), names.items(), strict=True):
+            test = d[f"{kind}_{condition}_test"].mean(0)
+            benefit = float(d[f"benefit_{kind}_{condition}"])
+            ax.plot(d["epochs"], test, color=color, label=f"{name} (benefit {benefit:.3f})")
+            ax.plot(int(d[f"best_{kind}_{condition}"]), test.max(), "o", color=color, ms=4)
+        ax.set(
+            xlabel="epoch",
+            ylabel="mean test accuracy",
+            title=f"Fig. 9: {'ReLU MLPs' if kind == 'nonlinear' else 'linear twins'}",
+        )
+        ax.legend(fontsize="small")
+        ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig9_amplification")
+
+
+def draw_separable(run: Run) -> None:
+    """Fig. 11 from ``separable.npz``: mean train accuracy per epoch for every P."""
+    d = run.load_array("separable")
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    for i, p in enumerate(d["pcs"]):
+        for labels, style in (("real", "-"), ("shuffled", "--")):
+            train = d[f"{labels}_P{int(p)}_train"].mean(0)
+            ax.plot(d["epochs"], train, style, color=f"C{i}", label=f"P = {int(p)}, {labels}")
+    ax.set(xlabel="epoch", ylabel="mean train accuracy",
+           title="Fig. 11: P-separable relabelled data")  # fmt: skip
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    save_run_figure(run, fig, "fig11_separable")
+
+
+AMPLIFICATION_CAPTIONS = {
+    "fig9_amplification": "Fig. 9 analogue: mean test accuracy per epoch of ReLU MLPs (left) "
+    "and linear twins (right) on natural data and with the top or bottom 1.5% of the PCs "
+    "amplified by 10 (then renormalised); dots: the peak; the legend gives the early-stopping "
+    "benefit (peak minus final accuracy).",
+}
+SEPARABLE_CAPTIONS = {
+    "fig11_separable": "Fig. 11 analogue: mean train accuracy per epoch of ReLU MLPs on data "
+    "relabelled to be linearly separable in its top P PCs, from the true labels (solid) and "
+    "from shuffled labels (dashed).",
 }

@@ -23,7 +23,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, Erratum, RunResults
-from collapselab.experiments.pcb._common import members, run_members, verdict
+from collapselab.experiments.pcb._common import run_ensembles, verdict
 from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import convergence_epoch
@@ -65,20 +65,20 @@ def run_init(run: Run, context: RunContext) -> None:
     c = context.config
     data_dir = None if context.data_dir is None else str(context.data_dir)
     base = {**c, "seed": context.seed, "data_seed": context.seed, "data_dir": data_dir}
+    ensembles = {init: {**base, "init": init} for init in INITS}
+    with serial_threads():
+        found = run_ensembles(deep_linear_member, ensembles, run, context)
     for init in INITS:
-        config = {**base, "init": init}
+        results = found[init]
+        arrays: dict[str, Any] = {"steps": results[0]["steps"]}
+        for key in ("train_accuracy", "test_accuracy", "loss"):
+            arrays[key] = np.stack([r[key] for r in results])
         with serial_threads():
-            results = run_members(
-                deep_linear_member, members(config, int(c["members"])), run, context, init
-            )
-            arrays: dict[str, Any] = {"steps": results[0]["steps"]}
-            for key in ("train_accuracy", "test_accuracy", "loss"):
-                arrays[key] = np.stack([r[key] for r in results])
-            arrays |= _factor_errors(config, results)
+            arrays |= _factor_errors(ensembles[init], results)
         run.save_array(init, **arrays)
         for i, step in enumerate(arrays["steps"]):
-            means = {k: float(arrays[k][:, i].mean()) for k in ("train_accuracy",
-                                                              "test_accuracy", "loss")}  # fmt: skip
+            means = {k: float(arrays[k][:, i].mean())
+                     for k in ("train_accuracy", "test_accuracy", "loss")}  # fmt: skip
             run.log_dict(int(step), means, split=init)
     run.flush()
 

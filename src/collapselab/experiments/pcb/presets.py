@@ -150,3 +150,79 @@ RELU: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 """``pcbias-relu`` (Fig. 2 right): the paper names no data for it; generated symmetric
 Gaussian classes (power-law spectrum) at every preset."""
+
+
+_LOC = {"init": "def3", "lr_natural": 0.9, "lr_whitened": 0.003, "members": 10,
+        "zca_eps": 1e-3, "checkpoints": 60}  # fmt: skip
+
+LOC: dict[str, dict[str, Any]] = {
+    "quick": {**_LOC, "datasets": {"main": _fashion(200, 50, 2)}, "steps": 2000},
+    "quick-bundled": {**_LOC, "datasets": {"main": _digits(160)}, "steps": 2000},
+    "standard": {**_LOC, "datasets": {"main": _fashion(500, 100, 1)}, "steps": 5000,
+                 "checkpoints": 80},
+    "paper": {**_LOC, "datasets": {"main": {"name": "cifar10", "classes": [3, 5]}},
+              "steps": 10000, "checkpoints": 100},
+    "tiny": {**_LOC, "datasets": {"main": _digits(30)}, "steps": 300, "checkpoints": 30,
+             "members": 3},
+}  # fmt: skip
+"""``pcbias-loc`` (Figs. 7a, 10): one-layer linear nets, two ensembles of 10 per condition
+(the paper's 4 x 10), natural vs ZCA-whitened and real vs shuffled labels. The rates are
+fractions of each condition's stability limit (0.9 natural, 0.003 whitened), set so that
+both conditions reach 95% of their final training accuracy after a similar number of steps
+(measured on the quick preset's Fashion-MNIST: steps 923 natural, 714 whitened).
+``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-10's
+cats and dogs (the text's Fig. 7a data)."""
+
+
+_SGD = {"width": 256, "depth": 3, "lr": 0.05, "batch_size": 100, "members": 6}
+
+PROJECTIONS: dict[str, dict[str, Any]] = {
+    "quick": {**_SGD, "datasets": {"main": _fashion(200, 100, 2)}, "pcs": [1, 10, 50, 196],
+              "epochs": 30},
+    "quick-bundled": {**_SGD, "datasets": {"main": _digits(160)}, "pcs": [1, 5, 20, 64],
+                      "epochs": 30},
+    "standard": {**_SGD, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "pcs": [1, 10, 100, 784], "epochs": 60, "members": 10},
+    "paper": {**_SGD, "width": 1024, "datasets": {"main": {"name": "cifar100",
+              "superclass": "small_mammals"}}, "pcs": [1, 10, 100, 1000, 3072],
+              "epochs": 100, "members": 100},
+    "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "pcs": [1, 8, 64],
+             "epochs": 4, "members": 2},
+}  # fmt: skip
+"""``pcbias-projections`` (Figs. 5, 6a-b, Table 1): an MLP (3 layers, biases, SGD on
+cross-entropy at lr 0.05, batch 100: the paper's st-VGG optimiser) and its linear twin.
+``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-100's
+small mammals with 100 networks per ensemble (Fig. 6a's N) and the paper's P up to 1000 (an
+MLP, not st-VGG: the paper preset keeps the ensemble sizes and data, not the CNN)."""
+
+
+_AMPLIFY = {**_SGD, "fraction": 0.015, "factor": 10.0, "members": 4}
+
+AMPLIFICATION: dict[str, dict[str, Any]] = {
+    "quick": {**_AMPLIFY, "datasets": {"main": _fashion(200, 100, 2)}, "epochs": 30},
+    "quick-bundled": {**_AMPLIFY, "datasets": {"main": _digits(160)}, "epochs": 30},
+    "standard": {**_AMPLIFY, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "epochs": 60, "members": 10},
+    "paper": {**_AMPLIFY, "width": 1024, "members": 100, "epochs": 100,
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_AMPLIFY, "width": 32, "datasets": {"main": _digits(30)}, "epochs": 4,
+             "members": 2},
+}  # fmt: skip
+"""``pcbias-amplification`` (Fig. 9): the top / bottom 1.5% of the PCs (at least one)
+amplified by 10, ReLU MLPs and linear twins (``paper``: small mammals, 100 networks, App. D)."""
+
+SEPARABLE: dict[str, dict[str, Any]] = {
+    "quick": {**_SGD, "datasets": {"main": _fashion(200, 100, 2)}, "separable_pcs": [5, 20, 80],
+              "epochs": 30, "members": 4},
+    "quick-bundled": {**_SGD, "datasets": {"main": _digits(160)}, "separable_pcs": [5, 15, 40],
+                      "epochs": 30, "members": 4},
+    "standard": {**_SGD, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "separable_pcs": [10, 50, 500], "epochs": 60, "members": 10},
+    "paper": {**_SGD, "width": 1024, "members": 100, "epochs": 100,
+              "separable_pcs": [10, 50, 500],
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "separable_pcs": [3, 20],
+             "epochs": 4, "members": 2},
+}  # fmt: skip
+"""``pcbias-separable`` (Fig. 11): P-separable relabellings (the paper's P = 10, 50, 500 at
+``standard``/``paper``; fewer PCs at ``quick``, whose inputs have 196)."""

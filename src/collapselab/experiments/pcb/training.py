@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse.linalg
 import torch
 
 from collapselab.experiments.pcb._common import log_steps, one_hot, read_dataset
@@ -61,6 +62,16 @@ def initial_weights(widths: list[int], init: str, seed: int, basis: np.ndarray) 
     return ws
 
 
+def checkpoints(config: Mapping[str, Any]) -> np.ndarray:
+    """The checkpoints of ``config``: :func:`log_steps` of ``steps`` and ``checkpoints``, or
+    with ``spacing="linear"`` every ``steps / checkpoints`` steps (equal weight per step for
+    accessibility, an average over epochs)."""
+    steps, n = int(config["steps"]), int(config["checkpoints"])
+    if config.get("spacing", "log") == "linear":
+        return np.unique(np.linspace(0, steps, n + 1).round().astype(np.int64))
+    return log_steps(steps, n)
+
+
 def step_size(frame: PCFrame, n_layers: int, lr: float) -> float:
     """``μ = lr / (L d_1)``."""
     return float(lr) / (n_layers * float(frame.eigenvalues[0]))
@@ -93,9 +104,10 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train member ``config["member"]`` of an ensemble; returns, at the checkpoints
     ``steps`` (log-spaced, :func:`log_steps` of ``steps``/``checkpoints``): ``w_pc``
     ``(S, K, q)`` the compact matrix in PC coordinates, ``loss`` (Eq. 5), ``train_accuracy``
-    and ``test_accuracy``; with ``scale_layers`` (1-based) also the entry statistics of the
-    gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input coordinates,
-    ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
+    and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)``, which training
+    examples the network classifies correctly; with ``scale_layers`` (1-based) the entry
+    statistics of the gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input
+    coordinates, ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
     (:func:`~collapselab.metrics.pc_bias.gradient_scale_statistics`), ``(S, len)`` each:
     ``a_diagonal``/``b_diagonal`` (mean ``|M_ii − s|``), ``a_diagonal_std``/``b_diagonal_std``
     and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``)."""
@@ -104,7 +116,7 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
     ws = initial_weights(widths, str(config["init"]), seed, frame.basis)
     mu = step_size(frame, len(ws), float(config["lr"]))
-    marks = log_steps(int(config["steps"]), int(config["checkpoints"]))
+    marks = checkpoints(config)
     x_train, x_test = inputs.x @ frame.basis, inputs.x_test @ frame.basis
     layers = [int(ell) - 1 for ell in config.get("scale_layers", [])]
     alpha, beta = expected_scales(widths, str(config["init"]))
@@ -123,6 +135,8 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
             "train_accuracy": _accuracy(x_train, inputs.y, w),
             "test_accuracy": _accuracy(x_test, inputs.y_test, w),
         }
+        if config.get("record_correct"):
+            values["correct"] = (x_train @ w.T).argmax(1) == inputs.y
         if layers:
             a, b = gradient_scale_matrices(ws)
             b = [frame.basis @ m @ frame.basis.T for m in b]
@@ -142,27 +156,30 @@ def linear_dry_run(
 ) -> dict[str, Any]:
     """Build what a deep linear experiment of ``config`` would train, without training (the
     paper preset's check on local files): read and standardise the data (and whiten it when
-    configured), compute its principal frame, draw one member's weights and take one GD
-    step. Returns the data's size, ``q``, ``K``, the widths, ``μ`` and the eigenvalue range."""
+    configured), compute the largest eigenvalue of ``Σ_XX`` (for ``μ``) and build one
+    member's network per init. Returns the data's size, the widths, the parameter count,
+    ``μ`` and ``d_1``."""
     member = {**config, "member": 0, "seed": seed, "data_seed": seed,
               "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
-    frame, inputs = data_frame(member)
-    widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
+    inputs = read_dataset(member["datasets"]["main"], member["data_dir"], seed)
+    q, k = inputs.x.shape[1], inputs.n_classes
+    widths = [q, *[int(w) for w in config.get("hidden", [])], k]
     inits = [str(config["init"])] if "init" in config else ["def3", "glorot_uniform"]
-    mu = step_size(frame, len(widths) - 1, float(config["lr"]))
-    for init in inits:
-        ws = pc_gd_step(initial_weights(widths, init, seed, frame.basis), frame, mu)
-        if not all(np.all(np.isfinite(w)) for w in ws):
-            raise ValueError(f"one GD step from the {init} init is not finite at lr {config['lr']}")
-    d = frame.eigenvalues
+    lr = float(config.get("lr", config.get("lr_natural", 0.0)))
+    # the largest eigenvalue of Σ_XX only: a dry run does not diagonalise a q x q matrix
+    d1 = float(scipy.sparse.linalg.svds(inputs.x, k=1, return_singular_vectors=False)[0]) ** 2
+    mu = lr / ((len(widths) - 1) * d1)
+    torch.manual_seed(seed)
+    nets = [DeepLinear(widths, init=init) for init in inits]
     return {
         "dataset": config["datasets"]["main"]["name"],
         "n_train": int(inputs.x.shape[0]),
         "n_test": int(inputs.x_test.shape[0]),
         "widths": widths,
         "inits": inits,
+        "parameters": sum(p.numel() for p in nets[0].parameters()),
         "members": int(config["members"]),
         "steps": int(config["steps"]),
         "mu": mu,
-        "eigenvalue_range": [float(d[0]), float(d[d > 0][-1])],
+        "largest_eigenvalue": d1,
     }
