@@ -85,3 +85,93 @@ def test_frequency_claims_are_the_stored_group_correlations(frequency_run):
     terms = claims["boundary-adds-frequencies"]["values"]
     assert terms["first_terms"] == pytest.approx(d["terms"][:, 0].mean())
     assert terms["last_terms"] == pytest.approx(d["terms"][:, -1].mean())
+
+
+@pytest.fixture(scope="module")
+def stvgg_run(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("pcb-stvgg"), "pcbias-stvgg")
+
+
+def test_stvgg_runs_end_to_end_with_figures_and_claims(stvgg_run):
+    claims = check_completed_run(stvgg_run, get_experiment("pcbias-stvgg"))
+    for entry in claims.values():
+        assert entry["verdict"] in ("holds", "does not hold"), entry
+
+
+def test_linearised_compact_matrix_is_the_jacobian_of_the_linear_twin():
+    """W from unit images equals autograd's Jacobian of the linear twin (identity
+    activations, average pooling, eval mode) at 0, and the twin is W x + f(0) on random
+    inputs; the ReLU network itself is not (its non-linearity is what is ignored)."""
+    import torch
+
+    from collapselab.experiments.pcb.stvgg import linearised_compact_matrix
+    from collapselab.models import StVGG
+
+    torch.manual_seed(0)
+    net = StVGG(3, in_channels=2, input_size=16, width_multiplier=0.125)
+    for p in net.parameters():  # non-zero biases, so f(0) != 0
+        p.data.add_(0.05 * torch.randn_like(p))
+    w = linearised_compact_matrix(net)
+    twin = StVGG(3, in_channels=2, linear=True, input_size=16, width_multiplier=0.125)
+    twin.load_state_dict(net.state_dict())
+    twin.eval()
+    twin.double()
+    jac = torch.autograd.functional.jacobian(
+        lambda v: twin(v.reshape(1, 2, 16, 16))[0], torch.zeros(512, dtype=torch.float64)
+    )
+    np.testing.assert_allclose(w, jac.numpy(), rtol=0, atol=1e-12 * np.abs(w).max())
+    x = torch.randn(4, 2, 16, 16, dtype=torch.float64)
+    with torch.no_grad():
+        expected = twin(x).numpy()
+        zero = twin(torch.zeros(1, 2, 16, 16, dtype=torch.float64)).numpy()
+        net.eval()
+        relu = net(x.float()).double().numpy()
+    np.testing.assert_allclose(x.reshape(4, -1).numpy() @ w.T + zero, expected, atol=1e-12)
+    assert np.abs(x.reshape(4, -1).numpy() @ w.T + zero - relu).max() > 1e-3
+
+
+def test_stvgg_initial_std_recomputed_from_the_members_seeds(stvgg_run):
+    """The stored per-PC std at epoch 0 equals the one recomputed here: every member's
+    network drawn again with its seed, linearised, rotated into the principal frame of the
+    (upsampled) training images, std over members (ddof 1), root of the sum over classes."""
+    import torch
+
+    from collapselab.experiments.pcb._common import one_hot
+    from collapselab.experiments.pcb.networks import build_network, member_seed
+    from collapselab.experiments.pcb.stvgg import linearised_compact_matrix, stvgg_inputs
+    from collapselab.theory.pc_bias import principal_frame
+    from collapselab.train import seed_everything
+
+    config = {**stvgg_run.config, "seed": 0, "data_seed": 0, "data_dir": None}
+    inputs = stvgg_inputs(config)
+    assert inputs.x.shape[1] == 256  # 8 x 8 digits upsampled twice
+    x = inputs.x.reshape(-1, 16, 16)
+    np.testing.assert_array_equal(x[:, ::2, ::2], x[:, 1::2, 1::2])
+    frame = principal_frame(inputs.x, one_hot(inputs.y, inputs.n_classes))
+    ws = []
+    for member in range(int(config["members"])):
+        seed_everything(member_seed({**config, "member": member}))
+        with torch.no_grad():
+            net = build_network(config["net"], 256, inputs.n_classes)
+        ws.append(linearised_compact_matrix(net) @ frame.basis)
+    ws = np.stack(ws)
+    expected = np.sqrt(ws.var(axis=0, ddof=1).sum(axis=0))
+    d = stvgg_run.load_array("stvgg")
+    np.testing.assert_allclose(d["std"][0], expected, rtol=1e-9)
+    np.testing.assert_allclose(d["change"][0], 0.0, atol=0)
+
+
+def test_stvgg_paper_preset_dry_runs_on_cifar10_fixture_files(tmp_path):
+    """The paper preset reads CIFAR-10's cats and dogs from fixture files in the official
+    format, builds a full-width st-VGG (q = 3072) and linearises 16 columns; nothing
+    trained."""
+    from collapselab.experiments.dry_run import dry_run_experiment
+    from tests.test_experiments_pcb import _write_cifar_fixtures
+
+    _write_cifar_fixtures(tmp_path)
+    result = dry_run_experiment(get_experiment("pcbias-stvgg"), "paper", data_dir=tmp_path)
+    assert result.ok, result.error
+    assert result.built["image"] == [3, 32, 32]
+    assert result.built["compact_shape"] == [2, 3072]
+    assert result.built["columns_checked"] == 16
+    assert result.built["n_train"] == 8
