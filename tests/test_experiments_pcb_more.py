@@ -175,3 +175,19 @@ def test_stvgg_paper_preset_dry_runs_on_cifar10_fixture_files(tmp_path):
     assert result.built["compact_shape"] == [2, 3072]
     assert result.built["columns_checked"] == 16
     assert result.built["n_train"] == 8
+
+
+def test_frequency_dry_run_has_nothing_to_read_and_the_presets_are_the_papers():
+    """The frequency data are generated: a dry run reads nothing at any preset; the paper
+    preset has the paper's 10000/1000 points, 100 networks, lr 0.05, batch 100 and Fig. 13's
+    snapshot epochs."""
+    from collapselab.experiments.dry_run import dry_run_experiment
+
+    spec = get_experiment("pcbias-frequency")
+    for preset in ("standard", "paper"):
+        result = dry_run_experiment(spec, preset)
+        assert result.ok and result.built is None
+    paper = spec.presets["paper"]
+    assert paper["datasets"]["main"] == {"name": "frequency", "n_train": 10000, "n_test": 1000}
+    assert (paper["members"], paper["lr"], paper["batch_size"]) == (100, 0.05, 100)
+    assert paper["snapshots"] == [1, 100, 1000, 10000] and paper["epochs"] == 10000
