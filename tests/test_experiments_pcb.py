@@ -22,12 +22,14 @@ from tests._experiments import check_completed_run, stored_claims
 IDS = [
     "pcbias-amplification",
     "pcbias-convergence",
+    "pcbias-frequency",
     "pcbias-init",
     "pcbias-loc",
     "pcbias-projections",
     "pcbias-relu",
     "pcbias-scales",
     "pcbias-separable",
+    "pcbias-stvgg",
 ]
 
 
@@ -37,13 +39,13 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("pcb-runs")
     with serial_threads():
         result = reproduce("002", preset="tiny", root=root, executor="serial")
-    assert [o.experiment for o in result.outcomes if o.experiment in IDS] == IDS
+    assert [o.experiment for o in result.outcomes] == IDS
     return {e: Run.open(root / f"{e}-tiny-seed0") for e in IDS}
 
 
 def test_the_paper_registers_its_experiments_with_four_presets():
     found = {e.id: e for e in experiments_for_paper("pcbias")}
-    assert set(IDS) <= set(found)  # and test_experiments_pcb_more.py's
+    assert sorted(found) == IDS
     for experiment in found.values():
         assert {"tiny", "quick", "standard", "paper"} <= set(experiment.presets)
         assert experiment.paper == "002" and experiment.figures and experiment.claims
@@ -278,3 +280,36 @@ def test_manipulations_store_benefits_and_relabelling(runs):
     for p in s["pcs"]:
         real, shuffled = float(s[f"changed_real_P{p}"]), float(s[f"changed_shuffled_P{p}"])
         assert 0 < real < shuffled < 1
+
+
+def test_frequency_stores_critical_frequencies_of_the_generated_points(runs):
+    """The stored critical frequencies are those of the tiny preset's generated points
+    (recomputed), the per-value means are of the stored vectors, and the decision regions
+    hold one 0/1 grid per snapshot epoch."""
+    from collapselab.data import frequency_dataset
+    from collapselab.metrics.pc_bias import critical_frequency
+
+    run = runs["pcbias-frequency"]
+    d = run.load_array("frequency")
+    raw = frequency_dataset(n_train=300, n_test=100, seed=0).train
+    critical = critical_frequency(raw.x.double().numpy(), raw.y.numpy())
+    np.testing.assert_array_equal(d["critical"], critical)
+    for score, mean in zip(d["scores"], d["access_means"], strict=True):
+        assert mean == pytest.approx(d["accessibility"][critical == score].mean())
+    assert d["boundary"].shape == (2, 20, 20)
+    assert set(np.unique(d["boundary"])) <= {0, 1}
+
+
+def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():
+    """For an st-VGG built linear (no bias), the linearised compact matrix equals the exact
+    Jacobian of the network (autograd), column per pixel."""
+    from collapselab.experiments.pcb.stvgg import linearised_matrix
+    from collapselab.models import StVGG
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = StVGG(3, 1, linear=True, input_size=16, width_multiplier=0.125, bias=False).eval()
+    w = linearised_matrix(net, 0.125)
+    jac = torch.autograd.functional.jacobian(lambda v: net(v.reshape(1, 1, 16, 16))[0],
+                                             torch.zeros(256))  # fmt: skip
+    np.testing.assert_allclose(w, jac.double().numpy(), rtol=1e-4, atol=1e-6)

@@ -207,6 +207,8 @@ def test_fastest_subset_tie_rules():
     k = math.ceil(0.3 * 50)
     ref = sorted(sorted(range(50), key=lambda i: (-s[i], i))[:k])
     assert pcm.fastest_subset(s, fraction=0.3).tolist() == ref
+    best = min(range(50), key=lambda i: (-s[i], i))
+    assert pcm.fastest_subset(s, fraction=1e-6).tolist() == [best]  # at least one
     with pytest.raises(ValueError, match="fraction"):
         pcm.fastest_subset(s, fraction=0.0)
     with pytest.raises(ValueError, match="accessibility_b has 3 entries"):
@@ -279,19 +281,22 @@ def test_critical_pc_matches_explicit_projection(rule, center):
 
 
 def test_critical_pc_exact_fixture_and_monotone_rule():
-    # q = 2, PCs along the axes (variance 100 on e_1, 1 on e_2). The class is the sign of x_2
-    # only, so the LS weight on PC 1 is 0: with one PC every score ties and argmax picks
-    # class 0. Class-1 examples need both PCs (cpc 2), class-0 ones are right from P = 1.
+    # q = 2, X^T X = diag(400, 4): the PCs are the axes. With the classifier
+    # W = [[0.05, -1], [0, 1]] the scores at P = 1 are (0.05 x_1, 0) and at P = 2
+    # (0.05 x_1 - x_2, x_2); no ties anywhere, so every value below is exact.
     x = np.array([[10.0, 1.0], [-10.0, 1.0], [10.0, -1.0], [-10.0, -1.0]])
     y = np.array([1, 1, 0, 0])
-    cpc = pcm.critical_principal_component(x, y)
-    assert cpc.tolist() == [2, 2, 1, 1]
-    # a classifier that is wrong on the full data gives the sentinel q + 1 = 3
-    # (class-0 examples are right at P = 1 by the tie, which only the "first" rule counts)
-    flipped = (np.array([[0.0, 1.0], [0.0, -1.0]]), None)
-    assert pcm.critical_principal_component(x, y, 2, classifier=flipped).tolist() == [3] * 4
-    first = pcm.critical_principal_component(x, y, 2, classifier=flipped, rule="first")
-    assert first.tolist() == [3, 3, 1, 1]
+    right = (np.array([[0.05, -1.0], [0.0, 1.0]]), None)
+    # per example, correct at (P=1, P=2): (no, yes) (yes, yes) (yes, yes) (no, yes)
+    for rule in ("all_above", "first"):
+        got = pcm.critical_principal_component(x, y, 2, classifier=right, rule=rule)
+        assert got.tolist() == [2, 1, 1, 2]
+    # the opposite classifier is wrong on the full data: the sentinel q + 1 = 3, except
+    # that the "first" rule counts a correct P = 1 (examples 0 and 3)
+    wrong = (-right[0], np.zeros(2))
+    assert pcm.critical_principal_component(x, y, 2, classifier=wrong).tolist() == [3] * 4
+    first = pcm.critical_principal_component(x, y, 2, classifier=wrong, rule="first")
+    assert first.tolist() == [1, 3, 3, 1]
     # "all_above" is never below "first"
     rng = _rng(11)
     xr, yr = rng.normal(size=(40, 6)), rng.integers(0, 2, 40)
@@ -393,6 +398,18 @@ def test_discriminability_matches_explicit_knn():
         pcm.discriminability(emb, y, k=2),
         np.mean([_reference_knn(e, y, 2) for e in emb], axis=0),
     )
+
+
+def test_discriminability_many_ties_on_an_integer_grid():
+    # small integer coordinates: squared distances are exact and ties are everywhere, so the
+    # tie rule (lower index first) decides many neighbours
+    rng = _rng(14)
+    f = rng.integers(0, 3, (60, 2)).astype(float)
+    y = rng.integers(0, 2, 60)
+    for k in (1, 3, 7):
+        np.testing.assert_array_equal(
+            pcm.discriminability(f, y, k=k, block=200), _reference_knn(f, y, k)
+        )
 
 
 def test_discriminability_exact_fixture_with_ties():

@@ -16,9 +16,11 @@ error is then at most that residual, and of order its square over the spectral g
 
 The basis and the Rayleigh–Ritz problem are kept in float64 whatever the operator's dtype
 (a float32 model's products are converted), so orthogonality does not break down with the
-products' rounding. Convergence is screened from the small Gram matrix ``(AB)ᵀAB``
-(:math:`\lVert R\rVert^2 = y^\top (AB)^\top AB\, y - \theta^2`) and confirmed on the exact
-residuals, so a step costs ``O(P · max_dim · block)`` besides its products. Memory is
+products' rounding. Residual norms come from the small Gram matrix ``(AB)ᵀAB``
+(:math:`\lVert R\rVert^2 = y^\top (AB)^\top AB\, y - \theta^2`, exact up to float64
+rounding), and from the residual vectors only below that estimate's resolution
+(``100·sqrt(eps)`` of the largest Ritz value, float64 ``eps``), so a step costs
+``O(P · max_dim · block)`` besides its products. Memory is
 ``2 · P · (max_dim + block)`` float64 numbers in preallocated buffers (``O(P·k)``); products
 come in blocks, which the operators of :mod:`~collapselab.curvature.operators` vectorise.
 When ``max_dim`` reaches ``P`` the basis spans the space and the result is exact (a dense
@@ -69,9 +71,13 @@ def top_eigenpairs(
         k: how many pairs, ``1 <= k <= P``.
         which: ``"LA"`` (largest, default), ``"LM"`` (largest magnitude), ``"SA"``.
         tol: relative residual tolerance.
-        block: vectors added per step (default ``min(k, 4)``; the start is ``k`` random
-            vectors, so an eigenvalue of multiplicity up to ``k`` is found, e.g. paper
-            004's K² equal outliers).
+        block: vectors added per step. The start is ``k`` random vectors whatever the
+            block, so an eigenvalue of multiplicity up to ``k`` is found (e.g. paper 004's
+            K² equal outliers). Default: 1 on the CPU, where a block product costs as much
+            per vector as single ones and expanding by one residual at a time needs the
+            fewest products (30 against 42 with blocks of 4 for the top 10 of a 100k-
+            parameter MLP's Hessian, ``benchmarks/README.md``); ``min(k, 4)`` on other
+            devices, where block products are cheaper per vector.
         max_dim: largest basis before a restart (default ``max(2k + 2·block, 6k, 40)``,
             at most ``P``).
         max_products: stop (``converged=False``) after this many products (default
@@ -88,7 +94,9 @@ def top_eigenpairs(
         raise ValueError(f"k = {k} exceeds the operator's dimension P = {P}")
     which = check_choice("which", which, WHICH)
     tol = check_float("tol", tol, minimum=0.0, strict=True)
-    b = min(check_int("block", block, minimum=1) if block is not None else min(k, 4), P)
+    if block is None:
+        block = 1 if torch.device(op.device).type == "cpu" else min(k, 4)
+    b = min(check_int("block", block, minimum=1), P)
     dim_cap = max_dim if max_dim is not None else max(2 * k + 2 * b, 6 * k, 40)
     dim_cap = min(check_int("max_dim", dim_cap, minimum=k + 1) if dim_cap < P else P, P)
     budget = max_products if max_products is not None else 50 * dim_cap
@@ -103,36 +111,37 @@ def top_eigenpairs(
     basis.extend(first, _apply(op, first))
     products = first.shape[1]
     scale = 0.0
-    reach = 100 * float(torch.finfo(op.dtype).eps) ** 0.5
+    # The Gram estimate is exact up to float64 rounding, which it sees squared (the basis
+    # and the projections are float64 whatever the operator's dtype; see _Basis).
+    reach = 100 * float(torch.finfo(torch.float64).eps) ** 0.5
     while True:
         theta, Y = _ritz(basis.T, which)
         scale = max(scale, float(theta.abs().max()))
         n_check = min(len(theta), k + b)
         threshold = tol * scale
         res = basis.residual_norms(Y[:, :n_check], theta[:n_check])
-        # The Gram estimate is exact up to the products' rounding, which it sees squared: a
-        # residual below ~sqrt(eps)·scale (eps of the operator's dtype; float32 products are
-        # not exactly symmetric) is out of its reach. Pairs it puts above that are certainly
-        # not converged and drive the expansion; when none of the wanted pairs is, their
-        # residuals are computed exactly to decide.
-        unconverged = res > max(2 * threshold, reach * scale)
+        # The estimate resolves residuals down to ~floor; only a tolerance below that
+        # needs exact residuals, for the pairs the estimate cannot tell from converged.
+        # Pairs above max(threshold, floor) are not converged and drive the expansion.
+        floor = reach * scale
+        unconverged = res > max(threshold, floor)
         deciding = not bool(unconverged[:k].any()) or products >= budget
-        # Exact residuals where the estimate cannot tell: for every pair when the wanted
-        # ones might all have converged, else only before the b-th certainly unconverged
-        # pair (the expansion takes the first b pairs that have not converged).
+        # Every pair when the wanted ones might all have converged, else only those before
+        # the b-th unconverged pair (the expansion takes the first b not converged).
         cut = n_check
         if not deciding:
             cut = int(torch.nonzero(unconverged).flatten()[:b][-1]) + 1
-        idx = torch.nonzero(~unconverged[:cut]).flatten()
-        if idx.numel():
-            res[idx] = basis.residuals(Y[:, idx], theta[idx]).norm(dim=0)
+        if threshold < floor:
+            idx = torch.nonzero(~unconverged[:cut]).flatten()
+            if idx.numel():
+                res[idx] = basis.residuals(Y[:, idx], theta[idx]).norm(dim=0)
         done = res <= threshold
         if deciding and (bool(done[:k].all()) or products >= budget):
             X = basis.B @ Y[:, :k]
             return Eigenpairs(theta[:k], X, res[:k], products, bool(done[:k].all()))
         # Expand by the residuals of the first b pairs that have not converged.
         pending = [i for i in range(cut) if not bool(done[i])][:b]
-        if basis.size + len(pending) > dim_cap:  # thick restart: BᵀAB becomes diagonal
+        if basis.size + len(pending) > dim_cap:  # thick restart on the best Ritz vectors
             keep = max(k + b, dim_cap - 2 * b)
             basis.restart(Y[:, :keep], theta[:keep])
             Y = torch.eye(keep, dtype=Y.dtype, device=Y.device)
@@ -146,9 +155,12 @@ class _Basis:
     """An orthonormal basis ``B (P, n)`` with ``AB``, the projected matrix ``T = BᵀAB`` and
     the Gram matrix ``M = (AB)ᵀAB``, in preallocated float64 buffers (no copy per step).
 
-    The residual of a Ritz pair ``(θ, x = By)`` is ``ABy − θBy``; with ``BᵀB = I`` its
-    squared norm is ``yᵀMy − θ²`` (``yᵀTy = θ``), which screens convergence at the cost of
-    an ``n × n`` product instead of a ``P × n`` one.
+    The residual of a Ritz pair ``(θ, x = By)`` (``y`` a unit eigenvector of the symmetric
+    part of ``T``) is ``ABy − θBy``; with ``BᵀB = I`` its squared norm is
+    ``yᵀMy − 2θ·yᵀTy + θ² = yᵀMy − θ²``, since ``yᵀTy = θ`` for the exact, not necessarily
+    symmetric, ``T`` (rounded float32 products make ``A`` slightly asymmetric). This screens
+    convergence at the cost of an ``n × n`` product instead of a ``P × n`` one, accurate to
+    float64 rounding whatever the operator's dtype.
     """
 
     def __init__(self, P: int, capacity: int, device: torch.device) -> None:
@@ -170,9 +182,13 @@ class _Basis:
 
     def extend(self, W: torch.Tensor, AW: torch.Tensor) -> None:
         """Append orthonormal columns ``W`` (orthogonal to ``B``) and their products."""
-        C, D = self.B.T @ AW, W.T @ AW
+        # T is the exact projection BᵀAB, lower block WᵀAB computed rather than mirrored:
+        # float32 products are not exactly symmetric, and with the exact T the Rayleigh
+        # quotient yᵀTy equals the Ritz value θ of its symmetric part, which makes the
+        # Gram-matrix residual estimate exact up to float64 rounding (see the class).
+        C, L, D = self.B.T @ AW, W.T @ self.AB, W.T @ AW
         E, F = self.AB.T @ AW, AW.T @ AW
-        self.T = torch.cat([torch.cat([self.T, C], 1), torch.cat([C.T, D], 1)], 0)
+        self.T = torch.cat([torch.cat([self.T, C], 1), torch.cat([L, D], 1)], 0)
         self.M = torch.cat([torch.cat([self.M, E], 1), torch.cat([E.T, F], 1)], 0)
         n, m = self.size, W.shape[1]
         self._Bt[n : n + m] = W.T
@@ -184,7 +200,7 @@ class _Basis:
         q = Y.shape[1]
         B, AB = self.B @ Y, self.AB @ Y
         self._Bt[:q], self._ABt[:q] = B.T, AB.T
-        self.T, self.M, self.size = torch.diag(theta), Y.T @ self.M @ Y, q
+        self.T, self.M, self.size = Y.T @ self.T @ Y, Y.T @ self.M @ Y, q
 
     def residual_norms(self, Y: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
         """``‖ABy − θBy‖`` for each column ``y`` of ``Y``, from ``M`` (see the class)."""

@@ -2,13 +2,16 @@
 
 - :func:`measure`: the catalogue metrics of one feature matrix.
 - Families (:mod:`collapselab.metrics.families`): :class:`NC`, :class:`MSE`, :class:`PFC`,
-  :class:`Diversity`; the protocol a family implements, :class:`Family` with :class:`Key`
-  and :class:`Needs` (:mod:`collapselab.metrics.family`); the registry that is the metric
-  catalogue, :func:`register_family` and :func:`catalogue`
+  :class:`Diversity`, :class:`PCBias`; the protocol a family implements, :class:`Family`
+  with :class:`Key` and :class:`Needs` (:mod:`collapselab.metrics.family`); the registry
+  that is the metric catalogue, :func:`register_family` and :func:`catalogue`
   (:mod:`collapselab.metrics.catalogue`).
 - Formulas: :mod:`collapselab.metrics.nc` (NC1-NC4, PFC1-3), :mod:`collapselab.metrics.mse`
   (the MSE decomposition, SNR), :mod:`collapselab.metrics.diversity` (paper 000),
-  :mod:`collapselab.metrics.layerwise` (paper 001's per-layer and layer-path metrics).
+  :mod:`collapselab.metrics.layerwise` (paper 001's per-layer and layer-path metrics),
+  :mod:`collapselab.metrics.pc_bias` (paper 002's per-PC convergence, gradient-scale
+  statistics, accessibility, learning-order constancy, critical PC and frequency,
+  discriminability; its helpers stay in the module).
 """
 
 from collapselab.metrics.catalogue import (
@@ -18,7 +21,7 @@ from collapselab.metrics.catalogue import (
     register_family,
     unregister_family,
 )
-from collapselab.metrics.families import MSE, NC, PFC, Diversity
+from collapselab.metrics.families import MSE, NC, PFC, Diversity, PCBias
 from collapselab.metrics.families.nc import nc_metrics
 from collapselab.metrics.family import Family, Key, LayerView, Layout, ModelAccess, Needs, SplitView
 from collapselab.metrics.measure import measure
@@ -53,6 +56,15 @@ from collapselab.metrics.nc import (
     trace_ratio,
     weighted_accuracy,
 )
+from collapselab.metrics.pc_bias import (
+    accessibility,
+    critical_frequency,
+    critical_principal_component,
+    discriminability,
+    loc_correlation,
+    pc_distance,
+    pc_ensemble_std,
+)
 
 __all__ = [
     "MSE",
@@ -67,16 +79,22 @@ __all__ = [
     "MSEDecomposition",
     "ModelAccess",
     "Needs",
+    "PCBias",
     "SplitView",
+    "accessibility",
     "catalogue",
     "cdnv",
     "central_path_losses",
+    "critical_frequency",
+    "critical_principal_component",
+    "discriminability",
     "equiangularity",
     "equinorm",
     "etf_distance",
     "family_class",
     "family_names",
     "least_squares_classifier",
+    "loc_correlation",
     "max_equiangularity",
     "measure",
     "mse_decomposition",
@@ -90,6 +108,8 @@ __all__ = [
     "ncc_mismatch",
     "orthogonal_frame_distance",
     "paper_lambda",
+    "pc_distance",
+    "pc_ensemble_std",
     "pfc_metrics",
     "pfc_values",
     "register_family",

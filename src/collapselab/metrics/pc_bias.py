@@ -352,7 +352,7 @@ def fastest_subset(
     n = len(a)
     if n == 0:
         raise ValueError("accessibility_a is empty: no examples to select from")
-    k = math.ceil(frac * n - 1e-12)
+    k = max(1, math.ceil(frac * n - 1e-9))  # 1e-9: 0.2 * 10 is 2.0000000000000004
     order = np.lexsort((np.arange(n), -a))  # descending score, then ascending index
     if ties == "include":
         return np.flatnonzero(a >= a[order[k - 1]])
@@ -462,14 +462,24 @@ def critical_principal_component(
     k = int(n_classes) if n_classes is not None else int(ya.max()) + 1
     q = xa.shape[1]
     g = _grid(grid, q)
+    rule = check_choice("rule", rule, RULES)
+    block = check_int("block", block, minimum=1)
+    # theory imports the metrics package: import its principal frame when called
+    from collapselab.theory.pc_bias import principal_frame
+
     mean = xa.mean(0) if center else np.zeros(q)
     xc = xa - mean
-    basis = np.linalg.eigh(xc.T @ xc)[1][:, ::-1]
+    onehot = np.eye(k)[ya]
+    target = onehot - onehot.mean(0) if center else onehot
+    basis = principal_frame(xc, target).basis  # eigenvectors of xc^T xc, descending
     if classifier is None:
-        onehot = np.eye(k)[ya]
-        w = _least_squares(xc, onehot - (onehot.mean(0) if center else 0.0))
+        w = _least_squares(xc, target)
         b = onehot.mean(0) - w @ mean if center else np.zeros(k)
     else:
+        if not isinstance(classifier, tuple) or len(classifier) != 2:
+            raise ArgumentTypeError(
+                f"classifier must be a tuple (W (K, q), b (K,) or None), got {type(classifier)}"
+            )
         w = as_real_array("classifier[0]", classifier[0], ndim=2, shape=(k, q))
         b = (
             np.zeros(k)
@@ -485,7 +495,7 @@ def critical_principal_component(
     offset = w @ mean + b  # the scores of x̄ itself
     coords = (xe - mean) @ basis  # (n, q)
     correct = np.empty((len(xe), len(g)), dtype=bool)
-    rows = max(1, check_int("block", block, minimum=1) // max(1, q * k))
+    rows = max(1, block // max(1, q * k))
     for start in range(0, len(xe), rows):
         part = coords[start : start + rows]
         scores = np.cumsum(part[:, :, None] * w_pc.T[None], axis=1)[:, g - 1] + offset
@@ -584,10 +594,21 @@ def discriminability(
         d = _squared_distances(f[start : start + rows], ref)
         if self_excluded:
             d[np.arange(d.shape[0]), np.arange(start, start + d.shape[0])] = np.inf
-        # a stable sort orders equal distances by index: ties to the lower index
-        order = np.argsort(d, axis=1, kind="stable")[:, :k]
-        out[start : start + rows] = (ref_y[order] == y[start : start + rows, None]).mean(1)
+        out[start : start + rows] = _same_class_fraction(d, ref_y, y[start : start + rows], k)
     return out
+
+
+def _same_class_fraction(d: np.ndarray, ref_y: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    """Per row of distances ``d`` ``(r, m)``: the share of the ``k`` nearest with label ``y``.
+
+    The ``k`` nearest are every distance below the ``k``-th smallest plus, of those equal to
+    it, the lowest indices (a stable sort's order) -- in O(m) per row, not a full sort."""
+    kth = np.partition(d, k - 1, axis=1)[:, k - 1 : k]
+    below = d < kth
+    tied = d == kth
+    room = k - below.sum(1, keepdims=True)
+    chosen = below | (tied & (np.cumsum(tied, axis=1) <= room))
+    return (chosen & (ref_y[None, :] == y[:, None])).sum(1) / k
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,6 +14,9 @@ id                          what                                              fi
                             accessibility, critical PC, discriminability      Table 1
 ``pcbias-amplification``    PC amplification and early stopping               Fig. 9
 ``pcbias-separable``        P-separable relabelled data                       Fig. 11
+``pcbias-frequency``        frequency dataset: critical frequency vs          Figs. 8, 13
+                            accessibility and discriminability; boundaries
+``pcbias-stvgg``            linearised st-VGG: per-PC std                     Fig. 4d
 ==========================  ================================================  ==============
 
 Presets (:mod:`~collapselab.experiments.pcb.presets`): ``quick`` (minutes on 2 cores),
@@ -28,21 +31,26 @@ from collapselab.experiments.pcb.convergence import CONVERGENCE_CLAIMS, run_conv
 from collapselab.experiments.pcb.figures import (
     AMPLIFICATION_CAPTIONS,
     CONVERGENCE_CAPTIONS,
+    FREQUENCY_CAPTIONS,
     INIT_CAPTIONS,
     LOC_CAPTIONS,
     PROJECTION_CAPTIONS,
     RELU_CAPTIONS,
     SCALES_CAPTIONS,
     SEPARABLE_CAPTIONS,
+    STVGG_CAPTIONS,
     draw_amplification,
     draw_convergence,
+    draw_frequency,
     draw_init,
     draw_loc,
     draw_projections,
     draw_relu,
     draw_scales,
     draw_separable,
+    draw_stvgg,
 )
+from collapselab.experiments.pcb.frequency import FREQUENCY_CLAIMS, run_frequency
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
 from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, run_loc
 from collapselab.experiments.pcb.manipulations import (
@@ -58,6 +66,7 @@ from collapselab.experiments.pcb.projections import (
 )
 from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
+from collapselab.experiments.pcb.stvgg import STVGG_CLAIMS, run_stvgg
 from collapselab.experiments.pcb.training import linear_dry_run
 from collapselab.experiments.registry import Experiment, register
 
@@ -67,7 +76,7 @@ CONVERGENCE = register(
         paper=PAPER,
         title="per-PC convergence of deep linear ensembles, natural and whitened, vs Eq. 10",
         presets=presets.CONVERGENCE,
-        runtime_quick="~10 s",
+        runtime_quick="~35 s",
         run=run_convergence,
         dry_run=linear_dry_run,
         figures=list(CONVERGENCE_CAPTIONS),
@@ -85,7 +94,7 @@ SCALES = register(
         paper=PAPER,
         title="gradient-scale matrices A_l, B_l stay near α_l I, β_l I early in training",
         presets=presets.SCALES,
-        runtime_quick="~20 s",
+        runtime_quick="~25 s",
         fallbacks={"quick": "quick-bundled"},
         run=run_scales,
         dry_run=linear_dry_run,
@@ -104,7 +113,7 @@ INIT = register(
         paper=PAPER,
         title="Def. 3 vs Glorot uniform: learning curves and Eq. 10's effective factor",
         presets=presets.INIT,
-        runtime_quick="~20 s",
+        runtime_quick="~25 s",
         fallbacks={"quick": "quick-bundled"},
         run=run_init,
         dry_run=linear_dry_run,
@@ -123,7 +132,7 @@ RELU = register(
         paper=PAPER,
         title="two-layer ReLU net: per-PC std against the approximate dynamics (¼ vs ½)",
         presets=presets.RELU,
-        runtime_quick="~25 s",
+        runtime_quick="~12 s",
         run=run_relu,
         figures=list(RELU_CAPTIONS),
         figure="Fig. 2 (right)",
@@ -159,7 +168,7 @@ PROJECTIONS = register(
         paper=PAPER,
         title="ReLU MLPs and linear twins: PC projections, accessibility, critical PC",
         presets=presets.PROJECTIONS,
-        runtime_quick="~60 s",
+        runtime_quick="~35 s",
         fallbacks={"quick": "quick-bundled"},
         run=run_projections,
         dry_run=projections_dry_run,
@@ -194,7 +203,7 @@ SEPARABLE = register(
         paper=PAPER,
         title="P-separable relabelled data: fewer PCs, faster learning",
         presets=presets.SEPARABLE,
-        runtime_quick="~60 s",
+        runtime_quick="~85 s",
         fallbacks={"quick": "quick-bundled"},
         run=run_separable,
         figures=list(SEPARABLE_CAPTIONS),
@@ -205,11 +214,46 @@ SEPARABLE = register(
     )
 )
 
+FREQUENCY = register(
+    Experiment(
+        id="pcbias-frequency",
+        paper=PAPER,
+        title="frequency dataset: critical frequency vs accessibility; decision boundaries",
+        presets=presets.FREQUENCY,
+        runtime_quick="~35 s",
+        run=run_frequency,
+        figures=list(FREQUENCY_CAPTIONS),
+        figure="Figs. 8, 13",
+        claims=FREQUENCY_CLAIMS,
+        draw=draw_frequency,
+        captions=FREQUENCY_CAPTIONS,
+    )
+)
+
+STVGG = register(
+    Experiment(
+        id="pcbias-stvgg",
+        paper=PAPER,
+        title="linearised st-VGG: the PC-bias of a non-linear CNN's linear part",
+        presets=presets.STVGG,
+        runtime_quick="~50 s",
+        fallbacks={"quick": "quick-bundled"},
+        run=run_stvgg,
+        figures=list(STVGG_CAPTIONS),
+        figure="Fig. 4d",
+        claims=STVGG_CLAIMS,
+        draw=draw_stvgg,
+        captions=STVGG_CAPTIONS,
+    )
+)
+
 __all__ = [
     "AMPLIFICATION",
     "AMPLIFICATION_CLAIMS",
     "CONVERGENCE",
     "CONVERGENCE_CLAIMS",
+    "FREQUENCY",
+    "FREQUENCY_CLAIMS",
     "INIT",
     "INIT_CLAIMS",
     "LOC",
@@ -222,14 +266,16 @@ __all__ = [
     "SCALES_CLAIMS",
     "SEPARABLE",
     "SEPARABLE_CLAIMS",
+    "STVGG",
+    "STVGG_CLAIMS",
     "run_amplification",
     "run_convergence",
+    "run_frequency",
     "run_init",
     "run_loc",
     "run_projections",
     "run_relu",
     "run_scales",
     "run_separable",
+    "run_stvgg",
 ]
-
-from collapselab.experiments.pcb import more  # noqa: E402,F401  registers Figs. 4d, 8, 9, 11, 13

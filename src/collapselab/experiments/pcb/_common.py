@@ -14,7 +14,7 @@ import torch
 
 from collapselab.data import DataSplits, LabeledData, load_dataset
 from collapselab.data.pca import PCAmplification, SeparableRelabel, ZCAWhitening
-from collapselab.data.transforms import Standardize, shuffle_labels
+from collapselab.data.transforms import Standardize, pad_to_size, shuffle_labels
 from collapselab.experiments.claims import ClaimResult
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_sweep
@@ -96,7 +96,8 @@ def _pool(x: torch.Tensor, factor: int) -> torch.Tensor:
 
 def read_dataset(spec: Mapping[str, Any], data_dir: str | None, seed: int) -> Inputs:
     """The dataset of ``spec`` (``name`` and its loader's options; ``pool``: average-pooling
-    factor for images; ``shuffle``: the fraction of training labels shuffled; ``whiten``:
+    factor for images; ``pad``: images zero-padded to this size first; ``shuffle``: the
+    fraction of training labels shuffled; ``whiten``:
     ZCA-whiten with training statistics, ``eps``; ``amplify``: the arguments of
     :class:`~collapselab.data.pca.PCAmplification`, fitted on the training inputs and
     applied to both splits; ``separable``: ``P``, the labels of both splits replaced by a
@@ -114,6 +115,7 @@ def _read_cached(key: str) -> Inputs:
     spec = dict(request["spec"])
     name = spec.pop("name")
     pool = int(spec.pop("pool", 1))
+    pad = spec.pop("pad", None)
     whiten = spec.pop("whiten", None)
     shuffle = float(spec.pop("shuffle", 0.0))
     amplify = spec.pop("amplify", None)
@@ -125,6 +127,8 @@ def _read_cached(key: str) -> Inputs:
         raise ValueError(f"dataset {name!r} must have a test split (give its test size)")
     if shuffle:
         splits = shuffle_labels(splits, shuffle, seed=request["seed"])
+    if pad is not None:
+        splits = pad_to_size(splits, int(pad))
     train_x, test_x = _pool(splits.train.x.double(), pool), _pool(splits.test.x.double(), pool)
     standard = Standardize().fit(train_x)
     train_x, test_x = standard.apply(train_x), standard.apply(test_x)

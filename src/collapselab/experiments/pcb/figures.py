@@ -15,20 +15,24 @@ from collapselab.store import Run
 __all__ = [
     "AMPLIFICATION_CAPTIONS",
     "CONVERGENCE_CAPTIONS",
+    "FREQUENCY_CAPTIONS",
     "INIT_CAPTIONS",
     "LOC_CAPTIONS",
     "PROJECTION_CAPTIONS",
     "RELU_CAPTIONS",
     "SCALES_CAPTIONS",
     "SEPARABLE_CAPTIONS",
+    "STVGG_CAPTIONS",
     "draw_amplification",
     "draw_convergence",
+    "draw_frequency",
     "draw_init",
     "draw_loc",
     "draw_projections",
     "draw_relu",
     "draw_scales",
     "draw_separable",
+    "draw_stvgg",
     "pc_picks",
 ]
 
@@ -405,4 +409,65 @@ SEPARABLE_CAPTIONS = {
     "fig11_separable": "Fig. 11 analogue: mean train accuracy per epoch of ReLU MLPs on data "
     "relabelled to be linearly separable in its top P PCs, from the true labels (solid) and "
     "from shuffled labels (dashed).",
+}
+
+
+def draw_frequency(run: Run) -> None:
+    """Fig. 8 (accessibility and discriminability per critical frequency) and Fig. 13
+    (decision regions of one network) from ``frequency.npz``."""
+    d = run.load_array("frequency")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    for ax, key, label in ((axes[0], "access_means", "mean accessibility"),
+                           (axes[1], "disc_means", "mean discriminability (k-NN)")):  # fmt: skip
+        ax.plot(d["scores"], d[key], "o-")
+        ax.set(xlabel="critical frequency (terms of λ needed)", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0].set_title("Fig. 8a: accessibility vs critical frequency")
+    axes[1].set_title("Fig. 8b: discriminability vs critical frequency")
+    save_run_figure(run, fig, "fig8_frequency")
+
+    n = len(d["boundary_epochs"])
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.6), constrained_layout=True,
+                             squeeze=False)  # fmt: skip
+    lo, hi = d["standardised_box"]
+    for ax, epoch, regions in zip(axes[0], d["boundary_epochs"], d["boundary"], strict=True):
+        ax.imshow(regions.T, origin="lower", extent=(lo[0], hi[0], lo[1], hi[1]),
+                  aspect="auto", cmap="coolwarm", alpha=0.6, vmin=0, vmax=1)  # fmt: skip
+        ax.plot(d["curve_x1"], d["curve_x2"], "k-", lw=1)
+        ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), title=f"epoch {int(epoch)}",
+               xlabel="x₁ (standardised)")  # fmt: skip
+    axes[0, 0].set_ylabel("x₂ (standardised)")
+    save_run_figure(run, fig, "fig13_boundaries")
+
+
+FREQUENCY_CAPTIONS = {
+    "fig8_frequency": "Fig. 8 analogue: mean accessibility (left) and mean k-NN "
+    "discriminability (right) of the frequency dataset's training points per critical "
+    "frequency (the number of sine terms of λ a classifier needs for the point).",
+    "fig13_boundaries": "Fig. 13 analogue: one ReLU MLP's decision regions on the frequency "
+    "dataset after several epochs; black: the true boundary x₂ = λ(x₁). The low frequencies "
+    "are fitted first.",
+}
+
+
+def draw_stvgg(run: Run) -> None:
+    """Fig. 4d from ``stvgg.npz``: across-network std per PC of the linearised st-VGGs."""
+    d = run.load_array("stvgg")
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    j = np.arange(1, d["std"].shape[1] + 1)
+    for i, e in enumerate(d["epochs"]):
+        color = plt.cm.viridis(i / max(len(d["epochs"]) - 1, 1))
+        ax.plot(j, d["std"][e], color=color, lw=1, label=f"epoch {int(e)}")
+    ax.set(xscale="log", yscale="log", xlabel="principal component j (largest first)",
+           ylabel="std of the linearised w̃_j over networks",
+           title="Fig. 4d: linearised st-VGG")  # fmt: skip
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, which="both")
+    save_run_figure(run, fig, "fig4d_stvgg")
+
+
+STVGG_CAPTIONS = {
+    "fig4d_stvgg": "Fig. 4d analogue: st-VGGs (ReLU, max-pooling) linearised after every epoch "
+    "(identity activations, average pooling): across-network std of the compact matrix's PC "
+    "column j. The leading PCs move first; the lowest hardly change.",
 }

@@ -226,3 +226,44 @@ SEPARABLE: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 """``pcbias-separable`` (Fig. 11): P-separable relabellings (the paper's P = 10, 50, 500 at
 ``standard``/``paper``; fewer PCs at ``quick``, whose inputs have 196)."""
+
+
+_FREQ = {"width": 128, "depth": 4, "lr": 0.05, "batch_size": 100, "boundary_grid": 60}
+
+FREQUENCY: dict[str, dict[str, Any]] = {
+    "quick": {**_FREQ, "datasets": {"main": {"name": "frequency", "n_train": 4000,
+              "n_test": 1000}}, "epochs": 30, "members": 6, "boundary_epochs": [1, 5, 15, 30]},
+    "standard": {**_FREQ, "datasets": {"main": {"name": "frequency", "n_train": 10000,
+                 "n_test": 1000}}, "epochs": 100, "members": 10,
+                 "boundary_epochs": [1, 10, 30, 100]},
+    "paper": {**_FREQ, "width": 512, "datasets": {"main": {"name": "frequency",
+              "n_train": 10000, "n_test": 1000}}, "epochs": 10000, "members": 100,
+              "boundary_epochs": [1, 100, 1000, 10000]},
+    "tiny": {**_FREQ, "width": 32, "datasets": {"main": {"name": "frequency", "n_train": 300,
+             "n_test": 100}}, "epochs": 4, "members": 2, "boundary_epochs": [1, 4],
+             "boundary_grid": 20},
+}  # fmt: skip
+"""``pcbias-frequency`` (Figs. 8, 13): the paper's frequency dataset (10000/1000 points at
+``standard``/``paper``) with a ReLU MLP instead of st-VGG; the paper's 100 networks and
+10000 epochs (Fig. 13's snapshots at 1, 100, 1000, 10000) only at ``paper``."""
+
+
+_STVGG = {"width_multiplier": 0.25, "lr": 0.1, "batch_size": 50}
+
+STVGG: dict[str, dict[str, Any]] = {
+    "quick": {**_STVGG, "datasets": {"main": _fashion(100, 20, 1)}, "epochs": 5, "members": 4},
+    "quick-bundled": {**_STVGG, "datasets": {"main": {"name": "digits", "n_per_class": 120,
+                      "test_fraction": 0.25, "flatten": False, "pad": 16}}, "epochs": 5,
+                      "members": 4},
+    "standard": {**_STVGG, "width_multiplier": 0.5, "datasets": {"main": _fashion(500, 100, 1)},
+                 "epochs": 20, "members": 10},
+    "paper": {**_STVGG, "width_multiplier": 1.0, "members": 10, "epochs": 50,
+              "datasets": {"main": _fashion(5000, 1000, 1)}},
+    "tiny": {**_STVGG, "width_multiplier": 0.125, "datasets": {"main": _fashion(6, 2, 1)},
+             "epochs": 1, "members": 2},
+}  # fmt: skip
+"""``pcbias-stvgg`` (Fig. 4d): st-VGG at a quarter width on Fashion-MNIST (28 x 28, one
+channel; the paper: cats and dogs; ``quick-bundled``: digits zero-padded to 16 x 16).
+The linearisation reads one column per pixel (784
+basis images per checkpoint). ``paper``: the full width on 5000 images per class; the
+grey-image reshaping needs single-channel square inputs, so CIFAR is not offered here."""

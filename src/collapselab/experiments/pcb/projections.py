@@ -77,12 +77,22 @@ def _network(config: dict[str, Any], q: int, k: int) -> MLP:
                negative_slope=1.0 if linear else 0.01)  # fmt: skip
 
 
+def _grid(x: np.ndarray, size: int) -> torch.Tensor:
+    """``size x size`` points (row-major, the second coordinate fastest) spanning the
+    bounding box of 2-D inputs ``x``."""
+    axes = [np.linspace(x[:, i].min(), x[:, i].max(), size) for i in range(2)]
+    first, second = np.meshgrid(*axes, indexing="ij")
+    return torch.from_numpy(np.stack([first.ravel(), second.ravel()], 1)).float()
+
+
 def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train one network (``kind`` ``nonlinear`` or ``linear``) for ``epochs`` epochs of SGD;
     return ``correct`` ``(E+1, n)``, ``projected`` ``(E+1, len(pcs))`` test accuracies on the
     top-``P`` projections, ``train_accuracy`` and ``test_accuracy`` ``(E+1,)`` and
     (non-linear, unless ``discriminability`` is false) ``penultimate`` discriminability
-    ``(n,)``."""
+    ``(n,)``; for 2-D inputs with ``boundary_epochs``, ``boundary`` ``(len, G, G)``: the
+    predicted class on a ``G x G`` grid over the inputs' bounding box after each of those
+    epochs (``G = boundary_grid``)."""
     data = _inputs(config)
     x = torch.from_numpy(data.x).float()
     y = torch.from_numpy(data.y).long()
@@ -105,8 +115,11 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
             projected.append([float((net(p).argmax(1) == y_test).double().mean())
                               for p in projected_test])  # fmt: skip
 
+    snapshots = [int(e) for e in config.get("boundary_epochs", [])]
+    grid = _grid(data.x, int(config.get("boundary_grid", 60))) if snapshots else None
+    boundary = []
     score()
-    for _ in range(int(config["epochs"])):
+    for epoch in range(1, int(config["epochs"]) + 1):
         for idx in torch.randperm(len(y), generator=order).split(batch):
             optimiser.zero_grad()
             loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
@@ -115,9 +128,14 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
             loss.backward()
             optimiser.step()
         score()
+        if epoch in snapshots:
+            with torch.no_grad():
+                boundary.append(net(grid).argmax(1).numpy().astype(np.int8))
     out: dict[str, Any] = {"correct": np.stack(correct), "projected": np.asarray(projected),
                            "train_accuracy": np.asarray(accuracy),
                            "test_accuracy": np.asarray(test_accuracy)}  # fmt: skip
+    if boundary:
+        out["boundary"] = np.stack(boundary)
     if config["kind"] == "nonlinear" and config.get("discriminability", True):
         with torch.no_grad():
             features = net.flatten(x)

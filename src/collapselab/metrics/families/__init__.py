@@ -6,15 +6,19 @@
 - :class:`Diversity` (``"diversity"``): feature, gating and gradient diversity (paper 000).
 - :class:`Curvature` (``"curvature"``): layer-wise Hessian/GGN spectra, Papyan's class
   structure, gradient alignment, weight spectra (paper 004; a model procedure).
+- :class:`PCBias` (``"pcbias"``): a deep linear network's per-PC distance to the
+  least-squares optimum and its gradient-scale-matrix statistics (paper 002; a model
+  procedure).
 """
 
 from collapselab.metrics.families.curvature import Curvature
 from collapselab.metrics.families.diversity import Diversity
 from collapselab.metrics.families.mse import MSE
 from collapselab.metrics.families.nc import NC
+from collapselab.metrics.families.pcbias import PCBias
 from collapselab.metrics.families.pfc import PFC
 
-BUILTIN = (NC, MSE, PFC, Diversity, Curvature)
+BUILTIN = (NC, MSE, PFC, Diversity, Curvature, PCBias)
 """The families registered in the catalogue when :mod:`collapselab.metrics` is imported."""
 
-__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Curvature", "Diversity"]
+__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Curvature", "Diversity", "PCBias"]
