@@ -202,10 +202,10 @@ def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
         assert result.ok, result.error
         assert result.built["widths"][0] == q and result.built["widths"][-1] == k
         assert result.built["n_train"] == n_train
-    projections = dry_run_experiment(get_experiment("pcbias-projections"), "paper",
-                                     data_dir=tmp_path)  # fmt: skip
-    assert projections.ok, projections.error
-    assert projections.built["input_dim"] == 3072 and projections.built["n_train"] == 20
+    for experiment_id in ("pcbias-projections", "pcbias-amplification", "pcbias-separable"):
+        built = dry_run_experiment(get_experiment(experiment_id), "paper", data_dir=tmp_path)
+        assert built.ok, built.error
+        assert built.built["input_dim"] == 3072 and built.built["n_train"] == 20
     relu = dry_run_experiment(get_experiment("pcbias-relu"), "paper", data_dir=tmp_path)
     assert relu.ok and relu.built is None  # generated data: nothing to read
     missing = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=tmp_path / "no")

@@ -153,14 +153,14 @@ def projections_dry_run(
     member = {**config, "data_seed": seed, "data_dir": None if data_dir is None else str(data_dir)}
     data = _inputs(member)
     q = data.x.shape[1]
-    bad = [p for p in config["pcs"] if not 1 <= int(p) <= q]
+    bad = [p for p in config.get("pcs", []) if not 1 <= int(p) <= q]
     if bad:
         raise ValueError(f"pcs {bad} must lie in [1, q = {q}] (the input dimension)")
     batch = torch.from_numpy(data.x[: int(config["batch_size"])]).float()
     for kind in KINDS:
         _network({**config, "kind": kind}, q, data.n_classes)(batch)
     return {"dataset": config["datasets"]["main"]["name"], "n_train": int(data.x.shape[0]),
-            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(config["pcs"]),
+            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(config.get("pcs", [])),
             "members": int(config["members"]), "epochs": int(config["epochs"])}  # fmt: skip
 
 
