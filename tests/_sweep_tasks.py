@@ -62,3 +62,27 @@ def crash_always(config: dict[str, Any]) -> dict[str, Any]:
 
 def array_of(config: dict[str, Any]) -> dict[str, Any]:
     return {"values": np.arange(config["n"], dtype=np.float32)}
+
+
+def read_environment(config: dict[str, Any]) -> dict[str, Any]:
+    """The value of the environment variable ``config['name']`` in the member's process."""
+    return {"value": os.environ.get(config["name"], "")}
+
+
+def nested(config: dict[str, Any]) -> dict[str, Any]:
+    """A member that runs a sweep of its own on the local executor."""
+    from collapselab.experiments.sweeps import run_sweep
+
+    inner = [{"index": i, "log": os.devnull} for i in range(config["n"])]
+    result = run_sweep(count_calls, inner, executor="local", workers=2)
+    return {"squares": [r["square"] for r in result.results]}
+
+
+def sleep_for(config: dict[str, Any]) -> dict[str, Any]:
+    """Writes its process id to ``config['pid_file']`` (when given), then sleeps."""
+    import time
+
+    if config.get("pid_file"):
+        Path(config["pid_file"]).write_text(str(os.getpid()))
+    time.sleep(config["seconds"])
+    return {"slept": config["seconds"]}

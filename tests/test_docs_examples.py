@@ -25,6 +25,7 @@ PAGES = (
     "store",
     "theory",
     "dlufm",
+    "sweeps",
 )
 
 # A fence opens with ``` plus an info string and closes with a bare ``` line.

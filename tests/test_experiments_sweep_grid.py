@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from collapselab.cli.main import app
 from collapselab.experiments import RunContext, run_experiment, run_id_for
 from collapselab.experiments.overrides import apply_overrides, overrides_tag
-from collapselab.experiments.sweeps import default_workers, run_sweep
+from collapselab.experiments.sweeps import default_workers, run_members, run_sweep
 from collapselab.experiments.sweeps.grid import grid, parse_seeds, parse_set
 from tests import _sweep_tasks as tasks
 from tests._experiments import experiment, registered
@@ -31,20 +31,24 @@ def test_run_experiment_hands_executor_and_workers_to_the_run(tmp_path: Path) ->
 
     def run(run, context: RunContext) -> None:
         seen.update(executor=context.executor, workers=context.workers)
+        configs = [{"index": i, "log": str(tmp_path / "log")} for i in range(2)]
         result = run_sweep(
             tasks.count_calls,
-            [{"index": i, "log": str(tmp_path / "log")} for i in range(2)],
+            configs,
             executor=context.executor,
             workers=context.workers,
             store=run.path / "members",
             progress=context.progress,
         )
+        labelled = run_members(tasks.count_calls, configs, run, context, label="again")
+        assert labelled == result.results
         run.write_json("squares", [r["square"] for r in result.results])
 
     with registered(experiment("sweeping", run, presets={"quick": {"lr": 0.1}})):
         done = run_experiment("sweeping", root=tmp_path, executor="serial", workers=3)
         assert seen == {"executor": "serial", "workers": 3}
         assert len(list((done.path / "members").glob("member-*.json"))) == 2
+        assert len(list((done.path / "members" / "again").glob("member-*.json"))) == 2
         with pytest.raises(ValueError, match="unknown executor 'nope'"):
             run_experiment("sweeping", root=tmp_path, seed=1, executor="nope")
         assert not (tmp_path / run_id_for("sweeping", "quick", 1)).exists()

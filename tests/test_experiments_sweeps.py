@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,46 @@ def test_the_ray_executor_without_ray_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     with pytest.raises(ImportError, match=r"needs Ray.*pip install 'collapselab\[ray\]'"):
         run_sweep(tasks.train_linear, CONFIGS, executor="ray")
+
+
+def test_pool_workers_see_the_environment_of_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The forkserver outlives a sweep; its workers must still see the caller's environment.
+    run_sweep(tasks.count_calls, [{"index": 0, "log": os.devnull}], workers=1)
+    monkeypatch.setenv("COLLAPSELAB_SWEEP_TEST", "seen")
+    result = run_sweep(tasks.read_environment, [{"name": "COLLAPSELAB_SWEEP_TEST"}], workers=1)
+    assert result.results == [{"value": "seen"}]
+
+
+def test_a_sweep_inside_a_pool_worker_runs_in_that_worker() -> None:
+    result = run_sweep(tasks.nested, [{"n": 3}, {"n": 2}], workers=2, retries=0)
+    assert result.results == [{"squares": [0, 1, 4]}, {"squares": [0, 1]}]
+
+
+def test_an_error_in_the_caller_ends_the_busy_workers_at_once(tmp_path: Path) -> None:
+    import time
+
+    from collapselab.experiments.sweeps import Job
+
+    pid_file = tmp_path / "pid"
+    jobs = [Job(0, {"seconds": 0.0}), Job(1, {"seconds": 60.0, "pid_file": str(pid_file)})]
+
+    raised: list[float] = []
+
+    def done(outcome: Outcome) -> None:
+        while not pid_file.exists():  # member 1 is running
+            time.sleep(0.05)
+        raised.append(time.perf_counter())
+        raise RuntimeError("the store cannot be written")
+
+    with pytest.raises(RuntimeError, match="cannot be written"):
+        LocalExecutor(2).run(tasks.sleep_for, jobs, done)
+    assert time.perf_counter() - raised[0] < 5  # not the 10 s grace of a normal stop
+    pid = int(pid_file.read_text())
+    for _ in range(100):  # the forkserver reaps it
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"worker {pid} still runs member 1")

@@ -27,9 +27,8 @@ from collapselab.metrics.diversity import (
     select_window,
 )
 from collapselab.models import MLP
-from collapselab.probe import FeatureCapture
+from collapselab.probe import FeatureCapture, capture_mlp_state
 from collapselab.stats import CommonDirectionAccumulator
-from collapselab.theory.diversity_capture import capture_mlp_state
 from collapselab.theory.diversity_trap import theorem1_from_state, theorem1_table
 
 K, LR, LAYER = 10, 0.1, "layers.2.act"

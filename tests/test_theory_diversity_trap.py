@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from collapselab.metrics.diversity import direction_strengths
 from collapselab.models import MLP
-from collapselab.theory.diversity_capture import capture_mlp_state, single_sample_feature_changes
+from collapselab.probe import capture_mlp_state, single_sample_feature_changes
 from collapselab.theory.diversity_trap import (
     common_direction_of_window,
     delta_v_feature_cosine,

@@ -24,6 +24,7 @@ from collapselab.probe.gradients import (
     per_sample_gradients,
 )
 from collapselab.probe.linear_factors import LinearFactors, linear_factors
+from collapselab.probe.mlp_capture import capture_mlp_state, single_sample_feature_changes
 from collapselab.probe.modes import batch_coupling_modules, eval_mode
 from collapselab.probe.robustness import deepfool, deepfool_robustness
 from collapselab.probe.select import LayerSpec, resolve_layers
@@ -35,6 +36,7 @@ __all__ = [
     "LayerSpec",
     "LinearFactors",
     "batch_coupling_modules",
+    "capture_mlp_state",
     "cross_entropy_per_sample",
     "deepfool",
     "deepfool_robustness",
@@ -43,4 +45,5 @@ __all__ = [
     "linear_factors",
     "per_sample_gradients",
     "resolve_layers",
+    "single_sample_feature_changes",
 ]

@@ -33,8 +33,9 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
 - :mod:`~collapselab.theory.diversity_trap` (paper 000): Theorem 1's per-sample decomposition
   (S_primary, S_k, Table 1), cos(α_c ΔV, F) (Fig. 5), o^(l) in every ΔF mode (Fig. 6),
   Lemma 3's two terms, Theorem 2's within-class sign consistency;
-  :mod:`~collapselab.theory.diversity_capture`: the per-sample capture of an MLP they read
-  (weights, layer inputs, pre-activation gradients, gates) and the single-sample SGD step;
+  :mod:`~collapselab.theory.mlp_state`: the per-sample state of an MLP they read (weights,
+  layer inputs, pre-activation gradients, gates), captured by
+  :func:`collapselab.probe.capture_mlp_state`;
   :mod:`~collapselab.theory.diversity_operations`: the momentum (Eq. 27, Eq. 28 published and
   corrected) and L2 (Eq. 29) update rules behind the four operations.
 """
@@ -47,11 +48,6 @@ from collapselab.theory.central_path import (
     snr_instance,
     tangent_projection,
     verify_central_path,
-)
-from collapselab.theory.diversity_capture import (
-    MLPState,
-    capture_mlp_state,
-    single_sample_feature_changes,
 )
 from collapselab.theory.diversity_operations import (
     effective_learning_rate,
@@ -86,6 +82,7 @@ from collapselab.theory.geodesic import (
     theorem2_study,
     verify_straight_line,
 )
+from collapselab.theory.mlp_state import MLPState
 from collapselab.theory.pc_bias import (
     PCFrame,
     closed_form_columns,
@@ -129,7 +126,6 @@ __all__ = [
     "RenormalisedGD",
     "UFMParameters",
     "alignment",
-    "capture_mlp_state",
     "class_centering_matrix",
     "closed_form_columns",
     "common_direction_of_window",
@@ -162,7 +158,6 @@ __all__ = [
     "renormalised_flow",
     "scale_monte_carlo",
     "simplex_etf",
-    "single_sample_feature_changes",
     "snr_instance",
     "snr_rate",
     "solve_converged",

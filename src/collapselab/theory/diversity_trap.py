@@ -53,7 +53,7 @@ from collapselab.metrics.diversity import (
     sign_consistency,
 )
 from collapselab.stats import CommonDirectionAccumulator
-from collapselab.theory.diversity_capture import MLPState
+from collapselab.theory.mlp_state import MLPState
 
 DELTA_F_MODES = ("neg_grad", "single_sample_step", "batch_step")
 """The readings of ``ΔF^(l-1)`` "made by the training sample x" (note A7)."""
@@ -503,7 +503,7 @@ def o_statistic(
 
     * ``"neg_grad"``: ``ΔF = -Ḟ^(l-1)``, always computed (:func:`neg_grad_feature_change`);
     * ``"single_sample_step"``: ΔF after an SGD step on x alone
-      (:func:`collapselab.theory.diversity_capture.single_sample_feature_changes`);
+      (:func:`collapselab.probe.single_sample_feature_changes`);
     * ``"batch_step"``: ΔF across the actual mini-batch step (``F_{t+1} - F_t`` of the probe
       samples: the inputs of two captures).
 

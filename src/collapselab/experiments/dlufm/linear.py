@@ -55,6 +55,8 @@ __all__ = [
     "closed_form_arrays",
     "run_linear",
     "save_verification",
+    "store_verification",
+    "verification_arrays",
 ]
 
 EXACT = 1e-6
@@ -100,19 +102,35 @@ def save_verification(
 ) -> None:
     """Store every check of ``verify_dlufm`` in ``arrays/<name>.npz`` and the worst error per
     theorem as rows of split ``"verify"`` (``layer`` ``label`` + the theorem, ``step`` 0)."""
+    store_verification(run, verification_arrays(check), check.worst(), name, label)
+
+
+def verification_arrays(check: DLUFMVerification) -> dict[str, np.ndarray]:
+    """Every check of ``verify_dlufm`` as arrays (one entry per check), as stored."""
     checks = check.checks
-    run.save_array(
-        name,
-        theorem=np.array([c.theorem for c in checks]),
-        quantity=np.array([c.quantity for c in checks]),
-        layer=np.array([c.layer for c in checks]),
-        predicted=np.array([c.predicted for c in checks]),
-        measured=np.array([c.measured for c in checks]),
-        error=np.array([c.error for c in checks]),
-        published=np.array([c.variant == "published" for c in checks]),
-    )
-    for theorem, worst in check.worst().items():
-        run.log(0, "worst_error", worst, split="verify", layer=f"{label}{theorem}")
+    return {
+        "theorem": np.array([c.theorem for c in checks]),
+        "quantity": np.array([c.quantity for c in checks]),
+        "layer": np.array([c.layer for c in checks]),
+        "predicted": np.array([c.predicted for c in checks]),
+        "measured": np.array([c.measured for c in checks]),
+        "error": np.array([c.error for c in checks]),
+        "published": np.array([c.variant == "published" for c in checks]),
+    }
+
+
+def store_verification(
+    run: Run,
+    arrays: Mapping[str, np.ndarray],
+    worst: Mapping[str, float],
+    name: str = "verify",
+    label: str = "",
+) -> None:
+    """Write :func:`verification_arrays` and the worst error per theorem into ``run``
+    (see :func:`save_verification`)."""
+    run.save_array(name, **arrays)
+    for theorem, value in worst.items():
+        run.log(0, "worst_error", value, split="verify", layer=f"{label}{theorem}")
 
 
 def run_linear(run: Run, context: RunContext) -> None:

@@ -40,6 +40,7 @@ from collapselab.experiments.dlufm._common import (
 )
 from collapselab.experiments.dlufm.snapshots import layer_snapshot, stack
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 from collapselab.theory.dlufm_layerwise import count_outliers
 
@@ -102,33 +103,29 @@ def classify(snapshot: Mapping[str, np.ndarray], k: int) -> dict[str, float]:
 
 
 def run_relu(run: Run, context: RunContext) -> None:
-    """The width x seed sweep, every endpoint's snapshot, the featured run's dynamics."""
+    """The width x seed sweep (every endpoint's snapshot: the members of a sweep on the
+    run's executor, :func:`relu_endpoint`), then the featured run's dynamics (its gradient
+    descent run again here, deterministic from its seed, for the snapshots at every
+    checkpoint)."""
     c = context.config
     layer, k = int(c["layer"]), int(c["n_classes"])
     pairs = [(int(w), int(s)) for w in c["widths"] for s in c["seeds"]]
+    members = [{"config": dict(c), "width": width, "seed": seed} for width, seed in pairs]
     summary: dict[str, list[float]] = {}
-    trajectories = {}
+    # one thread per member (threads=1), as collapselab._threads.serial_threads
+    finals = run_members(relu_endpoint, members, run, context)
+    for (width, seed), final in zip(pairs, finals, strict=True):
+        run.save_array(f"final_{_run_name(width, seed)}", **final)
+        row = classify(final, k) | {"width": float(width), "seed": float(seed)}
+        for key, value in row.items():
+            summary.setdefault(key, []).append(value)
+        run.log_dict(0, row, split="sweep", layer=_run_name(width, seed))
+    run.save_array("sweep", **{key: np.asarray(v) for key, v in summary.items()})
+    featured = _featured(pairs, summary)
     with serial_threads():
-        total = len(pairs) * int(c["steps"])
-        with context.progress.task("gradient descent", total, "steps") as progress:
-            for i, (width, seed) in enumerate(pairs):
-                model = build_model(c, relu=True, width=width)
-
-                def report(done: int, _: int, i: int = i) -> None:
-                    progress(i * int(c["steps"]) + done, total)
-
-                traj = descend(model, c, report, seed=seed)
-                trajectories[(width, seed)] = (model, traj)
-                final = layer_snapshot(model, traj.final, layer)
-                final.pop("top_vectors")
-                run.save_array(f"final_{_run_name(width, seed)}", **final)
-                row = classify(final, k) | {"width": float(width), "seed": float(seed)}
-                for key, value in row.items():
-                    summary.setdefault(key, []).append(value)
-                run.log_dict(0, row, split="sweep", layer=_run_name(width, seed))
-        run.save_array("sweep", **{key: np.asarray(v) for key, v in summary.items()})
-        featured = _featured(pairs, summary)
-        model, traj = trajectories[featured]
+        model = build_model(c, relu=True, width=featured[0])
+        with context.progress.task("featured run", int(c["steps"]), "steps") as progress:
+            traj = descend(model, c, progress, seed=featured[1])
         snaps = []
         with context.progress.task("featured run spectra", len(traj.points), "checkpoints") as done:
             for i, point in enumerate(traj.points):
@@ -150,6 +147,17 @@ def run_relu(run: Run, context: RunContext) -> None:
     )
     run.update_manifest(featured_run=_run_name(*featured))
     run.flush()
+
+
+def relu_endpoint(member: dict[str, Any]) -> dict[str, Any]:
+    """A sweep task: gradient descent of the ReLU UFM of ``member["width"]`` from the start
+    of ``member["seed"]``; the endpoint's full snapshot (without its top vectors)."""
+    c = member["config"]
+    model = build_model(c, relu=True, width=int(member["width"]))
+    traj = descend(model, c, seed=int(member["seed"]))
+    final = layer_snapshot(model, traj.final, int(c["layer"]))
+    final.pop("top_vectors")
+    return final
 
 
 def _featured(pairs: list[tuple[int, int]], summary: Mapping[str, list[float]]) -> tuple[int, int]:

@@ -12,14 +12,24 @@ The paper (after PNAS) trains every network at 25 learning rates log-spaced in
 to rates whose network classifies every training sample correctly at the end, so that the
 selected run has a terminal phase to measure; when no rate qualifies, all are candidates.
 Ties in test error go to the larger rate (it reaches the terminal phase sooner).
+
+The grid's points are the members of a sweep (:func:`collapselab.experiments.sweeps.run_sweep`
+with the run's executor): :func:`sweep_member` trains one point from its member config
+(:func:`member_config`), rebuilding the arm's data from its configuration entry once per
+worker process.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from collapselab.data import DataSplits
+from collapselab.experiments.mse_nc.arms import Arm, build_data, sweep_point
 from collapselab.experiments.mse_nc.presets import paper_lr_grid
 
 SELECTIONS = ("final_test_error",)
@@ -75,3 +85,39 @@ def select_rate(
         f"{len(pool)} {rule} of {len(points)} swept"
     )
     return float(best["lr"]), why
+
+
+def member_config(
+    config: Mapping[str, Any],
+    arm: Arm,
+    lr: float,
+    *,
+    seed: int,
+    device: str,
+    data_dir: str | None,
+) -> dict[str, Any]:
+    """The sweep member that trains ``arm`` at ``lr`` (everything :func:`sweep_member` needs)."""
+    return {
+        "config": dict(config),
+        "arm": dataclasses.asdict(arm),
+        "lr": float(lr),
+        "seed": int(seed),
+        "device": device,
+        "data_dir": data_dir,
+    }
+
+
+def sweep_member(member: dict[str, Any]) -> dict[str, float]:
+    """A sweep task: train one point of the learning-rate grid (:func:`sweep_point`)."""
+    arm = Arm(**member["arm"])
+    spec = member["config"]["datasets"][arm.dataset]
+    data = _data(json.dumps(spec, sort_keys=True), member["data_dir"], member["seed"])
+    return sweep_point(
+        member["config"], arm, data, member["lr"], seed=member["seed"], device=member["device"]
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def _data(spec_json: str, data_dir: str | None, seed: int) -> DataSplits:
+    # Once per worker process and dataset: every point of an arm trains on the same data.
+    return build_data(json.loads(spec_json), data_dir, seed)

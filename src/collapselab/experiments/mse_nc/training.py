@@ -5,9 +5,11 @@ For each arm of the configuration (in order: combination, then loss):
 1. skip it if the manifest already records it (a resumed run);
 2. load its dataset (cached while consecutive arms share it);
 3. if its rate is ``"sweep"``, train one network per grid rate without measurements and
-   select by final test error (:mod:`collapselab.experiments.mse_nc.sweep`); each point is
-   recorded in the manifest as soon as it finishes, so an interrupted sweep resumes at the
-   next rate, and logged as rows ``sweep_test_error`` / ``sweep_train_accuracy`` (split
+   select by final test error (:mod:`collapselab.experiments.mse_nc.sweep`): the rates are
+   the members of a sweep on the run's executor (a local process pool by default), each
+   stored in ``members/<key>/`` as soon as it finishes, so an interrupted sweep resumes
+   with the rates not yet trained; then every point is recorded in the manifest and
+   logged as rows ``sweep_test_error`` / ``sweep_train_accuracy`` (split
    ``"<key>/sweep"``, ``step`` = grid index);
 4. train it with measurements (:func:`~collapselab.experiments.mse_nc.arms.run_arm`), then
    write its rows and its summary together, so an arm is either complete in the run or
@@ -21,18 +23,25 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from collapselab.data import DataSplits
 from collapselab.experiments.mse_nc.arms import (
     Arm,
     arms_of,
     build_data,
     run_arm,
-    sweep_point,
     torch_threads,
 )
 from collapselab.experiments.mse_nc.results import PROGRESS_KEY
-from collapselab.experiments.mse_nc.sweep import select_rate, sweep_rates
+from collapselab.experiments.mse_nc.sweep import (
+    member_config,
+    select_rate,
+    sweep_member,
+    sweep_rates,
+)
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 
 
@@ -48,8 +57,8 @@ def _sweep(
     state: dict[str, Any],
     context: RunContext,
     arm: Arm,
-    data: DataSplits,
 ) -> float:
+    # The members rebuild the arm's data from its configuration entry (sweep_member).
     spec = context.config.get("lr_sweep")
     if not spec:
         raise ValueError(f"arm {arm.key} asks for a sweep but the configuration has no lr_sweep")
@@ -57,16 +66,26 @@ def _sweep(
     if "selected" in record:
         return float(record["selected"])
     split = f"{arm.key}/sweep"
-    for index, lr in sweep_rates(spec):
-        if str(index) in record["points"]:
+    grid = sweep_rates(spec)
+    data_dir = None if context.data_dir is None else str(context.data_dir)
+    members = [
+        member_config(context.config, arm, lr, seed=context.seed, device=context.device,
+                      data_dir=data_dir)
+        for _, lr in grid
+    ]  # fmt: skip
+    # the members train with the threads the arm's training runs with here
+    points = run_members(
+        sweep_member, members, run, context, label=arm.key, threads=torch.get_num_threads()
+    )
+    for (index, lr), point in zip(grid, points, strict=True):
+        if str(index) in record["points"]:  # logged by an earlier, interrupted run
             continue
-        point = sweep_point(context.config, arm, data, lr, seed=context.seed, device=context.device)
         record["points"][str(index)] = point
         run.log(index, "sweep_lr", lr, None, split)
         run.log(index, "sweep_test_error", point["test_error"], None, split)
         run.log(index, "sweep_train_accuracy", point["train_accuracy"], None, split)
-        run.flush()
-        run.update_manifest(**{PROGRESS_KEY: state})
+    run.flush()
+    run.update_manifest(**{PROGRESS_KEY: state})
     points = [record["points"][str(i)] for i, _ in sweep_rates(spec)]
     lr, why = select_rate(points, spec)
     record["selected"], record["why"] = lr, why
@@ -91,7 +110,7 @@ def _run_arms(run: Run, context: RunContext) -> None:
             spec = context.config["datasets"][arm.dataset]
             cached = (arm.dataset, build_data(spec, context.data_dir, context.seed))
         data = cached[1]
-        lr = arm.lr if arm.lr is not None else _sweep(run, state, context, arm, data)
+        lr = arm.lr if arm.lr is not None else _sweep(run, state, context, arm)
         outcome = run_arm(
             context.config,
             arm,

@@ -4,7 +4,8 @@ Public API:
 
 - :func:`run_sweep`, :class:`SweepResult`, :class:`SweepError`, :class:`Retry`: run a
   module-level ``task(config) -> dict`` over ``configs`` (results in the configs' order),
-  resumably in a store directory, retrying failed members (also dead workers).
+  resumably in a store directory, retrying failed members (also dead workers);
+  :func:`run_members`: the same inside an experiment's run (its executor, ``members/``).
 - :class:`Executor` (the protocol a backend implements), :class:`SerialExecutor`,
   :class:`LocalExecutor` (a process pool, the default), ``RayExecutor`` (in
   :mod:`collapselab.experiments.sweeps.ray_executor`, extra ``ray``),
@@ -30,7 +31,13 @@ from collapselab.experiments.sweeps.member import (
     config_hash,
     run_member,
 )
-from collapselab.experiments.sweeps.sweep import Retry, SweepError, SweepResult, run_sweep
+from collapselab.experiments.sweeps.sweep import (
+    Retry,
+    SweepError,
+    SweepResult,
+    run_members,
+    run_sweep,
+)
 
 __all__ = [
     "EXECUTOR_NAMES",
@@ -47,5 +54,6 @@ __all__ = [
     "default_workers",
     "make_executor",
     "run_member",
+    "run_members",
     "run_sweep",
 ]

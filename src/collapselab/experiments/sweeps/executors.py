@@ -66,13 +66,22 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _worker_loop(connection: Connection, task: Task) -> None:
-    # A worker process: run the jobs it is sent until it receives None.
+def _worker_loop(connection: Connection, task: Task, environ: dict[str, str]) -> None:
+    # A worker process: run the jobs it is sent until it receives None. A worker forked
+    # from the forkserver has the server's environment (as it was when the server started):
+    # take the parent's, as a spawned or forked process would.
+    os.environ.clear()
+    os.environ.update(environ)
     while True:
         job = connection.recv()
         if job is None:
             return
         connection.send(attempt(task, job))
+
+
+PRELOAD = ["__main__", "collapselab.experiments.sweeps.member"]
+"""What the forkserver imports before forking workers (``__main__``: a script's tasks),
+besides the module of the first sweep's task."""
 
 
 @dataclass
@@ -85,21 +94,37 @@ class _Worker:
 class LocalExecutor:
     """A pool of ``workers`` processes on this machine (default: one per core).
 
-    Workers are started with ``spawn`` (forking a process whose torch thread pool has
-    been used can hang) and each runs one member at a time, so a worker that dies is
-    attributed to exactly one member: its outcome is ``crashed`` with the exit code, and a
-    fresh worker takes its place for the remaining jobs.
+    Workers never inherit a forked copy of this process (forking a process whose torch
+    thread pool has been used can hang): they are forked from a ``forkserver`` that
+    imported torch and collapselab once and ran nothing else (``spawn``, a fresh
+    interpreter per worker, where there is no forkserver). With the forkserver a new
+    worker costs milliseconds instead of an import of torch, and the server lives on for
+    later sweeps of this process. As with ``spawn``, a script that runs a sweep must guard
+    its top level with ``if __name__ == "__main__":``.
+
+    Each worker runs one member at a time, so a worker that dies is attributed to exactly
+    one member: its outcome is ``crashed`` with the exit code, and a fresh worker takes its
+    place for the remaining jobs. A sweep started inside a worker (a member that sweeps)
+    runs its members one after another in that worker: the pool already uses the cores,
+    and a pool's workers may not start processes of their own.
     """
 
     name = "local"
     needs_pickling = True
 
-    def __init__(self, workers: int | None = None, start_method: str = "spawn") -> None:
+    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
         self.workers = default_workers() if workers is None else workers
-        self.start_method = start_method
+        methods = multiprocessing.get_all_start_methods()
+        self.start_method = start_method or ("forkserver" if "forkserver" in methods else "spawn")
 
     def run(self, task: Task, jobs: Sequence[Job], done: Report) -> None:
+        if multiprocessing.current_process().daemon:  # inside a worker of a pool
+            SerialExecutor().run(task, jobs, done)
+            return
         context = multiprocessing.get_context(self.start_method)
+        if self.start_method == "forkserver":  # no effect once the server runs
+            module = getattr(task, "__module__", None)
+            context.set_forkserver_preload([*PRELOAD, *([module] if module else [])])
         pending = deque(jobs)
         pool: list[_Worker] = []
         try:
@@ -125,13 +150,17 @@ class LocalExecutor:
                             worker = self._start(context, task)
                             pool.append(worker)
                     self._give(worker, pending)
-        finally:
-            self._stop(pool)
+        except BaseException:  # Ctrl-C, SIGTERM, a store that cannot be written: stop now
+            self._stop(pool, wait_s=0.0)
+            raise
+        self._stop(pool)
 
     @staticmethod
     def _start(context: Any, task: Task) -> _Worker:
         parent, child = context.Pipe()
-        process = context.Process(target=_worker_loop, args=(child, task), daemon=True)
+        process = context.Process(
+            target=_worker_loop, args=(child, task, dict(os.environ)), daemon=True
+        )
         process.start()
         child.close()
         return _Worker(process, parent)
@@ -163,14 +192,15 @@ class LocalExecutor:
         )
 
     @staticmethod
-    def _stop(pool: list[_Worker]) -> None:
+    def _stop(pool: list[_Worker], wait_s: float = 10.0) -> None:
+        """Ask every worker to finish and wait ``wait_s`` seconds for each; end the rest."""
         for worker in pool:
             try:
                 worker.connection.send(None)
             except (BrokenPipeError, OSError):
                 pass
         for worker in pool:
-            worker.process.join(timeout=10)
+            worker.process.join(timeout=wait_s)
             if worker.process.is_alive():  # interrupted mid-member, or stuck
                 worker.process.terminate()
                 worker.process.join(timeout=5)

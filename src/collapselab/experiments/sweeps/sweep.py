@@ -8,13 +8,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collapselab.checks import check_int
 from collapselab.experiments.progress import NoProgress, ProgressCallback, ProgressDisplay
 from collapselab.experiments.sweeps.executors import Executor, make_executor
 from collapselab.experiments.sweeps.member import Job, Outcome, Task, config_json
 from collapselab.experiments.sweeps.member_store import MemberRecords, MemberStore
+
+if TYPE_CHECKING:  # the registry imports this package: no import cycle at run time
+    from collapselab.experiments.registry import RunContext
+    from collapselab.store import Run
 
 
 class SweepError(RuntimeError):
@@ -155,6 +159,31 @@ def run_sweep(
     if failures:
         raise SweepError(failures, result)
     return result
+
+
+def run_members(
+    task: Task,
+    configs: Sequence[dict[str, Any]],
+    run: Run,
+    context: RunContext,
+    *,
+    label: str = "",
+    threads: int = 1,
+) -> list[Any]:
+    """An experiment's sweep: :func:`run_sweep` on the run's executor and workers
+    (``context.executor``, ``context.workers``), each member stored in the run's
+    ``members/`` (``members/<label>/`` for one of several sweeps of a run), so a resumed
+    run loads its finished members; the results in the order of ``configs``."""
+    store = run.path / "members" / label if label else run.path / "members"
+    return run_sweep(
+        task,
+        configs,
+        executor=context.executor,
+        workers=context.workers,
+        store=store,
+        threads=threads,
+        progress=context.progress,
+    ).results
 
 
 class _Ticker:

@@ -1,12 +1,9 @@
 """Per-sample capture of a plain MLP for paper 000's analysis (R4, R5, A7).
 
 :func:`capture_mlp_state` runs one forward and one backward pass of the summed per-sample
-loss over a probe batch and keeps, for every linear layer ``l = 1..L`` of a
-:class:`collapselab.models.MLP` (the paper's 1-based numbering), what the theorems read:
-the weight ``W^(l)``, the layer's input ``F^(l-1)``, the pre-activation gradients
-``g^(l) = D^(l) Ḟ^(l) = ∂ℓ_x/∂(W^(l) F^(l-1))`` and the gating ``D^(l)`` (the derivative of
-the activation: 0/1 for ReLU, 1/slope for LeakyReLU). A per-sample weight change is kept as
-its rank-1 factors ``(-η g_x, F_x)``, never as a d x h matrix (R5).
+loss over a probe batch and returns a :class:`collapselab.theory.MLPState`: for every linear
+layer of a :class:`collapselab.models.MLP`, its weight, input, pre-activation gradients and
+gates, what the theorems of :mod:`collapselab.theory.diversity_trap` read.
 
 :func:`single_sample_feature_changes` gives ``ΔF^(l-1)`` "made by the training sample x"
 in the reading of a hypothetical SGD step on x alone (note A7, ``single_sample_step``).
@@ -15,85 +12,17 @@ in the reading of a hypothetical SGD step on x alone (note A7, ``single_sample_s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from collapselab.checks import ArrayLike, as_labels, as_tensor, check_float, check_int
-from collapselab.probe import linear_factors
+from collapselab.probe.linear_factors import linear_factors
+from collapselab.probe.modes import eval_mode
+from collapselab.theory.mlp_state import MLPState
 
 LossArg = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-@dataclass(frozen=True)
-class MLPState:
-    """One iteration's per-sample capture of an MLP (R4), all float64, layers 1-based.
-
-    Attributes:
-        weights: ``W^(l)``, ``(h_l, d_l)``, for l = 1..L (index ``l - 1``).
-        inputs: ``F^(l-1)``, ``(N, d_l)``: the input of linear layer l.
-        pre_grads: ``g^(l)``, ``(N, h_l)``: gradient of each sample's own loss with respect
-            to the linear layer's output.
-        slopes: ``D^(l)`` diagonals, ``(N, h_l)``, for l = 1..L-1 (the activation's derivative
-            at the pre-activation); None for a model with normalisation layers (the
-            theorems assume ``F^(l) = D^(l) W^(l) F^(l-1)``, Eq. 1).
-        logits: ``(N, C)``.
-        labels: ``(N,)`` int64.
-    """
-
-    weights: tuple[torch.Tensor, ...]
-    inputs: tuple[torch.Tensor, ...]
-    pre_grads: tuple[torch.Tensor, ...]
-    slopes: tuple[torch.Tensor, ...] | None
-    logits: torch.Tensor
-    labels: torch.Tensor
-
-    @property
-    def depth(self) -> int:
-        """Number of linear layers L."""
-        return len(self.weights)
-
-    def check_layer(self, layer: int, *, needs_next: bool = False) -> int:
-        """``layer`` as an int in 1..L (1..L-1 with ``needs_next``), else a clear error."""
-        top = self.depth - 1 if needs_next else self.depth
-        what = "layers 1..{top} (layer l+1 must exist)" if needs_next else "layers 1..{top}"
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= top:
-            raise ValueError(
-                f"layer {layer!r} is out of range: this MLP has {self.depth} linear layers; "
-                f"expected one of {what.format(top=top)}"
-            )
-        return layer
-
-    def slopes_of(self, layer: int) -> torch.Tensor:
-        """``D^(l)`` of a hidden layer (1..L-1), or a clear error when it is not defined."""
-        layer = self.check_layer(layer)
-        if self.slopes is None:
-            raise ValueError(
-                "the gating D^(l) is not defined for a model with normalisation layers: the "
-                "paper's Eq. 1 (F = D W F_prev) and its theorems assume none"
-            )
-        if layer == self.depth:
-            raise ValueError(f"layer {layer} is the classifier: it has no activation D^(l)")
-        return self.slopes[layer - 1]
-
-    def feature_change_to(self, later: MLPState, layer: int) -> torch.Tensor:
-        """``ΔF^(l-1) = F_later - F_self`` of the same probe samples (the ``batch_step``
-        reading of note A7 when ``later`` is captured one optimiser step after this one)."""
-        layer = self.check_layer(layer)
-        same = later.depth == self.depth and torch.equal(later.labels, self.labels)
-        if not same or not torch.equal(later.inputs[0], self.inputs[0]):
-            raise ValueError(
-                "the two captures must be of the same MLP on the same probe samples "
-                "(same depth, inputs and labels)"
-            )
-        return later.inputs[layer - 1] - self.inputs[layer - 1]
-
-    def weight_change(self, layer: int, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rank-1 factors ``(-η g_x, F_x)`` of the per-sample changes ``ΔW^(l)|_x`` (R5)."""
-        layer = self.check_layer(layer)
-        return -check_float("lr", lr) * self.pre_grads[layer - 1], self.inputs[layer - 1]
 
 
 def _linears(model: nn.Module) -> tuple[list[str], list[nn.Module], bool]:
@@ -209,31 +138,34 @@ def single_sample_feature_changes(
     params = [p for p in model.parameters() if p.requires_grad]
     seen: list[torch.Tensor] = []
     handle = target.register_forward_hook(lambda _m, a, _o: seen.append(a[0]))
-    training = {m: m.training for m in model.modules()}
     out = []
     try:
-        model.eval()
-        for i in idx:
-            xi, yi = x[i : i + 1], y[i : i + 1]
-            with torch.no_grad():
-                model(xi)
-            before = seen.pop().reshape(-1).to(torch.float64)
-            with torch.enable_grad():
-                grads = torch.autograd.grad(fn(model(xi), yi).sum(), params, allow_unused=True)
-            seen.clear()
-            copies = [p.detach().clone() for p in params]
-            with torch.no_grad():
-                try:
-                    for p, g in zip(params, grads, strict=True):
-                        if g is not None:
-                            p.sub_(lr * g)
-                    model(xi)
-                finally:  # the model is left as it was, even when the forward pass fails
-                    for p, c in zip(params, copies, strict=True):
-                        p.copy_(c)
-            out.append(seen.pop().reshape(-1).to(torch.float64) - before)
+        with eval_mode(model):
+            for i in idx:
+                xi, yi = x[i : i + 1], y[i : i + 1]
+                out.append(_single_step_change(model, params, xi, yi, fn, lr, seen))
     finally:
         handle.remove()
-        for m, flag in training.items():
-            m.train(flag)
     return torch.stack(out) if out else torch.zeros((0, target.in_features), dtype=torch.float64)
+
+
+def _single_step_change(model, params, xi, yi, loss_fn, lr, seen) -> torch.Tensor:
+    """The hooked layer's input after one SGD step on ``(xi, yi)`` minus before it; the
+    parameters are put back exactly, even when a forward pass fails."""
+    with torch.no_grad():
+        model(xi)
+    before = seen.pop().reshape(-1).to(torch.float64)
+    with torch.enable_grad():
+        grads = torch.autograd.grad(loss_fn(model(xi), yi).sum(), params, allow_unused=True)
+    seen.clear()
+    copies = [p.detach().clone() for p in params]
+    with torch.no_grad():
+        try:
+            for p, g in zip(params, grads, strict=True):
+                if g is not None:
+                    p.sub_(lr * g)
+            model(xi)
+        finally:
+            for p, c in zip(params, copies, strict=True):
+                p.copy_(c)
+    return seen.pop().reshape(-1).to(torch.float64) - before
