@@ -29,6 +29,7 @@ from collapselab.data import frequency_function, load_dataset
 from collapselab.data.transforms import Standardize
 from collapselab.experiments.claims import Claim, RunResults
 from collapselab.experiments.pcb._common import run_ensembles, verdict
+from collapselab.experiments.pcb.boundaries import BOUNDARY_TERMS_CLAIM
 from collapselab.experiments.pcb.projections import NEIGHBOURS, sgd_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import (
@@ -126,5 +127,6 @@ FREQUENCY_CLAIMS: list[Claim] = [
         f"Pearson of the critical frequency with the mean discriminability per value <= {STRONG:g}",
         _binned("discriminability", "discriminability (k-NN, raw inputs)"),
     ),
+    BOUNDARY_TERMS_CLAIM,
 ]
 """The claims of ``pcbias-frequency``."""
