@@ -220,12 +220,28 @@ def test_loc_correlation_on_subset_matches_scipy():
     a = rng.random(60)
     b = np.clip(a + 0.2 * rng.normal(size=60), 0, 1)
     keep = sorted(sorted(range(60), key=lambda i: (-(a[i] + b[i]) / 2, i))[:12])
-    got = pcm.loc_correlation(a, b, fraction=0.2)
+    got = pcm.loc_correlation(a, b, fraction=0.2, rank_by="mean")
     assert got.n == 12
     assert got.pearson == pytest.approx(stats.pearsonr(a[keep], b[keep]).statistic, abs=1e-12)
     assert got.spearman_p == pytest.approx(stats.spearmanr(a[keep], b[keep]).pvalue, abs=1e-12)
     full = pcm.loc_correlation(a, b)
     assert full.pearson == pytest.approx(stats.pearsonr(a, b).statistic, abs=1e-12)
+    by_a = sorted(sorted(range(60), key=lambda i: (-a[i], i))[:12])  # the default rank
+    first = pcm.loc_correlation(a, b, fraction=0.2)
+    assert first.pearson == pytest.approx(stats.pearsonr(a[by_a], b[by_a]).statistic, abs=1e-12)
+    with pytest.raises(ValueError, match="rank_by"):
+        pcm.loc_correlation(a, b, fraction=0.2, rank_by="b")
+
+
+def test_loc_fastest_subset_ranked_by_the_mean_is_biased_down():
+    # Two independent ensembles (true LOC 0): ranking the fastest 20% by their mean selects
+    # on a + b, which makes a and b negatively correlated inside the subset (Berkson); ranking
+    # by the first ensemble alone does not. n = 20,000, subset 4,000: the standard error of a
+    # correlation there is about 1/sqrt(4000) = 0.016.
+    rng = _rng(10)
+    a, b = rng.random(20_000), rng.random(20_000)
+    assert pcm.loc_correlation(a, b, fraction=0.2, rank_by="mean").pearson < -0.3
+    assert abs(pcm.loc_correlation(a, b, fraction=0.2).pearson) < 0.05
 
 
 # ---------------------------------------------------------------------------------------

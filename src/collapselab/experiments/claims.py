@@ -795,3 +795,28 @@ def decays_faster(
         return check_log_slopes(x_fast, y_fast, x_slow, y_slow, factor, log_x)
 
     return Claim(name, statement, source, text, evaluate, presets)
+
+
+CheckFn = Callable[[RunResults], tuple[bool, Mapping[str, float], float | None, str]]
+"""A claim's core: results -> (holds, the numbers, the numeric threshold, one sentence)."""
+
+
+def claim_from_check(
+    name: str,
+    statement: str,
+    source: str,
+    threshold: str,
+    check: CheckFn,
+    presets: tuple[str, ...] | None = None,
+    erratum: Erratum | None = None,
+) -> Claim:
+    """A :class:`Claim` whose ``evaluate`` turns ``check``'s four results into a verdict
+    (``"holds"`` when its first result is true); ``erratum`` marks the demonstration of a
+    published error. :class:`NotEvaluable` raised by ``check`` propagates to
+    :func:`evaluate_claim`, which reports it."""
+
+    def evaluate(results: RunResults) -> ClaimResult:
+        ok, values, bound, detail = check(results)
+        return ClaimResult(HOLDS if ok else DOES_NOT_HOLD, dict(values), bound, detail)
+
+    return Claim(name, statement, source, threshold, evaluate, presets, erratum)

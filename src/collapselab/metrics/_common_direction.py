@@ -16,13 +16,21 @@ accumulated in a stream and merged by addition.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from collapselab.checks import ArrayLike, as_labels, as_matrix, as_vector, check_int
+from collapselab.checks import (
+    ArrayLike,
+    as_labels,
+    as_matrix,
+    as_vector,
+    check_choice,
+    check_int,
+)
 from collapselab.stats import CommonDirectionAccumulator
 
 
@@ -221,3 +229,138 @@ def sign_consistency(
     ok = n > 0
     frac[ok] = np.maximum(pos, neg)[ok] / n[ok]
     return SignConsistency(frac, np.sign(pos - neg).astype(np.int64))
+
+
+def _stack_changes(name: str, changes: Sequence[ArrayLike]) -> list[torch.Tensor]:
+    mats = [as_matrix(f"{name}[{i}]", m) for i, m in enumerate(changes)]
+    if not mats:
+        raise ValueError(f"{name} must hold at least one (h, d) matrix, got none")
+    shape = mats[0].shape
+    for i, m in enumerate(mats):
+        if m.shape != shape:
+            raise ValueError(
+                f"{name}[{i}] has shape {tuple(m.shape)} but {name}[0] has {tuple(shape)}; "
+                "expected the same layer's (h, d) matrix at every iteration"
+            )
+    dev = mats[0].device
+    return [m.to(dev) for m in mats]
+
+
+def deflation_directions(
+    changes: Sequence[ArrayLike], k: int = 5, sign_reference: ArrayLike | None = None
+) -> torch.Tensor:
+    """Common directions C_1..C_k by the recursive deflation of Appendix G (R11).
+
+    Solve Eq. 5 on the changes (the top eigenvector of ``sum_t ΔW_t ΔW_tᵀ``), replace every
+    change by its Lemma-1 residual ``ΔW_t - C (ΔWᵀ_t C)ᵀ`` and solve again, k times. The
+    directions are orthonormal; they equal the top-k left singular vectors of the changes
+    placed side by side (tested), computed here the paper's way.
+
+    Args:
+        changes: the window's weight changes ``ΔW̄_t``, each ``(h, d)``.
+        k: number of directions (``1 <= k <= h``).
+        sign_reference: orients each direction as in :func:`common_directions`.
+
+    Returns:
+        ``(h, k)`` float64 tensor, column i = C_{i+1}.
+    """
+    mats = _stack_changes("changes", changes)
+    h = mats[0].shape[0]
+    k = check_int("k", k, minimum=1, maximum=h)
+    dirs = []
+    for _ in range(k):
+        gram = sum(m @ m.T for m in mats)
+        c = common_directions(gram, 1, sign_reference).primary
+        dirs.append(c)
+        mats = [m - torch.outer(c, m.T @ c) for m in mats]
+    return torch.stack(dirs, dim=1)
+
+
+@dataclass(frozen=True)
+class DirectionStrengths:
+    """Strengths of the top-k common directions of a window of changes (Fig. 4, M8, R11).
+
+    Attributes:
+        directions: ``(h, k)`` C_1..C_k by :func:`deflation_directions`.
+        strengths: ``(k,)`` s_i (see :func:`direction_strengths` for the reductions).
+        coefficients: ``(T, k, d)`` the per-iteration coefficients ``ΔV̄_{i,t} = ΔW̄_tᵀ C_i``.
+        reduction: ``"signed_mean"`` or ``"mean_norm"``.
+    """
+
+    directions: torch.Tensor
+    strengths: np.ndarray
+    coefficients: torch.Tensor
+    reduction: str
+
+    @property
+    def ratio(self) -> float:
+        """``s_1 / s_2`` (the paper's "about 10x"); NaN with one direction or s_2 = 0."""
+        if self.strengths.shape[0] < 2 or self.strengths[1] == 0:
+            return float("nan")
+        return float(self.strengths[0] / self.strengths[1])
+
+
+def direction_strengths(
+    changes: Sequence[ArrayLike],
+    k: int = 5,
+    reduction: str = "signed_mean",
+    sign_reference: ArrayLike | None = None,
+) -> DirectionStrengths:
+    """Top-k common directions of a window and their strengths s_i (paper 000, Fig. 4, R11).
+
+    With ``ΔV̄_{i,t} = ΔW̄_tᵀ C_i`` (``||C_i|| = 1``) the coefficients of C_i at iteration t:
+
+    * ``"signed_mean"`` (the paper's formula): ``s_i = ||C_i (E_t ΔV̄_{i,t})ᵀ||_F
+      = ||E_t ΔV̄_{i,t}||``; coefficients of opposite signs cancel over t (note A10);
+    * ``"mean_norm"`` (the other reading of A10): ``s_i = E_t ||ΔV̄_{i,t}||``.
+
+    Args:
+        changes: the window's average weight changes ``ΔW̄_t`` (one ``(h, d)`` matrix per
+            iteration: the probe-set mean or the mini-batch update of one class or all).
+        k: number of directions.
+        reduction: ``"signed_mean"`` or ``"mean_norm"``.
+        sign_reference: orients the directions (see :func:`common_directions`); s_i do not
+            depend on it.
+    """
+    reduction = check_choice("reduction", reduction, ("signed_mean", "mean_norm"))
+    mats = _stack_changes("changes", changes)
+    dirs = deflation_directions(mats, k, sign_reference)
+    coef = torch.stack([m.T @ dirs for m in mats]).transpose(1, 2)  # (T, k, d)
+    if reduction == "signed_mean":
+        s = torch.linalg.vector_norm(coef.mean(dim=0), dim=1)
+    else:
+        s = torch.linalg.vector_norm(coef, dim=2).mean(dim=0)
+    return DirectionStrengths(dirs, s.cpu().numpy(), coef, reduction)
+
+
+@dataclass(frozen=True)
+class ResidualTrajectory:
+    """The weights' decomposition on C over training (R12, the mechanism of §4.10).
+
+    Attributes:
+        singular_values: ``(T, r)`` singular values of ε_t (descending, ``r = min(h, d)``).
+        v_norm: ``(T,)`` ``||V_t||`` with ``V_t = W_tᵀ C / (CᵀC)``.
+    """
+
+    singular_values: np.ndarray
+    v_norm: np.ndarray
+
+
+def residual_trajectory(weights: Sequence[ArrayLike], c: ArrayLike) -> ResidualTrajectory:
+    """ε-singular-value trajectories and ``||V_t||`` of a layer's weights W_t (R12).
+
+    Lemma 2 at every recorded iteration with one fixed C (the window's common direction):
+    ``W_tᵀ = V_t Cᵀ + ε_t``. The paper argues that momentum, a larger init and a smaller L2
+    keep the singular values of ε_t large relative to ``||V_t|| ||C||``.
+
+    Args:
+        weights: ``W_t``, each ``(h, d)``, in order of iteration.
+        c: ``(h,)`` common direction.
+    """
+    mats = _stack_changes("weights", weights)
+    svs, norms = [], []
+    for w in mats:
+        dec = common_direction_decomposition(w, c)
+        svs.append(torch.linalg.svdvals(dec.eps).cpu().numpy())
+        norms.append(float(torch.linalg.vector_norm(dec.v)))
+    return ResidualTrajectory(np.stack(svs), np.asarray(norms))

@@ -11,8 +11,11 @@ similarities exactly and in time linear in the number of samples:
   (:func:`mean_cosine_similarity`);
 * :func:`gating_similarity` (M14, R19): similarity of the ReLU on/off patterns;
 * :func:`pseudo_neuron_similarity` (M4): the mean cosine between columns of a weight change;
-* the common direction and its decompositions (M6, M7, Lemmas 1-2, R10, R12, R17);
-* phase detection on metric curves (M5, R9).
+* the common direction and its decompositions (M6, M7, Lemmas 1-2, R10, R12, R17), the
+  top-k directions by recursive deflation and their strengths s_i (M8, Fig. 4, R11), the
+  ε-singular-value trajectories (R12);
+* phase detection on metric curves (M5, R9), analysis windows (:func:`select_window`);
+* per-class accuracy (M13, R18) and the probe set's class check.
 
 Conventions. Pairs are ordered pairs ``i != j`` (a sample is never paired with itself).
 Inputs may be ``torch.Tensor`` or ``numpy.ndarray``; everything is accumulated in float64
@@ -35,17 +38,30 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
 
-from collapselab.checks import ArrayLike, as_labels, as_matrix, check_choice, check_float
+from collapselab.checks import (
+    ArrayLike,
+    as_labels,
+    as_matrix,
+    check_choice,
+    check_float,
+    check_int,
+)
 from collapselab.metrics._common_direction import (
     CommonDirections,
     DirectionDecomposition,
+    DirectionStrengths,
+    ResidualTrajectory,
     SignConsistency,
     common_direction_decomposition,
     common_directions,
+    deflation_directions,
+    direction_strengths,
     primary_coefficients,
     residual_singular_values,
+    residual_trajectory,
     sign_consistency,
 )
 from collapselab.metrics._pairwise import (
@@ -54,27 +70,37 @@ from collapselab.metrics._pairwise import (
     pair_dot_sums,
     similarity_from_sums,
 )
-from collapselab.metrics._phases import PhaseDetection, detect_phases, smooth_curve
+from collapselab.metrics._phases import PhaseDetection, detect_phases, select_window, smooth_curve
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 
 __all__ = [
     "CommonDirections",
     "DirectionDecomposition",
+    "DirectionStrengths",
     "PairwiseSimilarity",
     "PhaseDetection",
+    "ResidualTrajectory",
     "SignConsistency",
+    "check_probe_classes",
     "common_direction_decomposition",
     "common_directions",
+    "deflation_directions",
     "detect_phases",
+    "direction_strengths",
+    "dominant_classes",
     "feature_cosine_similarity",
     "gating_similarity",
     "gradient_cosine_similarity",
     "mean_cosine_similarity",
     "mean_gating_similarity",
+    "per_class_accuracy",
+    "per_sample_pseudo_neuron_values",
     "primary_coefficients",
     "pseudo_neuron_similarity",
     "pseudo_neuron_similarity_per_sample",
     "residual_singular_values",
+    "residual_trajectory",
+    "select_window",
     "sign_consistency",
     "smooth_curve",
     "weight_change_from_factors",
@@ -303,6 +329,24 @@ def pseudo_neuron_similarity_per_sample(
     Returns:
         The mean over samples whose value is defined (NaN when none is). η cancels.
     """
+    values = per_sample_pseudo_neuron_values(pre_grads, inputs, zero_vectors, zero_atol)
+    ok = ~torch.isnan(values)
+    if not bool(ok.any()):
+        return float("nan")
+    return float(values[ok].mean())
+
+
+def per_sample_pseudo_neuron_values(
+    pre_grads: ArrayLike,
+    inputs: ArrayLike,
+    zero_vectors: ZeroRule = "exclude",
+    zero_atol: float = 0.0,
+) -> torch.Tensor:
+    """Each sample's literal M4 of :func:`pseudo_neuron_similarity_per_sample`, ``(N,)``.
+
+    NaN where it is undefined (fewer than two non-zero columns under ``"exclude"``); the
+    streaming form (sum the defined values and count them across batches).
+    """
     check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
     atol = check_float("zero_atol", zero_atol, minimum=0.0)
     g = as_matrix("pre_grads", pre_grads)
@@ -319,9 +363,7 @@ def pseudo_neuron_similarity_per_sample(
     d = float(f.shape[1])
     den = m * (m - 1.0) if zero_vectors == "exclude" else torch.full_like(m, d * (d - 1.0))
     ok = den > 0
-    if not bool(ok.any()):
-        return float("nan")
-    return float((num[ok] / den[ok]).mean())
+    return torch.where(ok, num / torch.where(ok, den, 1.0), torch.nan)
 
 
 def weight_change_from_factors(
@@ -360,3 +402,63 @@ def weight_change_from_factors(
             raise ValueError("pre_grads has no rows; the mean over samples is undefined")
         out = out / g.shape[0]
     return out
+
+
+def check_probe_classes(
+    labels: ArrayLike, n_classes: int, n_samples: int | None = None, what: str = "probe set"
+) -> torch.Tensor:
+    """The labels as int64 ``(n_samples,)``, after checking that every class occurs.
+
+    Per-class diagnostics (M3 per class, Table 1, Fig. 5, Fig. 7) on a probe set that lacks a
+    class would silently report NaN for it: raise instead, naming the missing classes.
+    """
+    n_classes = check_int("n_classes", n_classes, minimum=1)
+    n = len(labels) if n_samples is None else n_samples  # type: ignore[arg-type]
+    y, _ = as_labels("labels", labels, n, n_classes)
+    missing = sorted(set(range(n_classes)) - set(torch.unique(y).tolist()))
+    if missing:
+        raise ValueError(
+            f"the {what} has no sample of class {', '.join(map(str, missing))}; "
+            f"expected every class 0..{n_classes - 1} (use a class-stratified probe set)"
+        )
+    return y
+
+
+def per_class_accuracy(logits: ArrayLike, labels: ArrayLike, n_classes: int) -> np.ndarray:
+    """Training accuracy of each class (paper 000, M13, Fig. 7, R18).
+
+    ``acc[c] = |{x ∈ X_c : argmax f(x) = c}| / |X_c|``, at whatever iteration the logits were
+    taken (the default in the paper: the end of phase 1). Assumption 1 reads "only a single
+    or two categories" well above chance ``1 / n_classes``.
+
+    Args:
+        logits: ``(N, C)`` network outputs (or any scores whose argmax is the prediction).
+        labels: ``(N,)`` integer labels; every class must occur (:func:`check_probe_classes`).
+        n_classes: number of classes C (must equal the number of columns of ``logits``).
+    """
+    out = as_matrix("logits", logits)
+    if out.shape[1] != n_classes:
+        raise ValueError(f"logits has {out.shape[1]} columns but n_classes is {n_classes}")
+    y = check_probe_classes(labels, n_classes, out.shape[0]).to(out.device)
+    correct = (out.argmax(dim=1) == y).to(torch.float64)
+    hits = torch.zeros(n_classes, dtype=torch.float64, device=out.device).index_add_(0, y, correct)
+    counts = torch.bincount(y, minlength=n_classes).to(torch.float64)
+    return (hits / counts).cpu().numpy()
+
+
+def dominant_classes(accuracy: ArrayLike, factor: float = 2.0) -> np.ndarray:
+    """Classes learnt well above chance: ``acc[c] > factor / C`` (paper 000, Assumption 1).
+
+    The paper says "only a single or two categories" are above random guessing at the end
+    of phase 1 but gives no threshold (note A23); ``factor`` is that threshold in units of
+    chance ``1 / C`` (default: twice chance).
+
+    Args:
+        accuracy: ``(C,)`` per-class accuracies (:func:`per_class_accuracy`).
+        factor: multiple of chance (> 0).
+    """
+    acc = np.asarray(accuracy, dtype=np.float64)
+    if acc.ndim != 1 or acc.shape[0] == 0:
+        raise ValueError(f"accuracy must be a (C,) vector of per-class accuracies, got {acc.shape}")
+    factor = check_float("factor", factor, minimum=0.0, strict=True)
+    return np.nonzero(acc > factor / acc.shape[0])[0]

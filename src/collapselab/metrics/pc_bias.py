@@ -359,19 +359,32 @@ def fastest_subset(
     return np.sort(order[:k])
 
 
+RANK_BY = ("a", "mean")
+
+
 def loc_correlation(
     accessibility_a: object,
     accessibility_b: object,
     fraction: float | None = None,
     ties: str = "index",
+    rank_by: str = "a",
 ) -> Correlation:
     r"""Learning-order constancy (R25; Fig. 6a, Fig. 7): :func:`correlation` of two
     ensembles' accessibility vectors over the same examples, on all of them
-    (``fraction=None``) or on the :func:`fastest_subset` of ``fraction`` (e.g. 0.2)."""
+    (``fraction=None``) or on the :func:`fastest_subset` of ``fraction`` (e.g. 0.2).
+
+    The paper does not say how the fastest examples are chosen (note 002 §7, item 16).
+    ``rank_by="a"`` (default) ranks them by the first ensemble alone, so the second one
+    tests whether it agrees on them. ``rank_by="mean"`` ranks by ``(a + b) / 2``: selecting
+    on the sum of the two variables being correlated biases their correlation inside the
+    subset downwards (Berkson's paradox; for independent ensembles it is clearly negative,
+    see the tests), which is why it is not the default.
+    """
     a, b = _pair(accessibility_a, accessibility_b, ("accessibility_a", "accessibility_b"))
     if fraction is None:
         return correlation(a, b)
-    keep = fastest_subset(a, b, fraction, ties)
+    rank_by = check_choice("rank_by", rank_by, RANK_BY)
+    keep = fastest_subset(a, b if rank_by == "mean" else None, fraction, ties)
     return correlation(a[keep], b[keep])
 
 

@@ -8,6 +8,8 @@ Public API:
 - :func:`per_sample_gradients`: features and per-sample feature gradients ``dl_i/dF_i``
   of a whole batch from one backward pass, plus ReLU pre-activations, gates and
   pre-activation gradients (:class:`GradientCapture`).
+- :func:`linear_factors`: the rank-1 factors ``(a_x, g_x)`` of every sample's weight
+  gradient in linear layers (paper 000, R5), from one backward pass.
 - :func:`eval_mode`: eval mode that restores every submodule's own train/eval flag.
 - :func:`batch_coupling_modules`: modules whose output mixes the samples of a batch.
 - :func:`deepfool`, :func:`deepfool_robustness`: minimal adversarial perturbations of a
@@ -21,6 +23,8 @@ from collapselab.probe.gradients import (
     cross_entropy_per_sample,
     per_sample_gradients,
 )
+from collapselab.probe.linear_factors import LinearFactors, linear_factors
+from collapselab.probe.mlp_capture import capture_mlp_state, single_sample_feature_changes
 from collapselab.probe.modes import batch_coupling_modules, eval_mode
 from collapselab.probe.robustness import deepfool, deepfool_robustness
 from collapselab.probe.select import LayerSpec, resolve_layers
@@ -30,12 +34,16 @@ __all__ = [
     "FeatureCapture",
     "GradientCapture",
     "LayerSpec",
+    "LinearFactors",
     "batch_coupling_modules",
+    "capture_mlp_state",
     "cross_entropy_per_sample",
     "deepfool",
     "deepfool_robustness",
     "eval_mode",
     "flatten_batch",
+    "linear_factors",
     "per_sample_gradients",
     "resolve_layers",
+    "single_sample_feature_changes",
 ]

@@ -30,6 +30,14 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
   loss and time-to-ε, and the iterated-product simulator (Eq. 9);
   :mod:`~collapselab.theory.pc_bias_relu`: the two-layer ReLU model's exact GD and its
   approximate dynamics (§2.5, App. B.2), published and corrected.
+- :mod:`~collapselab.theory.diversity_trap` (paper 000): Theorem 1's per-sample decomposition
+  (S_primary, S_k, Table 1), cos(α_c ΔV, F) (Fig. 5), o^(l) in every ΔF mode (Fig. 6),
+  Lemma 3's two terms, Theorem 2's within-class sign consistency;
+  :mod:`~collapselab.theory.mlp_state`: the per-sample state of an MLP they read (weights,
+  layer inputs, pre-activation gradients, gates), captured by
+  :func:`collapselab.probe.capture_mlp_state`;
+  :mod:`~collapselab.theory.diversity_operations`: the momentum (Eq. 27, Eq. 28 published and
+  corrected) and L2 (Eq. 29) update rules behind the four operations.
 """
 
 from collapselab.theory.central_path import (
@@ -40,6 +48,22 @@ from collapselab.theory.central_path import (
     snr_instance,
     tangent_projection,
     verify_central_path,
+)
+from collapselab.theory.diversity_operations import (
+    effective_learning_rate,
+    l2_weight_decay,
+    momentum_displacement,
+)
+from collapselab.theory.diversity_trap import (
+    common_direction_of_window,
+    delta_v_feature_cosine,
+    direction_strengths_of_window,
+    lemma3_terms,
+    o_statistic,
+    theorem1_decomposition,
+    theorem1_from_state,
+    theorem1_table,
+    theorem2_consistency,
 )
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
@@ -58,6 +82,7 @@ from collapselab.theory.geodesic import (
     theorem2_study,
     verify_straight_line,
 )
+from collapselab.theory.mlp_state import MLPState
 from collapselab.theory.pc_bias import (
     PCFrame,
     closed_form_columns,
@@ -96,23 +121,32 @@ __all__ = [
     "UFMMSE",
     "DeepLinearUFM",
     "DeepReLUUFM",
+    "MLPState",
     "PCFrame",
     "RenormalisedGD",
     "UFMParameters",
     "alignment",
     "class_centering_matrix",
     "closed_form_columns",
+    "common_direction_of_window",
     "compact_update_residual",
+    "delta_v_feature_cosine",
+    "direction_strengths_of_window",
     "effective_factor",
+    "effective_learning_rate",
     "exact_optimum",
     "expected_scales",
     "gradient_flow",
     "ideal_endpoint",
     "is_global_optimum",
     "iterated_product_columns",
+    "l2_weight_decay",
     "layer_hessian",
     "layer_transport",
+    "lemma3_terms",
+    "momentum_displacement",
     "mufm_model",
+    "o_statistic",
     "omega_asymptotic",
     "omega_closed_form",
     "omega_ode",
@@ -130,7 +164,11 @@ __all__ = [
     "solve_literal",
     "straight_line_model",
     "tangent_projection",
+    "theorem1_decomposition",
+    "theorem1_from_state",
     "theorem1_monte_carlo",
+    "theorem1_table",
+    "theorem2_consistency",
     "theorem2_study",
     "theorem3_reduce",
     "ufm_model",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, ClaimResult, Erratum, RunResults
+from collapselab.experiments.claims import CheckFn, claim_from_check
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
     DeepReLUUFM,
@@ -20,8 +20,11 @@ from collapselab.theory.dlufm import (
 PAPER = "004"
 SOURCE = "Garrod & Keating, Unifying low dimensional observations ... deep linear UFM (v1)"
 
-Check = Callable[[RunResults], tuple[bool, Mapping[str, float], float | None, str]]
+Check = CheckFn
 """A claim's core: results -> (holds, the numbers, the numeric threshold, one sentence)."""
+
+claim = claim_from_check
+"""Paper 004's claims are built by :func:`collapselab.experiments.claims.claim_from_check`."""
 
 
 def build_model(
@@ -66,25 +69,6 @@ def descend(
         tol=float(config.get("tol", 0.0)),
         progress=progress,
     )
-
-
-def claim(
-    name: str,
-    statement: str,
-    source: str,
-    threshold: str,
-    check: Check,
-    presets: tuple[str, ...] | None = None,
-    erratum: Erratum | None = None,
-) -> Claim:
-    """A :class:`Claim` whose ``evaluate`` wraps ``check``'s four results in a verdict
-    (``erratum`` marks the demonstration of a published error)."""
-
-    def evaluate(results: RunResults) -> ClaimResult:
-        ok, values, bound, detail = check(results)
-        return ClaimResult("holds" if ok else "does not hold", dict(values), bound, detail)
-
-    return Claim(name, statement, source, threshold, evaluate, presets, erratum)
 
 
 def relative_spread(values: Sequence[float] | np.ndarray) -> float:

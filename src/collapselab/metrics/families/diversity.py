@@ -8,6 +8,29 @@ gradients of the loss with respect to the features (M3) and, for ReLU-type layer
 pre-activations. Formulas in :mod:`collapselab.metrics.diversity`; the sums are kept by
 :class:`~collapselab.stats.CosineSimilarityAccumulator` and
 :class:`~collapselab.stats.GatingSimilarityAccumulator`, one pass over the data.
+
+With ``weight_changes=True``, also the pseudo-neuron weight-change similarity M4 of every
+linear layer (rows named by the ``nn.Linear`` module, ``where="weights"``), from the three
+sources of weight change (note A5, R8):
+
+* ``pseudo_neuron_cosine_per_sample``: the literal per-sample form, averaged over the
+  measured samples, from the rank-1 factors ``(g_x, a_x)`` (degenerate: 1 for post-ReLU
+  inputs; reported to show it);
+* ``pseudo_neuron_cosine_probe_mean``: M4 of the mean change ``-η/N sum_x g_x a_xᵀ`` over
+  the measured (probe) samples;
+* ``pseudo_neuron_cosine_update``: M4 of ``W_now - W_prev``, the weights now minus the
+  weights at this family's previous measurement, with ``weight_change_steps`` the number of
+  optimiser steps between them: the actual mini-batch update when the Monitor measures at
+  consecutive steps (t-1 and t), otherwise the sum of the updates since the last
+  measurement. Absent at the first measurement (or without step numbers).
+
+These keys need the weights and the per-sample factors, which the engine's per-sample
+signals (features, gates and gradients of the measured layers) do not carry: they declare
+``Needs(model=True)``, the design's way to reach the model, and the Monitor hands the
+family the model and the data after its sweep (:meth:`Diversity.compute_model`): one more
+forward and backward pass over the measured (train) split, and a copy of every linear
+weight kept between measurements. Under ``torch.distributed`` the per-sample and
+probe-mean values come from each process's own shard.
 """
 
 from __future__ import annotations
@@ -16,10 +39,25 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch import nn
 
-from collapselab.checks import check_bool, check_choice
-from collapselab.metrics.diversity import mean_cosine_similarity, mean_gating_similarity
-from collapselab.metrics.family import SIGNALS, Family, Key, LayerView, Layout, Needs, Values
+from collapselab.checks import check_bool, check_choice, split_batch
+from collapselab.metrics.diversity import (
+    mean_cosine_similarity,
+    mean_gating_similarity,
+    per_sample_pseudo_neuron_values,
+    pseudo_neuron_similarity,
+)
+from collapselab.metrics.family import (
+    SIGNALS,
+    Family,
+    Key,
+    LayerView,
+    Layout,
+    ModelAccess,
+    Needs,
+    Values,
+)
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
@@ -43,6 +81,42 @@ _GROUPS = (
     ),
 )
 _GRADIENT_PREFIXES = ("gradient_cosine", "preact_gradient_cosine")
+_MODEL = Needs(model=True)
+_WEIGHT_CHANGE_KEYS = (
+    Key(
+        "pseudo_neuron_cosine_per_sample",
+        "E_x mean_{i≠j} cos(Δw_i|_x, Δw_j|_x), ΔW|_x = -η g_x a_xᵀ (degenerate, note A5)",
+        "000 M4, Fig. 2c, R8",
+        _MODEL,
+        where="weights",
+        splits=("train",),
+    ),
+    Key(
+        "pseudo_neuron_cosine_probe_mean",
+        "mean_{i≠j} cos(Δw_i, Δw_j) of ΔW = -η/N sum_x g_x a_xᵀ over the measured samples",
+        "000 M4, Fig. 2c, R8",
+        _MODEL,
+        where="weights",
+        splits=("train",),
+    ),
+    Key(
+        "pseudo_neuron_cosine_update",
+        "mean_{i≠j} cos(Δw_i, Δw_j) of ΔW = W_now - W_prev (the actual update(s))",
+        "000 M4, Fig. 2c, R8",
+        _MODEL,
+        where="weights",
+        splits=("train",),
+    ),
+    Key(
+        "weight_change_steps",
+        "optimiser steps between W_prev and W_now of pseudo_neuron_cosine_update",
+        "000 M4, R8",
+        _MODEL,
+        where="weights",
+        splits=("train",),
+    ),
+)
+_WEIGHT_CHANGE_NAMES = tuple(k.name for k in _WEIGHT_CHANGE_KEYS)
 
 
 def _group_keys(prefix: str, signal: str, where: str, what: str) -> tuple[Key, ...]:
@@ -63,6 +137,8 @@ class Diversity(Family):
             in pass 1, from one backward pass per batch of the summed per-sample loss).
         zero_vectors: ``"exclude"`` (zero vectors leave every pair) or ``"zero_cosine"``
             (they count with cosine 0); see :mod:`collapselab.metrics.diversity`.
+        weight_changes: also the M4 keys of every linear layer (see the module docstring;
+            the Monitor then runs this family's procedure on the model).
     """
 
     name = "diversity"
@@ -74,6 +150,7 @@ class Diversity(Family):
             "000 note A25",
             Needs(signals=frozenset({"features"})),
         ),
+        *_WEIGHT_CHANGE_KEYS,
     )
 
     def __init__(
@@ -82,15 +159,21 @@ class Diversity(Family):
         *,
         gradients: bool = False,
         zero_vectors: str = "exclude",
+        weight_changes: bool = False,
     ) -> None:
         self.gradients = check_bool("gradients", gradients)
+        self.weight_changes = check_bool("weight_changes", weight_changes)
         super().__init__(keys)
         self.zero_vectors = check_choice("zero_vectors", zero_vectors, ("exclude", "zero_cosine"))
+        self._previous: dict[str, tuple[int | None, torch.Tensor]] = {}
 
     def default_keys(self) -> tuple[str, ...]:
-        if self.gradients:
-            return self.own_keys()
-        return tuple(k for k in self.own_keys() if not k.startswith(_GRADIENT_PREFIXES))
+        out = self.own_keys()
+        if not self.gradients:
+            out = tuple(k for k in out if not k.startswith(_GRADIENT_PREFIXES))
+        if not self.weight_changes:
+            out = tuple(k for k in out if k not in _WEIGHT_CHANGE_NAMES)
+        return out
 
     def accumulators(self, split: str, layout: Layout, keys: frozenset[str]) -> dict[str, Any]:
         c = layout.n_classes
@@ -131,3 +214,52 @@ class Diversity(Family):
             if acc is not None:
                 out |= mean_cosine_similarity(acc, zero).as_dict(prefix)
         return {k: v for k, v in out.items() if k in keys}
+
+    # ------------------------------------------------------------------ M4 (model procedure)
+    def compute_model(
+        self, keys: frozenset[str], access: ModelAccess
+    ) -> dict[str, dict[str, Values]]:
+        """M4 of every ``nn.Linear`` from its three weight-change sources (module docstring)."""
+        from collapselab.probe import linear_factors
+
+        names = [n for n, m in access.model.named_modules() if isinstance(m, nn.Linear)]
+        if not names:
+            raise ValueError("the model has no nn.Linear layer: M4 is defined for linear layers")
+        modules = dict(access.model.named_modules())
+        sums = {n: [0.0, 0] for n in names}  # per-sample M4: sum of defined values, count
+        means: dict[str, torch.Tensor] = {}  # sum_x g_x a_xᵀ
+        n_rows = 0
+        if keys & {"pseudo_neuron_cosine_per_sample", "pseudo_neuron_cosine_probe_mean"}:
+            for batch in access.data["train"]:
+                x, y = split_batch(batch)
+                x, y = x.to(access.device), y.to(access.device)
+                cap = linear_factors(access.model, x, y, names, loss_fn=access.loss)
+                n_rows += x.shape[0]
+                for n in names:
+                    g = cap.pre_grads[n].to(torch.float64)
+                    a = cap.inputs[n].to(torch.float64)
+                    vals = per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
+                    ok = ~torch.isnan(vals)
+                    sums[n][0] += float(vals[ok].sum())
+                    sums[n][1] += int(ok.sum())
+                    means[n] = means.get(n, 0.0) + g.T @ a
+        out: dict[str, Values] = {}
+        for n in names:
+            values: Values = {}
+            if n_rows:
+                total, count = sums[n]
+                values["pseudo_neuron_cosine_per_sample"] = total / count if count else float("nan")
+                values["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
+                    means[n] / n_rows, self.zero_vectors
+                )
+            w_now = modules[n].weight.detach().to(torch.float64).clone()
+            prev = self._previous.get(n)
+            if prev is not None and prev[0] is not None and access.step is not None:
+                values["pseudo_neuron_cosine_update"] = pseudo_neuron_similarity(
+                    w_now - prev[1].to(w_now.device), self.zero_vectors
+                )
+                values["weight_change_steps"] = float(access.step - prev[0])
+            if "pseudo_neuron_cosine_update" in keys or "weight_change_steps" in keys:
+                self._previous[n] = (access.step, w_now)
+            out[n] = {k: v for k, v in values.items() if k in keys}
+        return {"train": out}

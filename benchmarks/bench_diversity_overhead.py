@@ -1,0 +1,122 @@
+"""Overhead of paper 000's per-iteration measurement against plain training (issue 15).
+
+Target: training with the measurement at a 10-iteration schedule costs at most 1.5x plain
+training of the same model on the same batches. Both are timed in the same run,
+interleaved, on one torch thread, minima over ``--repeats``:
+
+* plain: :func:`collapselab.train.train` of the quick preset's baseline (9-layer, 128-wide
+  bias-free ReLU MLP, clustered data, 5,000 samples, SGD 0.1, batch 100; ``--width 512
+  --dataset fashion_mnist``: the paper's width on 784-pixel images) for ``--iterations``
+  steps (a callback only stops it at the budget);
+* measured: the same with :class:`~collapselab.experiments.fd.DiversityRecorder` every 10
+  iterations (the Monitor's diversity family with gradients and M4 on a 200-sample probe
+  set, every hidden layer; the actual-update M4; the loss on the loss subset).
+
+Checks: the two runs end with identical weights (the measurement does not change
+training), and every recorded value of the phase layer is finite.
+
+    nice -n 10 python benchmarks/bench_diversity_overhead.py --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import torch
+
+from collapselab._threads import serial_threads
+from collapselab.experiments.fd import BoundarySchedule, DiversityRecorder
+from collapselab.experiments.fd.measurement import class_stratified, probe_indices
+from collapselab.experiments.fd.presets import TWO_PHASE
+from collapselab.experiments.fd.training import build_model, load_data, subset, train_config
+from collapselab.train import train
+
+
+class _Stop:
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def on_iteration_end(self, state) -> None:
+        if state.iteration >= self.at:
+            state.request_stop("budget")
+
+
+def _once(config: dict, measured: bool, every: int) -> tuple[float, torch.nn.Module, list]:
+    data = load_data(config, None, 0)
+    train_split = data.train
+    probe = subset(
+        train_split, probe_indices(train_split, int(config["probe_per_class"]), 1), "probe"
+    )
+    loss_set = subset(
+        train_split, class_stratified(train_split.y, int(config["loss_per_class"]), 2), "loss"
+    )
+    model = build_model(config, int(train_split.x.shape[1]), train_split.n_classes, 0)
+    cfg = train_config(config, int(train_split.y.numel()), 0, "cpu")
+    callbacks: list = [_Stop(int(config["iterations"]))]
+    recorder = None
+    if measured:
+        recorder = DiversityRecorder(model, probe, loss_set, BoundarySchedule(every), cfg.lr)
+        callbacks.append(recorder)
+    t0 = time.perf_counter()
+    train(model, data, cfg, callbacks, None)
+    return time.perf_counter() - t0, model, recorder.rows if recorder else []
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--width", type=int, default=128, help="hidden width (paper: 512)")
+    parser.add_argument(
+        "--dataset",
+        default="clustered",
+        help="clustered (64 inputs) or fashion_mnist (784, local files)",
+    )
+    parser.add_argument(
+        "--loss-per-class",
+        type=int,
+        default=None,
+        help="size of the loss subset per class (default: the preset's)",
+    )
+    args = parser.parse_args()
+    config = {**TWO_PHASE["quick"]["base"], "iterations": args.iterations, "width": args.width}
+    if args.loss_per_class is not None:
+        config["loss_per_class"] = args.loss_per_class
+    if args.dataset != "clustered":
+        config |= {"dataset": args.dataset, "n_per_class": 500}
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"load average before {os.getloadavg()}"
+    )
+    plain, measured = [], []
+    with serial_threads():
+        for _ in range(args.repeats):
+            t_plain, model_plain, _ = _once(config, False, args.every)
+            t_meas, model_meas, rows = _once(config, True, args.every)
+            plain.append(t_plain)
+            measured.append(t_meas)
+            for a, b in zip(model_plain.parameters(), model_meas.parameters(), strict=True):
+                assert torch.equal(a, b), "the measurement changed the training trajectory"
+            layer = "layers.2.act"
+            assert all(
+                torch.isfinite(torch.tensor(r[f"feature_cosine_cross_class/{layer}"])) for r in rows
+            )
+    n_measurements = len(rows)
+    print(
+        f"{args.dataset}, 9 x {args.width} MLP, batch 100, probe "
+        f"{10 * config['probe_per_class']}, loss subset {10 * config['loss_per_class']}; "
+        f"{args.iterations} iterations measured every {args.every} ({n_measurements} "
+        f"measurements incl. step 0), {args.repeats} repeats"
+    )
+    print(f"plain training: min {min(plain):.3f} s  (all: {[round(t, 3) for t in plain]})")
+    print(f"with measurement: min {min(measured):.3f} s  (all: {[round(t, 3) for t in measured]})")
+    print(f"overhead ratio (min/min): {min(measured) / min(plain):.2f}x (target <= 1.5x)")
+    print(f"load average after {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

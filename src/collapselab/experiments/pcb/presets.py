@@ -1,0 +1,271 @@
+"""Presets of paper 002's experiments, as plain data (note 002 §4-5).
+
+The paper trains ensembles of 10-100 networks per condition on CIFAR subsets with 1024-wide
+linear layers; its learning rates and epoch counts are mostly not given (note §4). The
+deep linear experiments here train by exact full-batch GD on the summed loss with
+``μ = lr / (L d_1)`` (the theory's convention), ``lr`` a fraction of the stability limit.
+
+* ``quick`` (minutes on 2 cores): the note's verified CPU setting for the closed form
+  (generated Gaussian classes with a power-law spectrum, ``q = 20``, ``K = 3``, width 512,
+  ``L = 3``, 10 networks per condition; note §3.6, §5 item 1);
+* ``standard`` (real images): Fashion-MNIST average-pooled to 7 x 7 (``q = 49``), the
+  paper's two-layer linear net (Fig. 4a) at width 2048, 10 networks per condition;
+* ``paper``: CIFAR-10 from local files (``q = 3072``), width 1024, Glorot uniform (the
+  paper's init), 10 networks per condition (a GPU-sized job, dry-run tested);
+* ``tiny``: the test suite's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SPECTRUM = {
+    "name": "spectrum_gaussian",
+    "n_classes": 3,
+    "dim": 20,
+    "n_train_per_class": 500,
+    "n_test_per_class": 100,
+    "decay": 1.0,
+}
+
+CONVERGENCE: dict[str, dict[str, Any]] = {
+    "quick": {
+        "datasets": {"main": _SPECTRUM},
+        "hidden": [512, 512],
+        "init": "def3",
+        "lr": 0.1,
+        "steps": 400,
+        "checkpoints": 20,
+        "members": 10,
+        "zca_eps": 1e-3,
+    },
+    "standard": {
+        "datasets": {
+            "main": {
+                "name": "fashion_mnist",
+                "n_train_per_class": 500,
+                "n_test_per_class": 100,
+                "pool": 4,
+            }
+        },
+        "hidden": [2048],
+        "init": "def3",
+        "lr": 0.1,
+        "steps": 2000,
+        "checkpoints": 25,
+        "members": 10,
+        "zca_eps": 1e-3,
+    },
+    "paper": {
+        "datasets": {"main": {"name": "cifar10"}},
+        "hidden": [1024],
+        "init": "glorot_uniform",
+        "lr": 0.1,
+        "steps": 5000,
+        "checkpoints": 30,
+        "members": 10,
+        "zca_eps": 1e-3,
+    },
+    "tiny": {
+        "datasets": {
+            "main": {**_SPECTRUM, "dim": 12, "n_train_per_class": 60, "n_test_per_class": 20}
+        },
+        "hidden": [64, 64],
+        "init": "def3",
+        "lr": 0.1,
+        "steps": 60,
+        "checkpoints": 10,
+        "members": 3,
+        "zca_eps": 1e-3,
+    },
+}
+"""``pcbias-convergence`` (Figs. 2 left, 4a, 4c): natural and ZCA-whitened ensembles."""
+
+
+def _fashion(n_train: int, n_test: int, pool: int) -> dict[str, Any]:
+    return {"name": "fashion_mnist", "n_train_per_class": n_train, "n_test_per_class": n_test,
+            "pool": pool}  # fmt: skip
+
+
+def _digits(n_per_class: int) -> dict[str, Any]:
+    return {"name": "digits", "n_per_class": n_per_class, "test_fraction": 0.25}
+
+
+_SCALES = {
+    "hidden": [256, 256, 256, 256],
+    "init": "def3",
+    "lr": 0.1,
+    "scale_layers": [2, 4],
+    "members": 5,
+}
+
+SCALES: dict[str, dict[str, Any]] = {
+    "quick": {**_SCALES, "lr": 0.5, "datasets": {"main": _fashion(200, 100, 4)}, "steps": 3000,
+              "checkpoints": 20},
+    "quick-bundled": {**_SCALES, "datasets": {"main": _digits(160)}, "steps": 1000,
+                      "checkpoints": 20},
+    "standard": {**_SCALES, "hidden": [1024] * 4, "datasets": {"main": _fashion(500, 200, 2)},
+                 "steps": 3000, "checkpoints": 30, "members": 10},
+    "paper": {**_SCALES, "hidden": [1024] * 4, "members": 10, "steps": 5000,
+              "checkpoints": 30,
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_SCALES, "hidden": [32, 32, 32, 32], "datasets": {"main": _digits(30)},
+             "steps": 80, "checkpoints": 8, "members": 2},
+}  # fmt: skip
+"""``pcbias-scales`` (Fig. 3): a 5-layer linear net, layers 2 and 4. ``quick`` reads a
+Fashion-MNIST subset pooled to 7 x 7 (``q = 49``), falling back to ``quick-bundled``
+(scikit-learn's digits, ``q = 64``) without the files; ``paper``: CIFAR-100's small mammals
+(the paper's data, 5 classes, 2500/500 images), width 1024."""
+
+
+_INIT = {"hidden": [2048], "lr": 0.1, "members": 5}
+
+INIT: dict[str, dict[str, Any]] = {
+    "quick": {**_INIT, "datasets": {"main": _fashion(200, 100, 4)}, "steps": 1000,
+              "checkpoints": 20},
+    "quick-bundled": {**_INIT, "datasets": {"main": _digits(160)}, "steps": 1000,
+                      "checkpoints": 20},
+    "standard": {**_INIT, "hidden": [8192], "datasets": {"main": _fashion(500, 200, 2)},
+                 "steps": 3000, "checkpoints": 30, "members": 10},
+    "paper": {**_INIT, "hidden": [8192], "members": 10, "steps": 5000, "checkpoints": 30,
+              "datasets": {"main": {"name": "cifar10", "classes": [3, 5]}}},
+    "tiny": {**_INIT, "hidden": [256], "datasets": {"main": _digits(30)}, "steps": 60,
+             "checkpoints": 8, "members": 2},
+}  # fmt: skip
+"""``pcbias-init`` (Fig. 12): a one-hidden-layer linear net, very wide (the paper: "very
+wide"), Def. 3 against Glorot uniform at the same step. ``quick``: Fashion-MNIST pooled to
+7 x 7 (``quick-bundled``: digits); ``paper``: CIFAR-10's cats and dogs (classes 3 and 5)."""
+
+
+_RELU = {"dim": 20, "decay": 1.0, "lr": 0.1, "members": 10}
+
+RELU: dict[str, dict[str, Any]] = {
+    "quick": {**_RELU, "n_per_class": 250, "width": 100, "steps": 200, "checkpoints": 15},
+    "standard": {**_RELU, "dim": 50, "n_per_class": 1000, "width": 400, "steps": 1000,
+                 "checkpoints": 25},
+    "paper": {**_RELU, "dim": 100, "n_per_class": 2500, "width": 1024, "steps": 3000,
+              "checkpoints": 30},
+    "tiny": {**_RELU, "dim": 8, "n_per_class": 40, "width": 20, "steps": 40,
+             "checkpoints": 8, "members": 3},
+}  # fmt: skip
+"""``pcbias-relu`` (Fig. 2 right): the paper names no data for it; generated symmetric
+Gaussian classes (power-law spectrum) at every preset."""
+
+
+_LOC = {"init": "def3", "lr_natural": 0.9, "lr_whitened": 0.003, "members": 10,
+        "zca_eps": 1e-3, "checkpoints": 60}  # fmt: skip
+
+LOC: dict[str, dict[str, Any]] = {
+    "quick": {**_LOC, "datasets": {"main": _fashion(200, 50, 2)}, "steps": 2000},
+    "quick-bundled": {**_LOC, "datasets": {"main": _digits(160)}, "steps": 2000},
+    "standard": {**_LOC, "datasets": {"main": _fashion(500, 100, 1)}, "steps": 5000,
+                 "checkpoints": 80},
+    "paper": {**_LOC, "datasets": {"main": {"name": "cifar10", "classes": [3, 5]}},
+              "steps": 10000, "checkpoints": 100},
+    "tiny": {**_LOC, "datasets": {"main": _digits(30)}, "steps": 300, "checkpoints": 30,
+             "members": 3},
+}  # fmt: skip
+"""``pcbias-loc`` (Figs. 7a, 10): one-layer linear nets, two ensembles of 10 per condition
+(the paper's 4 x 10), natural vs ZCA-whitened and real vs shuffled labels. The rates are
+fractions of each condition's stability limit (0.9 natural, 0.003 whitened), set so that
+both conditions reach 95% of their final training accuracy after a similar number of steps
+(measured on the quick preset's Fashion-MNIST: steps 923 natural, 714 whitened).
+``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-10's
+cats and dogs (the text's Fig. 7a data)."""
+
+
+_SGD = {"width": 256, "depth": 3, "lr": 0.05, "batch_size": 100, "members": 6}
+
+PROJECTIONS: dict[str, dict[str, Any]] = {
+    "quick": {**_SGD, "datasets": {"main": _fashion(200, 100, 2)}, "pcs": [1, 10, 50, 196],
+              "epochs": 30},
+    "quick-bundled": {**_SGD, "datasets": {"main": _digits(160)}, "pcs": [1, 5, 20, 64],
+                      "epochs": 30},
+    "standard": {**_SGD, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "pcs": [1, 10, 100, 784], "epochs": 60, "members": 10},
+    "paper": {**_SGD, "width": 1024, "datasets": {"main": {"name": "cifar100",
+              "superclass": "small_mammals"}}, "pcs": [1, 10, 100, 1000, 3072],
+              "epochs": 100, "members": 100},
+    "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "pcs": [1, 8, 64],
+             "epochs": 4, "members": 2},
+}  # fmt: skip
+"""``pcbias-projections`` (Figs. 5, 6a-b, Table 1): an MLP (3 layers, biases, SGD on
+cross-entropy at lr 0.05, batch 100: the paper's st-VGG optimiser) and its linear twin.
+``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-100's
+small mammals with 100 networks per ensemble (Fig. 6a's N) and the paper's P up to 1000 (an
+MLP, not st-VGG: the paper preset keeps the ensemble sizes and data, not the CNN)."""
+
+
+_AMPLIFY = {**_SGD, "fraction": 0.015, "factor": 10.0, "members": 4}
+
+AMPLIFICATION: dict[str, dict[str, Any]] = {
+    "quick": {**_AMPLIFY, "datasets": {"main": _fashion(200, 100, 2)}, "epochs": 30},
+    "quick-bundled": {**_AMPLIFY, "datasets": {"main": _digits(160)}, "epochs": 30},
+    "standard": {**_AMPLIFY, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "epochs": 60, "members": 10},
+    "paper": {**_AMPLIFY, "width": 1024, "members": 100, "epochs": 100,
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_AMPLIFY, "width": 32, "datasets": {"main": _digits(30)}, "epochs": 4,
+             "members": 2},
+}  # fmt: skip
+"""``pcbias-amplification`` (Fig. 9): the top / bottom 1.5% of the PCs (at least one)
+amplified by 10, ReLU MLPs and linear twins (``paper``: small mammals, 100 networks, App. D)."""
+
+SEPARABLE: dict[str, dict[str, Any]] = {
+    "quick": {**_SGD, "datasets": {"main": _fashion(200, 100, 2)}, "separable_pcs": [5, 20, 80],
+              "epochs": 30, "members": 4},
+    "quick-bundled": {**_SGD, "datasets": {"main": _digits(160)}, "separable_pcs": [5, 15, 40],
+                      "epochs": 30, "members": 4},
+    "standard": {**_SGD, "width": 512, "datasets": {"main": _fashion(500, 200, 1)},
+                 "separable_pcs": [10, 50, 500], "epochs": 60, "members": 10},
+    "paper": {**_SGD, "width": 1024, "members": 100, "epochs": 100,
+              "separable_pcs": [10, 50, 500],
+              "datasets": {"main": {"name": "cifar100", "superclass": "small_mammals"}}},
+    "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "separable_pcs": [3, 20],
+             "epochs": 4, "members": 2},
+}  # fmt: skip
+"""``pcbias-separable`` (Fig. 11): P-separable relabellings (the paper's P = 10, 50, 500 at
+``standard``/``paper``; fewer PCs at ``quick``, whose inputs have 196)."""
+
+
+_FREQ = {"width": 128, "depth": 4, "lr": 0.05, "batch_size": 100, "boundary_grid": 60}
+
+FREQUENCY: dict[str, dict[str, Any]] = {
+    "quick": {**_FREQ, "lr": 0.5, "datasets": {"main": {"name": "frequency", "n_train": 2000,
+              "n_test": 500}}, "epochs": 150, "members": 8, "boundary_epochs": [1, 10, 50, 150]},
+    "standard": {**_FREQ, "datasets": {"main": {"name": "frequency", "n_train": 10000,
+                 "n_test": 1000}}, "epochs": 100, "members": 10,
+                 "boundary_epochs": [1, 10, 30, 100]},
+    "paper": {**_FREQ, "width": 512, "datasets": {"main": {"name": "frequency",
+              "n_train": 10000, "n_test": 1000}}, "epochs": 10000, "members": 100,
+              "boundary_epochs": [1, 100, 1000, 10000]},
+    "tiny": {**_FREQ, "width": 32, "datasets": {"main": {"name": "frequency", "n_train": 300,
+             "n_test": 100}}, "epochs": 4, "members": 2, "boundary_epochs": [1, 4],
+             "boundary_grid": 20},
+}  # fmt: skip
+"""``pcbias-frequency`` (Figs. 8, 13): the paper's frequency dataset (10000/1000 points at
+``standard``/``paper``) with a ReLU MLP instead of st-VGG; the paper's 100 networks and
+10000 epochs (Fig. 13's snapshots at 1, 100, 1000, 10000) only at ``paper``. ``quick``:
+2000 points, lr 0.5 for 150 epochs (measured: at lr 0.05 for 30 epochs on 4000 points the
+networks stay near the line x_2 = 0 and Figs. 8a and 13 do not show)."""
+
+
+_STVGG = {"width_multiplier": 0.25, "lr": 0.1, "batch_size": 50}
+
+STVGG: dict[str, dict[str, Any]] = {
+    "quick": {**_STVGG, "datasets": {"main": _fashion(100, 20, 1)}, "epochs": 5, "members": 4},
+    "quick-bundled": {**_STVGG, "datasets": {"main": {"name": "digits", "n_per_class": 120,
+                      "test_fraction": 0.25, "flatten": False, "pad": 16}}, "epochs": 5,
+                      "members": 4},
+    "standard": {**_STVGG, "width_multiplier": 0.5, "datasets": {"main": _fashion(500, 100, 1)},
+                 "epochs": 20, "members": 10},
+    "paper": {**_STVGG, "width_multiplier": 1.0, "members": 10, "epochs": 50,
+              "datasets": {"main": _fashion(5000, 1000, 1)}},
+    "tiny": {**_STVGG, "width_multiplier": 0.125, "datasets": {"main": _fashion(6, 2, 1)},
+             "epochs": 1, "members": 2},
+}  # fmt: skip
+"""``pcbias-stvgg`` (Fig. 4d): st-VGG at a quarter width on Fashion-MNIST (28 x 28, one
+channel; the paper: cats and dogs; ``quick-bundled``: digits zero-padded to 16 x 16).
+The linearisation reads one column per pixel (784
+basis images per checkpoint). ``paper``: the full width on 5000 images per class; the
+grey-image reshaping needs single-channel square inputs, so CIFAR is not offered here."""

@@ -1,0 +1,185 @@
+r"""One deep linear network trained by exact full-batch gradient descent (paper 002 §2-3).
+
+The loss is the **summed** squared loss ``½‖W X − Y‖_F²`` of Eq. 5 with one-hot targets and
+the step is ``μ = lr / (L d_1)`` (``d_1`` the largest eigenvalue of the uncentred
+``Σ_XX = XᵀX``), the theory's convention (note 002 §7.5), so the closed form's
+``λ_j = 1 − μ c d_j`` applies unchanged.
+
+By Lemma 1 the gradient depends on the data only through ``Σ_XX`` and ``Σ_YX``. The network
+is therefore trained in the principal coordinate system, where ``Σ_XX = D`` is diagonal and
+``Σ_YX = M`` (:func:`pc_gd_step`): every step is the step on the real data, rotated, at a
+cost independent of the number of examples. The first layer is drawn in input
+coordinates by :class:`~collapselab.models.DeepLinear` (Def. 3, Glorot, ...) and rotated,
+``W_1 U``, so the compact matrix is ``W̃ = W U`` from the first step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse.linalg
+import torch
+
+from collapselab.experiments.pcb._common import log_steps, one_hot, read_dataset
+from collapselab.metrics.pc_bias import gradient_scale_statistics
+from collapselab.models import DeepLinear
+from collapselab.theory.pc_bias import (
+    PCFrame,
+    compact_matrix,
+    expected_scales,
+    gradient_scale_matrices,
+    principal_frame,
+)
+
+__all__ = [
+    "data_frame",
+    "deep_linear_member",
+    "initial_weights",
+    "linear_dry_run",
+    "pc_gd_step",
+    "step_size",
+]
+
+
+def data_frame(config: Mapping[str, Any]) -> tuple[PCFrame, Any]:
+    """The principal frame of the configuration's training data and the data itself."""
+    inputs = read_dataset(
+        config["datasets"]["main"], config.get("data_dir"), int(config.get("data_seed", 0))
+    )
+    return principal_frame(inputs.x, one_hot(inputs.y, inputs.n_classes)), inputs
+
+
+def initial_weights(widths: list[int], init: str, seed: int, basis: np.ndarray) -> list[np.ndarray]:
+    """``[W_1 U, W_2, ..., W_L]`` in float64: :class:`DeepLinear`'s init ``init`` drawn with
+    torch seed ``seed``, the first layer rotated into PC coordinates."""
+    torch.manual_seed(seed)
+    net = DeepLinear(widths, init=init)
+    ws = [layer.weight.detach().double().numpy().copy() for layer in net.layers]
+    ws[0] = ws[0] @ basis
+    return ws
+
+
+def checkpoints(config: Mapping[str, Any]) -> np.ndarray:
+    """The checkpoints of ``config``: :func:`log_steps` of ``steps`` and ``checkpoints``, or
+    with ``spacing="linear"`` every ``steps / checkpoints`` steps (equal weight per step for
+    accessibility, an average over epochs)."""
+    steps, n = int(config["steps"]), int(config["checkpoints"])
+    if config.get("spacing", "log") == "linear":
+        return np.unique(np.linspace(0, steps, n + 1).round().astype(np.int64))
+    return log_steps(steps, n)
+
+
+def step_size(frame: PCFrame, n_layers: int, lr: float) -> float:
+    """``μ = lr / (L d_1)``."""
+    return float(lr) / (n_layers * float(frame.eigenvalues[0]))
+
+
+def pc_gd_step(ws: list[np.ndarray], frame: PCFrame, mu: float) -> list[np.ndarray]:
+    r"""One exact full-batch GD step of Eq. 5 in PC coordinates (Lemma 1 with
+    ``Σ_XX = D``): ``W_l ← W_l − μ (W_L⋯W_{l+1})ᵀ (W̃ D − M) (W_{l−1}⋯W_1)ᵀ``, ``ws[0]``
+    acting on PC coordinates. Equal to :func:`collapselab.theory.pc_bias.gd_step` on the
+    square-root data (tested), in ``O(K q m + m² q)`` per layer instead of forming
+    ``q x q`` products."""
+    below = [np.eye(0)]  # below[l] = W_l ... W_1 for l >= 1 (index 0 unused: the identity)
+    for w in ws[:-1]:
+        below.append(w if len(below) == 1 else w @ below[-1])
+    compact = ws[-1] @ below[-1] if len(ws) > 1 else ws[0]
+    err = compact * frame.eigenvalues - frame.class_sums  # (K, q)
+    above = np.eye(frame.n_outputs)  # W_L ... W_{l+1}, built from the top
+    grads = [np.empty(0)] * len(ws)
+    for ell in range(len(ws) - 1, -1, -1):
+        grads[ell] = above.T @ err if ell == 0 else above.T @ (err @ below[ell].T)
+        above = above @ ws[ell]
+    return [w - mu * g for w, g in zip(ws, grads, strict=True)]
+
+
+def _accuracy(x_pc: np.ndarray, y: np.ndarray, w_pc: np.ndarray) -> float:
+    return float(np.mean((x_pc @ w_pc.T).argmax(1) == y))
+
+
+def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
+    """Train member ``config["member"]`` of an ensemble; returns, at the checkpoints
+    ``steps`` (log-spaced, :func:`log_steps` of ``steps``/``checkpoints``): ``w_pc``
+    ``(S, K, q)`` the compact matrix in PC coordinates, ``loss`` (Eq. 5), ``train_accuracy``
+    and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)``, which training
+    examples the network classifies correctly; with ``scale_layers`` (1-based) the entry
+    statistics of the gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input
+    coordinates, ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
+    (:func:`~collapselab.metrics.pc_bias.gradient_scale_statistics`), ``(S, len)`` each:
+    ``a_diagonal``/``b_diagonal`` (mean ``|M_ii − s|``), ``a_diagonal_std``/``b_diagonal_std``
+    and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``)."""
+    frame, inputs = data_frame(config)
+    widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
+    seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
+    ws = initial_weights(widths, str(config["init"]), seed, frame.basis)
+    mu = step_size(frame, len(ws), float(config["lr"]))
+    marks = checkpoints(config)
+    x_train, x_test = inputs.x @ frame.basis, inputs.x_test @ frame.basis
+    layers = [int(ell) - 1 for ell in config.get("scale_layers", [])]
+    alpha, beta = expected_scales(widths, str(config["init"]))
+    record: dict[str, list] = {}
+    step = 0
+    for mark in marks:
+        while step < mark:
+            ws = pc_gd_step(ws, frame, mu)
+            step += 1
+        w = compact_matrix(ws)
+        if not np.all(np.isfinite(w)):
+            raise FloatingPointError(f"gradient descent diverged by step {step} (lr too large)")
+        values = {
+            "w_pc": w,
+            "loss": float(frame.loss(w)),
+            "train_accuracy": _accuracy(x_train, inputs.y, w),
+            "test_accuracy": _accuracy(x_test, inputs.y_test, w),
+        }
+        if config.get("record_correct"):
+            values["correct"] = (x_train @ w.T).argmax(1) == inputs.y
+        if layers:
+            a, b = gradient_scale_matrices(ws)
+            b = [frame.basis @ m @ frame.basis.T for m in b]
+            for name, mats, scale in (("a", a, alpha), ("b", b, beta)):
+                stats = gradient_scale_statistics([mats[i] for i in layers], scale[layers])
+                values[f"{name}_diagonal"] = stats.diagonal_mean
+                values[f"{name}_diagonal_std"] = stats.diagonal_std
+                values[f"{name}_offdiagonal"] = stats.offdiagonal_abs_mean
+        for key, value in values.items():
+            record.setdefault(key, []).append(value)
+    out = {k: np.asarray(v) for k, v in record.items()}
+    return {**out, "steps": marks, "mu": mu}
+
+
+def linear_dry_run(
+    config: Mapping[str, Any], data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build what a deep linear experiment of ``config`` would train, without training (the
+    paper preset's check on local files): read and standardise the data (and whiten it when
+    configured), compute the largest eigenvalue of ``Σ_XX`` (for ``μ``) and build one
+    member's network per init. Returns the data's size, the widths, the parameter count,
+    ``μ`` and ``d_1``."""
+    member = {**config, "member": 0, "seed": seed, "data_seed": seed,
+              "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
+    inputs = read_dataset(member["datasets"]["main"], member["data_dir"], seed)
+    q, k = inputs.x.shape[1], inputs.n_classes
+    widths = [q, *[int(w) for w in config.get("hidden", [])], k]
+    inits = [str(config["init"])] if "init" in config else ["def3", "glorot_uniform"]
+    lr = float(config.get("lr", config.get("lr_natural", 0.0)))
+    # the largest eigenvalue of Σ_XX only: a dry run does not diagonalise a q x q matrix
+    d1 = float(scipy.sparse.linalg.svds(inputs.x, k=1, return_singular_vectors=False)[0]) ** 2
+    mu = lr / ((len(widths) - 1) * d1)
+    torch.manual_seed(seed)
+    nets = [DeepLinear(widths, init=init) for init in inits]
+    return {
+        "dataset": config["datasets"]["main"]["name"],
+        "n_train": int(inputs.x.shape[0]),
+        "n_test": int(inputs.x_test.shape[0]),
+        "widths": widths,
+        "inits": inits,
+        "parameters": sum(p.numel() for p in nets[0].parameters()),
+        "members": int(config["members"]),
+        "steps": int(config["steps"]),
+        "mu": mu,
+        "largest_eigenvalue": d1,
+    }

@@ -1,0 +1,171 @@
+"""Per-sample capture of a plain MLP for paper 000's analysis (R4, R5, A7).
+
+:func:`capture_mlp_state` runs one forward and one backward pass of the summed per-sample
+loss over a probe batch and returns a :class:`collapselab.theory.MLPState`: for every linear
+layer of a :class:`collapselab.models.MLP`, its weight, input, pre-activation gradients and
+gates, what the theorems of :mod:`collapselab.theory.diversity_trap` read.
+
+:func:`single_sample_feature_changes` gives ``ΔF^(l-1)`` "made by the training sample x"
+in the reading of a hypothetical SGD step on x alone (note A7, ``single_sample_step``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from collapselab.checks import ArrayLike, as_labels, as_tensor, check_float, check_int
+from collapselab.probe.linear_factors import linear_factors
+from collapselab.probe.modes import eval_mode
+from collapselab.theory.mlp_state import MLPState
+
+LossArg = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _linears(model: nn.Module) -> tuple[list[str], list[nn.Module], bool]:
+    """The MLP's linear layers' names in order, its activations, and whether it has norms."""
+    layers = getattr(model, "layers", None)
+    classifier = getattr(model, "classifier", None)
+    if layers is None or not isinstance(classifier, nn.Linear):
+        raise TypeError(
+            f"model must be a collapselab.models.MLP (layers[i].linear, layers[i].act, "
+            f"classifier), got {type(model).__name__}"
+        )
+    names = [f"layers.{i}.linear" for i in range(len(layers))] + ["classifier"]
+    acts = [layer.act for layer in layers]
+    has_norm = any(hasattr(layer, "norm") for layer in layers)
+    return names, acts, has_norm
+
+
+def _activation_slope(act: nn.Module, z: torch.Tensor) -> torch.Tensor:
+    if isinstance(act, nn.ReLU):
+        return (z > 0).to(z.dtype)
+    if isinstance(act, nn.LeakyReLU):
+        return torch.where(z > 0, torch.ones_like(z), torch.full_like(z, act.negative_slope))
+    raise TypeError(f"activation must be ReLU or LeakyReLU, got {type(act).__name__}")
+
+
+def _per_sample_loss(loss: LossArg) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    if callable(loss):
+        return loss
+    if loss == "ce":
+        return lambda logits, y: F.cross_entropy(logits, y, reduction="none")
+    raise ValueError(f"loss must be 'ce' or a callable (logits, labels) -> (B,), got {loss!r}")
+
+
+def capture_mlp_state(
+    model: nn.Module, inputs: ArrayLike, labels: ArrayLike, loss: LossArg = "ce"
+) -> MLPState:
+    """Capture every linear layer's per-sample signals on a probe batch (R4).
+
+    One forward and one backward pass of ``sum_x ℓ(f(x), y_x)`` in eval mode
+    (:func:`collapselab.probe.linear_factors`; flags restored, parameter gradients left as
+    they were): the rows are independent, so the gradient of the sum with respect to a
+    layer's output holds each sample's own gradient.
+
+    Args:
+        model: a :class:`collapselab.models.MLP`.
+        inputs: ``(N, ...)`` probe inputs.
+        labels: ``(N,)`` integer labels.
+        loss: ``"ce"`` (cross-entropy) or a per-sample loss ``(logits, labels) -> (N,)``.
+    """
+    names, acts, has_norm = _linears(model)
+    p0 = next(model.parameters())
+    x = as_tensor("inputs", inputs, device=p0.device).to(p0.dtype)
+    y, _ = as_labels("labels", labels, x.shape[0], None, p0.device)
+    cap = linear_factors(model, x, y, names, loss_fn=_per_sample_loss(loss))
+    f64 = torch.float64
+    slopes = None
+    if not has_norm:
+        slopes = tuple(
+            _activation_slope(act, cap.outputs[n]).to(f64)
+            for act, n in zip(acts, names[:-1], strict=True)
+        )
+    modules = dict(model.named_modules())
+    return MLPState(
+        weights=tuple(modules[n].weight.detach().to(f64).clone() for n in names),
+        inputs=tuple(cap.inputs[n].to(f64) for n in names),
+        pre_grads=tuple(cap.pre_grads[n].to(f64) for n in names),
+        slopes=slopes,
+        logits=cap.logits.to(f64),
+        labels=y,
+    )
+
+
+def single_sample_feature_changes(
+    model: nn.Module,
+    inputs: ArrayLike,
+    labels: ArrayLike,
+    layer: int,
+    lr: float,
+    loss: LossArg = "ce",
+    samples: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """``ΔF^(l-1)|_x`` after one plain SGD step on sample x alone (note A7, R15).
+
+    For each sample x: ``θ' = θ - η ∇_θ ℓ(x)`` (its own loss, no momentum, no weight
+    decay), ``ΔF = F^(l-1)(x; θ') - F^(l-1)(x; θ)``, the input of linear layer ``l``. The
+    model is left exactly as it was (parameters restored, gradients untouched). One forward
+    and backward pass per sample: meant for probe sets of hundreds of samples.
+
+    Args:
+        model: a :class:`collapselab.models.MLP` (eval mode is used, flags restored).
+        inputs, labels: the probe batch.
+        layer: l in 1..L (the paper's numbering); ``ΔF^(l-1)`` is the change of its input.
+        lr: η.
+        loss: as in :func:`capture_mlp_state`.
+        samples: indices of the samples to step on (default all).
+
+    Returns:
+        ``(n, d_l)`` float64.
+    """
+    names, _, _ = _linears(model)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= len(names):
+        raise ValueError(
+            f"layer {layer!r} is out of range: this MLP has {len(names)} linear layers; "
+            f"expected one of layers 1..{len(names)}"
+        )
+    target = dict(model.named_modules())[names[layer - 1]]
+    lr = check_float("lr", lr)
+    p0 = next(model.parameters())
+    x = as_tensor("inputs", inputs, device=p0.device).to(p0.dtype)
+    y, _ = as_labels("labels", labels, x.shape[0], None, p0.device)
+    idx = range(x.shape[0]) if samples is None else [check_int("sample", i) for i in samples]
+    fn = _per_sample_loss(loss)
+    params = [p for p in model.parameters() if p.requires_grad]
+    seen: list[torch.Tensor] = []
+    handle = target.register_forward_hook(lambda _m, a, _o: seen.append(a[0]))
+    out = []
+    try:
+        with eval_mode(model):
+            for i in idx:
+                xi, yi = x[i : i + 1], y[i : i + 1]
+                out.append(_single_step_change(model, params, xi, yi, fn, lr, seen))
+    finally:
+        handle.remove()
+    return torch.stack(out) if out else torch.zeros((0, target.in_features), dtype=torch.float64)
+
+
+def _single_step_change(model, params, xi, yi, loss_fn, lr, seen) -> torch.Tensor:
+    """The hooked layer's input after one SGD step on ``(xi, yi)`` minus before it; the
+    parameters are put back exactly, even when a forward pass fails."""
+    with torch.no_grad():
+        model(xi)
+    before = seen.pop().reshape(-1).to(torch.float64)
+    with torch.enable_grad():
+        grads = torch.autograd.grad(loss_fn(model(xi), yi).sum(), params, allow_unused=True)
+    seen.clear()
+    copies = [p.detach().clone() for p in params]
+    with torch.no_grad():
+        try:
+            for p, g in zip(params, grads, strict=True):
+                if g is not None:
+                    p.sub_(lr * g)
+            model(xi)
+        finally:
+            for p, c in zip(params, copies, strict=True):
+                p.copy_(c)
+    return seen.pop().reshape(-1).to(torch.float64) - before
