@@ -167,13 +167,10 @@ class _DataOperator(CurvatureOperator):
     ) -> torch.Tensor:
         """``(∂ output/∂θ)ᵀ c`` for a block of cotangents ``(m, *output.shape)``, as
         ``(P, m)``: batched backward passes through the kept graph, ``block`` at a time."""
-        parts = []
-        for start in range(0, cotangents.shape[0], self.block):
-            chunk = cotangents[start : start + self.block].contiguous()
-            (part,) = torch.autograd.grad(
-                output, theta, grad_outputs=chunk, is_grads_batched=True, retain_graph=True
-            )
-            parts.append(part)
+        parts = [
+            _batched_vjp(output, theta, cotangents[start : start + self.block])
+            for start in range(0, cotangents.shape[0], self.block)
+        ]
         out = torch.cat(parts).T
         if not bool(torch.isfinite(out).all()):
             raise ValueError(
@@ -188,13 +185,10 @@ class _DataOperator(CurvatureOperator):
         """``J v`` for every column ``v`` of ``V``, as ``(m, *u.shape)``, by the double
         backward trick: ``jtu = Jᵀu`` is linear in the dummy ``u``, and its vector-Jacobian
         product with ``v`` is ``J v``."""
-        parts = []
-        for start in range(0, V.shape[1], self.block):
-            chunk = V[:, start : start + self.block].T.contiguous()
-            (part,) = torch.autograd.grad(
-                jtu, u, grad_outputs=chunk, is_grads_batched=True, retain_graph=True
-            )
-            parts.append(part)
+        parts = [
+            _batched_vjp(jtu, u, V[:, start : start + self.block].T)
+            for start in range(0, V.shape[1], self.block)
+        ]
         return torch.cat(parts)
 
     def _graph(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,6 +207,19 @@ class _DataOperator(CurvatureOperator):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.objective!r})"
+
+
+def _batched_vjp(output: torch.Tensor, inputs: torch.Tensor, chunk: torch.Tensor) -> torch.Tensor:
+    """``(∂ output/∂ inputs)ᵀ c`` for each ``c`` of ``chunk (m, *output.shape)``, as
+    ``(m, *inputs.shape)``, through a kept graph: one vmapped backward pass, or a plain one
+    for a single vector (vmap's batching costs about a third more per vector there)."""
+    if chunk.shape[0] == 1:
+        (part,) = torch.autograd.grad(output, inputs, grad_outputs=chunk[0], retain_graph=True)
+        return part.unsqueeze(0)
+    (part,) = torch.autograd.grad(
+        output, inputs, grad_outputs=chunk.contiguous(), is_grads_batched=True, retain_graph=True
+    )
+    return part
 
 
 class HessianOperator(_DataOperator):
