@@ -23,7 +23,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, Erratum, RunResults
-from collapselab.experiments.pcb._common import run_ensembles, verdict
+from collapselab.experiments.pcb._common import member_base, run_ensembles, verdict
 from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import convergence_epoch
@@ -62,9 +62,7 @@ def _factor_errors(config: dict[str, Any], results: list[dict[str, Any]]) -> dic
 
 def run_init(run: Run, context: RunContext) -> None:
     """Train the Def. 3 and the Glorot ensembles; store curves and closed-form errors."""
-    c = context.config
-    data_dir = None if context.data_dir is None else str(context.data_dir)
-    base = {**c, "seed": context.seed, "data_seed": context.seed, "data_dir": data_dir}
+    base = member_base(context)
     ensembles = {init: {**base, "init": init} for init in INITS}
     with serial_threads():
         found = run_ensembles(deep_linear_member, ensembles, run, context)

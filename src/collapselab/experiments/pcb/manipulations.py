@@ -30,7 +30,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
-from collapselab.experiments.pcb._common import read_dataset, run_ensembles, verdict
+from collapselab.experiments.pcb._common import member_base, read_dataset, run_ensembles, verdict
 from collapselab.experiments.pcb.projections import sgd_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import convergence_epoch, early_stopping_benefit
@@ -53,9 +53,7 @@ LEVEL = 0.9
 
 
 def _base(context: RunContext) -> dict[str, Any]:
-    data_dir = None if context.data_dir is None else str(context.data_dir)
-    return {**context.config, "seed": context.seed, "data_seed": context.seed,
-            "data_dir": data_dir, "discriminability": False, "pcs": []}  # fmt: skip
+    return member_base(context, discriminability=False, pcs=[])
 
 
 def run_amplification(run: Run, context: RunContext) -> None:

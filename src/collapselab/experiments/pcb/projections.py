@@ -35,7 +35,8 @@ import torch
 from collapselab._threads import serial_threads
 from collapselab.data.pca import PCAProjection
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import read_dataset, run_ensembles, verdict
+from collapselab.experiments.pcb._common import member_base, read_dataset, run_ensembles, verdict
+from collapselab.experiments.pcb.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import (
     accessibility,
@@ -120,13 +121,7 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     boundary = []
     score()
     for epoch in range(1, int(config["epochs"]) + 1):
-        for idx in torch.randperm(len(y), generator=order).split(batch):
-            optimiser.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the loss became {float(loss)} (lr too large?)")
-            loss.backward()
-            optimiser.step()
+        sgd_epoch(net, x, y, optimiser, batch, order)
         score()
         if epoch in snapshots:
             with torch.no_grad():
@@ -168,8 +163,7 @@ def run_projections(run: Run, context: RunContext) -> None:
     """Train both ensembles; store the curves, accessibility, critical PCs and
     discriminability."""
     c = context.config
-    data_dir = None if context.data_dir is None else str(context.data_dir)
-    base = {**c, "seed": context.seed, "data_seed": context.seed, "data_dir": data_dir}
+    base = member_base(context)
     ensembles = {kind: {**base, "kind": kind} for kind in KINDS}
     with serial_threads():
         found = run_ensembles(sgd_member, ensembles, run, context)

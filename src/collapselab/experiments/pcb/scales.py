@@ -25,7 +25,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import members, run_members, verdict
+from collapselab.experiments.pcb._common import member_base, members, run_members, verdict
 from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
 from collapselab.store import Run
@@ -41,8 +41,7 @@ gradient-scale matrix counts as ``≈ s I``."""
 def run_scales(run: Run, context: RunContext) -> None:
     """Train the ensemble, recording the scale statistics at every checkpoint."""
     c = context.config
-    data_dir = None if context.data_dir is None else str(context.data_dir)
-    config = {**c, "seed": context.seed, "data_seed": context.seed, "data_dir": data_dir}
+    config = member_base(context)
     with serial_threads():
         results = run_members(
             deep_linear_member, members(config, int(c["members"])), run, context, "scales"

@@ -24,7 +24,14 @@ import torch
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import one_hot, read_dataset, run_ensembles, verdict
+from collapselab.experiments.pcb._common import (
+    member_base,
+    one_hot,
+    read_dataset,
+    run_ensembles,
+    verdict,
+)
+from collapselab.experiments.pcb.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import pc_ensemble_std
 from collapselab.models import StVGG
@@ -82,13 +89,7 @@ def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
 
     record()
     for _ in range(int(config["epochs"])):
-        for idx in torch.randperm(len(y), generator=order).split(int(config["batch_size"])):
-            optimiser.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the loss became {float(loss)} (lr too large?)")
-            loss.backward()
-            optimiser.step()
+        sgd_epoch(net, x, y, optimiser, int(config["batch_size"]), order)
         record()
     return {"compact": np.stack(compact), "train_accuracy": np.asarray(accuracy)}
 
@@ -96,11 +97,10 @@ def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
 def run_stvgg(run: Run, context: RunContext) -> None:
     """Train the ensemble; store the per-PC std of the linearised networks."""
     c = context.config
-    data_dir = None if context.data_dir is None else str(context.data_dir)
-    base = {**c, "seed": context.seed, "data_seed": context.seed, "data_dir": data_dir}
+    base = member_base(context)
     with serial_threads():
         results = run_ensembles(stvgg_member, {"stvgg": base}, run, context)["stvgg"]
-        data = read_dataset(c["datasets"]["main"], data_dir, context.seed)
+        data = read_dataset(c["datasets"]["main"], base["data_dir"], context.seed)
         frame = principal_frame(data.x, one_hot(data.y, data.n_classes))
     compact = np.stack([r["compact"] for r in results], axis=1)  # (E+1, N, K, q)
     std = pc_ensemble_std(frame.rotate(compact))

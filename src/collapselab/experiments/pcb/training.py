@@ -40,6 +40,7 @@ __all__ = [
     "initial_weights",
     "linear_dry_run",
     "pc_gd_step",
+    "sgd_epoch",
     "step_size",
 ]
 
@@ -149,6 +150,26 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
             record.setdefault(key, []).append(value)
     out = {k: np.asarray(v) for k, v in record.items()}
     return {**out, "steps": marks, "mu": mu}
+
+
+def sgd_epoch(
+    net: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    optimiser: torch.optim.Optimizer,
+    batch_size: int,
+    order: torch.Generator,
+) -> None:
+    """One epoch of minibatch SGD on cross-entropy, batches in a random order drawn from
+    ``order``; a non-finite loss stops it with a clear error (R14: no momentum, no weight
+    decay unless the optimiser has them)."""
+    for idx in torch.randperm(len(y), generator=order).split(int(batch_size)):
+        optimiser.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"the loss became {float(loss)} (lr too large?)")
+        loss.backward()
+        optimiser.step()
 
 
 def linear_dry_run(
