@@ -29,6 +29,7 @@ from collapselab.report.plots import (
     save_run_figure,
     select_curves,
     shared_legend,
+    steps_on_log_axis,
 )
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "save_run_figure",
     "select_curves",
     "shared_legend",
+    "steps_on_log_axis",
     "write_index",
     "write_run_report",
 ]

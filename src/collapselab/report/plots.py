@@ -58,6 +58,12 @@ MAX_PANELS_PER_ROW = 3
 """Panels side by side at most; more wrap into further rows."""
 
 
+def steps_on_log_axis(steps: Any) -> np.ndarray:
+    """Training steps shifted by one for a logarithmic x axis, so that step 0 (the
+    initialisation) is drawn at 1 instead of being dropped."""
+    return np.asarray(steps, dtype=np.float64) + 1.0
+
+
 def panel_grid(
     n_panels: int, panel_width: float, ncols: int = MAX_PANELS_PER_ROW
 ) -> tuple[int, int, float]:

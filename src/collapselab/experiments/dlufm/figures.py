@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from collapselab.report import save_run_figure
+from collapselab.report import save_run_figure, steps_on_log_axis
 from collapselab.store import Run
 
 __all__ = [
@@ -30,13 +30,9 @@ __all__ = [
 _DIAG, _OFF = "tab:red", "0.6"
 
 
-def _x(steps: np.ndarray) -> np.ndarray:
-    return np.asarray(steps, dtype=np.float64) + 1.0  # log axis: step 0 drawn at 1
-
-
 def _hessian_spectrum(run: Run, d: dict[str, np.ndarray], k: int, predicted: float | None,
                       title: str, name: str) -> None:  # fmt: skip
-    x, spectra = _x(d["steps"]), d["hessian"]
+    x, spectra = steps_on_log_axis(d["steps"]), d["hessian"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
     for ax, logy in zip(axes, (False, True), strict=True):
         bulk = spectra[:, k * k : k * k + 60]
@@ -59,7 +55,7 @@ def _hessian_spectrum(run: Run, d: dict[str, np.ndarray], k: int, predicted: flo
 
 def _alignment_and_gradient(run: Run, d: dict[str, np.ndarray], k: int,
                             cosine: float | None, name: str) -> None:  # fmt: skip
-    x = _x(d["steps"])
+    x = steps_on_log_axis(d["steps"])
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), constrained_layout=True)
     for j in range(k * k):
         diag = j % (k + 1) == 0
@@ -108,7 +104,7 @@ def _knockouts(run: Run, d: dict[str, np.ndarray], k: int, centrings: tuple[str,
 
 def _weights(run: Run, d: dict[str, np.ndarray], k: int, predicted: np.ndarray | None,
              name: str, title: str) -> None:  # fmt: skip
-    x, spectra = _x(d["steps"]), d["weights"]  # (T, L, d)
+    x, spectra = steps_on_log_axis(d["steps"]), d["weights"]  # (T, L, d)
     n_layers = spectra.shape[1]
     fig, axes = plt.subplots(1, n_layers, figsize=(3.2 * n_layers, 3.4), constrained_layout=True,
                              sharey=True, squeeze=False)  # fmt: skip
@@ -128,7 +124,7 @@ def _weights(run: Run, d: dict[str, np.ndarray], k: int, predicted: np.ndarray |
 
 
 def _dnc(run: Run, d: dict[str, np.ndarray], optimum: float | None, name: str) -> None:
-    x = _x(d["steps"])
+    x = steps_on_log_axis(d["steps"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
     for ell in range(d["dnc1"].shape[1]):
         axes[0].plot(x, d["dnc1"][:, ell], label=f"layer {ell + 1}")

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from collapselab.report import save_run_figure
+from collapselab.report import save_run_figure, steps_on_log_axis
 from collapselab.store import Run
 
 __all__ = [
@@ -39,10 +39,6 @@ __all__ = [
 _MEASURED, _PREDICTED = "-", "--"
 
 
-def _x(steps: np.ndarray) -> np.ndarray:
-    return np.asarray(steps, dtype=np.float64) + 1.0  # log axis: step 0 drawn at 1
-
-
 def pc_picks(eigenvalues: np.ndarray, n: int = 6) -> np.ndarray:
     """``n`` PC indices spread log-uniformly over the PCs with a non-zero eigenvalue."""
     moving = int(np.sum(eigenvalues > 0))
@@ -57,7 +53,7 @@ def _floor(ax, measured: np.ndarray) -> None:
 
 
 def _std_over_steps(ax, d: dict[str, np.ndarray], title: str) -> None:
-    x = _x(d["steps"])
+    x = steps_on_log_axis(d["steps"])
     for i, j in enumerate(pc_picks(d["eigenvalues"])):
         color = f"C{i}"
         ax.plot(x, d["std"][:, j], _MEASURED, color=color, label=f"PC {j + 1}")
@@ -108,7 +104,7 @@ def draw_convergence(run: Run) -> None:
         save_run_figure(run, fig, name)
     fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
     for d, color, label in ((natural, "C0", "natural"), (white, "C1", "whitened")):
-        x = _x(d["steps"][1:])
+        x = steps_on_log_axis(d["steps"][1:])
         for variant, style in (("corrected", "-"), ("published", ":")):
             err = np.nanmean(d[f"error_{variant}"][:, 1:], axis=0)
             c = float(d[f"factor_{variant}"])
@@ -145,7 +141,7 @@ def draw_scales(run: Run) -> None:
     """Fig. 3 from ``scales.npz``: relative diagonal deviation and off-diagonal size of
     ``A_l`` and ``B_l`` per recorded layer, mean ± std over networks."""
     d = run.load_array("scales")
-    x = _x(d["steps"])
+    x = steps_on_log_axis(d["steps"])
     peak = float(x[int(d["peak"])])
     fig, axes = plt.subplots(2, 2, figsize=(12, 7), constrained_layout=True, sharex=True)
     for row, name in enumerate(("a", "b")):
@@ -189,7 +185,7 @@ def draw_init(run: Run) -> None:
         ("C3", "glorot_uniform", "Glorot uniform"),
     ):
         d = run.load_array(init)
-        x = _x(d["steps"])
+        x = steps_on_log_axis(d["steps"])
         for ax, key in zip(axes[:2], ("train_accuracy", "test_accuracy"), strict=True):
             mean, std = d[key].mean(0), d[key].std(0)
             ax.plot(x, mean, color=color, label=label)
@@ -227,7 +223,7 @@ def draw_relu(run: Run) -> None:
     """Fig. 2 (right) from ``relu.npz``: the std over networks of the component along ``a``
     of six PC columns, with the approximate dynamics' prediction for both constants."""
     d = run.load_array("relu")
-    x = _x(d["steps"])
+    x = steps_on_log_axis(d["steps"])
     fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
     for i, j in enumerate(pc_picks(d["eigenvalues"])):
         color = f"C{i}"
@@ -267,7 +263,7 @@ def draw_loc(run: Run) -> None:
     axes[0].legend(fontsize="small")
     for color, condition in (("C0", "natural"), ("C1", "whitened")):
         window = d[f"window_{condition}"]
-        x = _x(d[f"steps_{condition}"])
+        x = steps_on_log_axis(d[f"steps_{condition}"])
         for k, style in enumerate(("-", "--")):
             axes[1].plot(x, d[f"accuracy_{condition}"][k], style, color=color,
                          label=f"{condition}, ensemble {k + 1}")  # fmt: skip
@@ -285,7 +281,7 @@ def draw_loc(run: Run) -> None:
     for col, condition in enumerate(("natural", "whitened")):
         for color, kind in (("C0", "real"), ("C3", "shuffled")):
             key = f"{condition}_{kind}"
-            x = _x(labels[f"{key}_steps"])
+            x = steps_on_log_axis(labels[f"{key}_steps"])
             axes[0, col].plot(x, labels[f"{key}_accuracy"].mean(0), color=color,
                               label=f"{kind} labels")  # fmt: skip
             axes[1, col].plot(x, labels[f"{key}_excess"].mean(0), "-", color=color,
