@@ -166,7 +166,9 @@ class DiversityRecorder:
         self.linears = [f"layers.{i}.linear" for i in range(len(model.layers))]
         self.monitor = Monitor(
             model,
-            probe,
+            # The probe as one batch: the values of a loader with one batch, without
+            # collating it sample by sample at every measurement.
+            [(probe.x, probe.y)],
             families=[
                 Diversity(
                     (*DIVERSITY_KEYS, *_FAMILY_M4.values()), gradients=True, weight_changes=True
@@ -175,7 +177,6 @@ class DiversityRecorder:
             layers=model.feature_layers,
             schedule=None,
             initial=False,
-            batch_size=max(len(probe), 1),
         )
         self.rows: list[dict[str, float]] = []
         self._before: dict[str, torch.Tensor] | None = None

@@ -27,15 +27,20 @@ sources of weight change (note A5, R8):
 These keys need the weights and the per-sample factors, which the engine's per-sample
 signals (features, gates and gradients of the measured layers) do not carry: they declare
 ``Needs(model=True)``, the design's way to reach the model, and the Monitor hands the
-family the model and the data after its sweep (:meth:`Diversity.compute_model`): one more
-forward and backward pass over the measured (train) split, and a copy of every linear
-weight kept between measurements. Under ``torch.distributed`` the per-sample and
-probe-mean values come from each process's own shard.
+family the model and the data after its sweep (:meth:`Diversity.compute_model`). The
+per-sample and probe-mean keys also declare ``linear_factors``: when the sweep takes
+per-sample gradients anyway (``gradients=True``), it captures the factors ``(a_x, g_x)``
+of every linear layer in the same backward pass and hands them over
+(:attr:`~collapselab.metrics.family.ModelAccess.factors`); otherwise (or beyond the
+Monitor's ``cache_bytes``) the family runs one more forward and backward pass over the
+measured (train) split. The update key keeps a copy of every linear weight between
+measurements. Under ``torch.distributed`` the per-sample and probe-mean values come from
+each process's own shard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -82,12 +87,13 @@ _GROUPS = (
 )
 _GRADIENT_PREFIXES = ("gradient_cosine", "preact_gradient_cosine")
 _MODEL = Needs(model=True)
+_FACTORS = Needs(model=True, linear_factors=True)
 _WEIGHT_CHANGE_KEYS = (
     Key(
         "pseudo_neuron_cosine_per_sample",
         "E_x mean_{i≠j} cos(Δw_i|_x, Δw_j|_x), ΔW|_x = -η g_x a_xᵀ (degenerate, note A5)",
         "000 M4, Fig. 2c, R8",
-        _MODEL,
+        _FACTORS,
         where="weights",
         splits=("train",),
     ),
@@ -95,7 +101,7 @@ _WEIGHT_CHANGE_KEYS = (
         "pseudo_neuron_cosine_probe_mean",
         "mean_{i≠j} cos(Δw_i, Δw_j) of ΔW = -η/N sum_x g_x a_xᵀ over the measured samples",
         "000 M4, Fig. 2c, R8",
-        _MODEL,
+        _FACTORS,
         where="weights",
         splits=("train",),
     ),
@@ -117,6 +123,8 @@ _WEIGHT_CHANGE_KEYS = (
     ),
 )
 _WEIGHT_CHANGE_NAMES = tuple(k.name for k in _WEIGHT_CHANGE_KEYS)
+_FACTOR_NAMES = frozenset({"pseudo_neuron_cosine_per_sample", "pseudo_neuron_cosine_probe_mean"})
+_UPDATE_NAMES = frozenset({"pseudo_neuron_cosine_update", "weight_change_steps"})
 
 
 def _group_keys(prefix: str, signal: str, where: str, what: str) -> tuple[Key, ...]:
@@ -220,46 +228,80 @@ class Diversity(Family):
         self, keys: frozenset[str], access: ModelAccess
     ) -> dict[str, dict[str, Values]]:
         """M4 of every ``nn.Linear`` from its three weight-change sources (module docstring)."""
-        from collapselab.probe import linear_factors
-
         names = [n for n, m in access.model.named_modules() if isinstance(m, nn.Linear)]
         if not names:
             raise ValueError("the model has no nn.Linear layer: M4 is defined for linear layers")
-        modules = dict(access.model.named_modules())
+        out: dict[str, Values] = {n: {} for n in names}
+        if keys & _FACTOR_NAMES:
+            for n, values in self._factor_values(keys, access, names).items():
+                out[n] |= values
+        if keys & _UPDATE_NAMES:
+            modules = dict(access.model.named_modules())
+            for n in names:
+                out[n] |= self._update_values(keys, n, modules[n].weight, access.step)
+        return {"train": out}
+
+    def _factor_values(
+        self, keys: frozenset[str], access: ModelAccess, names: list[str]
+    ) -> dict[str, Values]:
+        """The per-sample and probe-mean M4 of every linear layer, from the factors."""
+        per_sample = "pseudo_neuron_cosine_per_sample" in keys
+        probe_mean = "pseudo_neuron_cosine_probe_mean" in keys
         sums = {n: [0.0, 0] for n in names}  # per-sample M4: sum of defined values, count
         means: dict[str, torch.Tensor] = {}  # sum_x g_x a_xᵀ
         n_rows = 0
-        if keys & {"pseudo_neuron_cosine_per_sample", "pseudo_neuron_cosine_probe_mean"}:
-            for batch in access.data["train"]:
-                x, y = split_batch(batch)
-                x, y = x.to(access.device), y.to(access.device)
-                cap = linear_factors(access.model, x, y, names, loss_fn=access.loss)
-                n_rows += x.shape[0]
-                for n in names:
-                    g = cap.pre_grads[n].to(torch.float64)
-                    a = cap.inputs[n].to(torch.float64)
+        for cap in _factor_batches(access, names):
+            n_rows += cap.logits.shape[0]
+            for n in names:
+                g = cap.pre_grads[n].to(torch.float64)
+                a = cap.inputs[n].to(torch.float64)
+                if per_sample:
                     vals = per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
                     ok = ~torch.isnan(vals)
                     sums[n][0] += float(vals[ok].sum())
                     sums[n][1] += int(ok.sum())
-                    means[n] = means.get(n, 0.0) + g.T @ a
-        out: dict[str, Values] = {}
+                if probe_mean:
+                    product = g.T @ a
+                    means[n] = product if n not in means else means[n] + product
+        out: dict[str, Values] = {n: {} for n in names}
+        if not n_rows:
+            return out
         for n in names:
-            values: Values = {}
-            if n_rows:
+            if per_sample:
                 total, count = sums[n]
-                values["pseudo_neuron_cosine_per_sample"] = total / count if count else float("nan")
-                values["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
+                value = total / count if count else float("nan")
+                out[n]["pseudo_neuron_cosine_per_sample"] = value
+            if probe_mean:
+                out[n]["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
                     means[n] / n_rows, self.zero_vectors
                 )
-            w_now = modules[n].weight.detach().to(torch.float64).clone()
-            prev = self._previous.get(n)
-            if prev is not None and prev[0] is not None and access.step is not None:
-                values["pseudo_neuron_cosine_update"] = pseudo_neuron_similarity(
-                    w_now - prev[1].to(w_now.device), self.zero_vectors
-                )
-                values["weight_change_steps"] = float(access.step - prev[0])
-            if "pseudo_neuron_cosine_update" in keys or "weight_change_steps" in keys:
-                self._previous[n] = (access.step, w_now)
-            out[n] = {k: v for k, v in values.items() if k in keys}
-        return {"train": out}
+        return out
+
+    def _update_values(
+        self, keys: frozenset[str], name: str, weight: torch.Tensor, step: int | None
+    ) -> Values:
+        """M4 of the weights now minus the weights at the previous measurement."""
+        values: Values = {}
+        w_now = weight.detach().to(torch.float64).clone()
+        prev = self._previous.get(name)
+        if prev is not None and prev[0] is not None and step is not None:
+            values["pseudo_neuron_cosine_update"] = pseudo_neuron_similarity(
+                w_now - prev[1].to(w_now.device), self.zero_vectors
+            )
+            values["weight_change_steps"] = float(step - prev[0])
+        self._previous[name] = (step, w_now)
+        return {k: v for k, v in values.items() if k in keys}
+
+
+def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
+    """The train split's per-batch factors of ``names``: the sweep's when it kept them
+    (:attr:`ModelAccess.factors`), else from one forward and backward pass per batch."""
+    if access.factors is not None:
+        yield from access.factors
+        return
+    from collapselab.probe import linear_factors
+
+    for batch in access.data["train"]:
+        x, y = split_batch(batch)
+        x, y = x.to(access.device), y.to(access.device)
+        yield linear_factors(access.model, x, y, names, loss_fn=access.loss)
