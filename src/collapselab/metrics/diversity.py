@@ -298,10 +298,29 @@ def pseudo_neuron_similarity(
     Returns:
         The mean cosine; NaN when fewer than two columns are counted.
     """
-    w = as_matrix("delta_w", delta_w)
-    y = torch.zeros(w.shape[1], dtype=torch.int64, device=w.device)
-    acc = CosineSimilarityAccumulator(1, zero_atol).update(w.T, y)
-    return mean_cosine_similarity(acc, zero_vectors).all_pairs
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    atol = check_float("zero_atol", zero_atol, minimum=0.0)
+    return _column_cosine_mean(as_matrix("delta_w", delta_w), zero_vectors, atol)
+
+
+def _column_cosine_mean(w: torch.Tensor, zero_vectors: ZeroRule, zero_atol: float) -> float:
+    """M4 of a float64 ``(h, d)`` matrix in a few whole-matrix kernels (it runs at every
+    measurement of a training run, for every layer): the unit columns ``u_i`` (zero columns
+    stay zero), ``S = sum_i u_i`` and ``(||S||^2 - sum_i ||u_i||^2) / (m (m - 1))`` over
+    the ``m`` counted columns; the pair identity of :mod:`collapselab.metrics._pairwise`
+    for one class."""
+    norms = torch.linalg.vector_norm(w, dim=0)
+    zero = norms <= zero_atol
+    n_zero = int(zero.sum())
+    u = w / torch.where(zero, 1.0, norms)
+    if n_zero:  # a column under zero_atol (or one whose norm underflowed) adds nothing
+        u = u.masked_fill(zero, 0.0)
+    total = u.sum(dim=1)
+    m = float(w.shape[1] - n_zero if zero_vectors == "exclude" else w.shape[1])
+    pairs = m * (m - 1.0)
+    if pairs <= 0:
+        return float("nan")
+    return float((total @ total - (u * u).sum()) / pairs)
 
 
 def pseudo_neuron_similarity_per_sample(

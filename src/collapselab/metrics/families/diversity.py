@@ -186,12 +186,16 @@ class Diversity(Family):
     def accumulators(self, split: str, layout: Layout, keys: frozenset[str]) -> dict[str, Any]:
         c = layout.n_classes
         wanted = {s for k in keys for s in self.key(k).needs.signals}
+        # The gating agreement needs the pattern sums of a GatingSimilarityAccumulator; the
+        # gating cosine alone is M2 of the 0/1 patterns (the same sums, fewer of them).
+        agreement = any(k.startswith("gating_agreement") for k in keys)
         out: dict[str, Any] = {}
         # In the fixed order of SIGNALS: every process must list its accumulators alike
         # for the distributed reduction (set order varies between processes).
         for signal in (s for s in SIGNALS if s in wanted):
             layers = layout.layers if signal in ("features", "feature_gradients") else layout.gated
-            make = GatingSimilarityAccumulator if signal == "gates" else CosineSimilarityAccumulator
+            gating = signal == "gates" and agreement
+            make = GatingSimilarityAccumulator if gating else CosineSimilarityAccumulator
             out[signal] = {name: make(c) for name in layers}
         return out
 
@@ -205,15 +209,22 @@ class Diversity(Family):
     def compute_layer(self, keys: frozenset[str], layer: LayerView, accs: dict) -> Values:
         out: Values = {}
         name, zero = layer.name, self.zero_vectors
+
+        def wants(prefix: str) -> bool:
+            return any(k.startswith(prefix) for k in keys)
+
         features = accs.get("features", {}).get(name)
         if features is not None:
             result = mean_cosine_similarity(features, zero)
             out |= result.as_dict("feature_cosine")
             out["feature_zero_vectors"] = float(result.n_zero)
         gates = accs.get("gates", {}).get(name)
-        if gates is not None:
-            out |= mean_gating_similarity(gates, "cosine", zero).as_dict("gating_cosine")
+        if isinstance(gates, GatingSimilarityAccumulator):
+            if wants("gating_cosine"):
+                out |= mean_gating_similarity(gates, "cosine", zero).as_dict("gating_cosine")
             out |= mean_gating_similarity(gates, "agreement").as_dict("gating_agreement")
+        elif gates is not None:  # the gating cosine alone (see accumulators)
+            out |= mean_cosine_similarity(gates, zero).as_dict("gating_cosine")
         for signal, prefix in (
             ("feature_gradients", "gradient_cosine"),
             ("preactivation_gradients", "preact_gradient_cosine"),
