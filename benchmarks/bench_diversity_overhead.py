@@ -10,7 +10,8 @@ interleaved, on one torch thread, minima over ``--repeats``:
   steps (a callback only stops it at the budget);
 * measured: the same with :class:`~collapselab.experiments.fd.DiversityRecorder` every 10
   iterations (the Monitor's diversity family with gradients and M4 on a 200-sample probe
-  set, every hidden layer; the actual-update M4; the loss on the loss subset).
+  set, every hidden layer; the actual-update M4; the loss on the loss subset, or with
+  ``--loss-per-class 0`` on the probe set from the Monitor's forward pass).
 
 Checks: the two runs end with identical weights (the measurement does not change
 training), and every recorded value of the phase layer is finite.
@@ -50,8 +51,11 @@ def _once(config: dict, measured: bool, every: int) -> tuple[float, torch.nn.Mod
     probe = subset(
         train_split, probe_indices(train_split, int(config["probe_per_class"]), 1), "probe"
     )
-    loss_set = subset(
-        train_split, class_stratified(train_split.y, int(config["loss_per_class"]), 2), "loss"
+    per_class = int(config["loss_per_class"])
+    loss_set = (
+        subset(train_split, class_stratified(train_split.y, per_class, 2), "loss")
+        if per_class
+        else None  # the probe's loss, from the Monitor's forward pass
     )
     model = build_model(config, int(train_split.x.shape[1]), train_split.n_classes, 0)
     cfg = train_config(config, int(train_split.y.numel()), 0, "cpu")
@@ -80,7 +84,8 @@ def main() -> None:
         "--loss-per-class",
         type=int,
         default=None,
-        help="size of the loss subset per class (default: the preset's)",
+        help="size of the loss subset per class (default: the preset's; 0: the loss of "
+        "the probe set, from the Monitor's forward pass)",
     )
     args = parser.parse_args()
     config = {**TWO_PHASE["quick"]["base"], "iterations": args.iterations, "width": args.width}
@@ -106,9 +111,11 @@ def main() -> None:
                 torch.isfinite(torch.tensor(r[f"feature_cosine_cross_class/{layer}"])) for r in rows
             )
     n_measurements = len(rows)
+    loss = config["loss_per_class"]
     print(
         f"{args.dataset}, 9 x {args.width} MLP, batch 100, probe "
-        f"{10 * config['probe_per_class']}, loss subset {10 * config['loss_per_class']}; "
+        f"{10 * config['probe_per_class']}, "
+        f"{f'loss subset {10 * loss}' if loss else 'loss on the probe'}; "
         f"{args.iterations} iterations measured every {args.every} ({n_measurements} "
         f"measurements incl. step 0), {args.repeats} repeats"
     )
