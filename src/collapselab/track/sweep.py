@@ -18,6 +18,7 @@ The outputs' confusion counts (labels against ``argmax`` of the logits) come wit
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,7 +72,7 @@ class SweepSettings:
 
 def first_param(model: nn.Module) -> torch.Tensor | None:
     """The first floating parameter or buffer (its device and dtype are the model's)."""
-    for t in list(model.parameters()) + list(model.buffers()):
+    for t in itertools.chain(model.parameters(), model.buffers()):  # lazily: the first wins
         if t.is_floating_point():
             return t
     return None
