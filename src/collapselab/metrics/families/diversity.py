@@ -64,6 +64,7 @@ from collapselab.metrics.family import (
     Values,
 )
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
+from collapselab.stats.scratch import as_float64, scratch
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
 _SET_TEXT = {
@@ -174,6 +175,7 @@ class Diversity(Family):
         super().__init__(keys)
         self.zero_vectors = check_choice("zero_vectors", zero_vectors, ("exclude", "zero_cosine"))
         self._previous: dict[str, tuple[int | None, torch.Tensor]] = {}
+        self._means: dict[str, torch.Tensor] = {}  # probe-mean M4's sums, reused buffers
 
     def default_keys(self) -> tuple[str, ...]:
         out = self.own_keys()
@@ -259,21 +261,21 @@ class Diversity(Family):
         per_sample = "pseudo_neuron_cosine_per_sample" in keys
         probe_mean = "pseudo_neuron_cosine_probe_mean" in keys
         sums = {n: [0.0, 0] for n in names}  # per-sample M4: sum of defined values, count
-        means: dict[str, torch.Tensor] = {}  # sum_x g_x a_xᵀ
+        started: set[str] = set()  # layers whose sum_x g_x a_xᵀ has a first batch
         n_rows = 0
         for cap in _factor_batches(access, names):
             n_rows += cap.logits.shape[0]
             for n in names:
-                g = cap.pre_grads[n].to(torch.float64)
-                a = cap.inputs[n].to(torch.float64)
+                g = as_float64("m4_g", cap.pre_grads[n])
+                a = as_float64("m4_a", cap.inputs[n])
                 if per_sample:
                     vals = per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
                     ok = ~torch.isnan(vals)
                     sums[n][0] += float(vals[ok].sum())
                     sums[n][1] += int(ok.sum())
                 if probe_mean:
-                    product = g.T @ a
-                    means[n] = product if n not in means else means[n] + product
+                    self._add_mean_product(n, g, a, first=n not in started)
+                    started.add(n)
         out: dict[str, Values] = {n: {} for n in names}
         if not n_rows:
             return out
@@ -284,9 +286,21 @@ class Diversity(Family):
                 out[n]["pseudo_neuron_cosine_per_sample"] = value
             if probe_mean:
                 out[n]["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
-                    means[n] / n_rows, self.zero_vectors
+                    self._means[n].div_(n_rows), self.zero_vectors
                 )
         return out
+
+    def _add_mean_product(self, name: str, g: torch.Tensor, a: torch.Tensor, first: bool) -> None:
+        """``sum_x g_x a_xᵀ`` of layer ``name`` += ``gᵀ a``, in an ``(h, d)`` buffer kept for
+        the next measurement (a fresh multi-MiB result per layer costs page faults)."""
+        shape = (g.shape[1], a.shape[1])
+        buffer = self._means.get(name)
+        if buffer is None or tuple(buffer.shape) != shape or buffer.device != g.device:
+            buffer = self._means[name] = torch.empty(shape, dtype=torch.float64, device=g.device)
+        if first:
+            torch.matmul(g.T, a, out=buffer)
+        else:
+            buffer.add_(torch.matmul(g.T, a, out=scratch("m4_product", shape, g)))
 
     def _update_values(
         self, keys: frozenset[str], name: str, weight: torch.Tensor, step: int | None
