@@ -39,3 +39,22 @@ def test_loss_of_the_probe_from_the_monitors_pass_equals_its_own_forward_pass():
     assert reused[-1]["loss"] < reused[0]["loss"]  # the run trained
     for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
         assert torch.equal(p, q)
+
+
+def test_loss_per_class_zero_measures_the_loss_of_the_probe_set():
+    from collapselab.experiments.fd.measurement import probe_indices
+    from collapselab.experiments.fd.training import dry_run, load_data, run_member
+
+    config = {**CONFIG, "iterations": 10, "every": 5, "loss_per_class": 0}
+    out = run_member(config)
+    # step 0: the initial model's mean cross-entropy on the probe set, computed here
+    data = load_data(config, None, 0)
+    probe = probe_indices(data.train, int(config["probe_per_class"]), 1)
+    model = build_model(config, int(data.train.x.shape[1]), data.train.n_classes, 0)
+    with torch.no_grad():
+        logits = model(data.train.x[probe]).double()
+    expected = torch.nn.functional.cross_entropy(logits, data.train.y[probe])
+    assert list(out["steps"]) == [0, 5, 10]
+    assert out["loss"][0] == float(expected)
+    summary = dry_run({"base": config, "arms": {"clustered": {}}})
+    assert summary["clustered"]["loss_set_size"] == summary["clustered"]["probe_size"] == 60
