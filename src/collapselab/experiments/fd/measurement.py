@@ -233,6 +233,8 @@ class DiversityRecorder:
             finally:
                 handle.remove()
             # The sweep's forward pass over the probe (one batch) comes first.
+            if not logits or logits[0].shape[0] != len(self.probe):
+                raise RuntimeError("the Monitor's first forward pass was not over the probe set")
             row |= _loss_and_accuracy_of(logits[0], self.probe.y)
             results = results["train"]
         for layer in self.model.feature_layers:
