@@ -188,3 +188,20 @@ def test_per_sample_gradients_linear_factors_equal_linear_factors():
         per_sample_gradients(
             model, data.x, data.y, ["layers.0.act"], linear_layers=["layers.0.act"]
         )
+
+
+def test_m4_own_pass_gives_float32_inputs_to_a_float64_model_as_the_sweep_does():
+    # The family's own pass (no gradient sweep to share) casts the inputs to the model's
+    # dtype like the sweep does (it used to hand float32 inputs to a float64 model).
+    torch.manual_seed(5)
+    model = MLP(5, 3, width=6, depth=3).double()
+    data = _data()
+    data32 = LabeledData(data.x.float(), data.y, 3)
+    keys = ["pseudo_neuron_cosine_probe_mean"]
+    own = Monitor(model, data32, families=[Diversity(keys)], batch_size=7)
+    shared = Monitor(model, data32, families=[Diversity(keys, gradients=True)], batch_size=7)
+    a, b = own.measure_now(step=0)["train"], shared.measure_now(step=0)["train"]
+    names = [n for n, values in a.items() if keys[0] in values]
+    assert names == ["layers.0.linear", "layers.1.linear", "classifier"]
+    for name in names:
+        assert a[name][keys[0]] == b[name][keys[0]]

@@ -435,11 +435,13 @@ class Monitor:
         with eval_mode(self.model):
             if self.gradients:
                 check_independent_rows(self.model, allow_batch_coupling=False)
-            for split, loader in loaders.items():
-                reference = sweeps["train"][0] if split != "train" else None
-                sweeps[split] = self._sweep(split, loader, reference, device)
-            model_values = self._model_procedures(loaders, device, epoch, step)
-            self._factors = None
+            try:
+                for split, loader in loaders.items():
+                    reference = sweeps["train"][0] if split != "train" else None
+                    sweeps[split] = self._sweep(split, loader, reference, device)
+                model_values = self._model_procedures(loaders, device, epoch, step)
+            finally:
+                self._factors = None  # the sweep's factors serve this measurement only
         counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in sweeps.items()}
         self._warn_imbalanced(counts)
         classifier = self._classifier()

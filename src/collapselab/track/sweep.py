@@ -294,6 +294,10 @@ class Sweep:
         # collectives (DDP's buffer broadcast).
         if s.distributed and not _dist.all_agree(cache.active, s.device):
             cache.drop()
+        # Likewise the model procedure's own pass, which runs where the factors were not kept.
+        if s.distributed and s.linear_layers:
+            if not _dist.all_agree(self.factors is not None, s.device):
+                self.factors = None
         if s.distributed:
             all_reduce([*coll.accumulators(), self.confusion])
         coll.finalize(classifier)
