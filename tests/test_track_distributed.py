@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
@@ -30,10 +31,19 @@ def make():
     return model, LabeledData(x, y, 3), LabeledData(xt, yt, 3)
 
 
-def worker(rank, world, init_file, out_dir):
+@contextmanager
+def gloo_group(rank, world, init_file):
+    """This process as rank ``rank`` of a gloo group (one torch thread), destroyed on exit."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def worker(rank, world, init_file, out_dir):
+    with gloo_group(rank, world, init_file):
         model, train, test = make()
         # Uneven shards, in batches of different sizes on the two ranks.
         tr = torch.arange(17) if rank == 0 else torch.arange(17, len(train))
@@ -46,8 +56,6 @@ def worker(rank, world, init_file, out_dir):
         run.flush()
         with open(os.path.join(out_dir, f"out{rank}.json"), "w") as f:
             json.dump({"results": res, "rows": len(run.metrics())}, f)
-    finally:
-        dist.destroy_process_group()
 
 
 def test_two_gloo_processes_match_single_process(tmp_path):
@@ -80,9 +88,7 @@ FACTOR_BUDGET = 4000
 
 
 def factor_worker(rank, world, init_file, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
-    try:
+    with gloo_group(rank, world, init_file):
         model, train, _ = make()
         shard = torch.arange(17) if rank == 0 else torch.arange(17, len(train))
         fam = Diversity([*M4, "gradient_cosine_all"], gradients=True)
@@ -95,8 +101,6 @@ def factor_worker(rank, world, init_file, out_dir):
         m4 = {n: {k: v[k] for k in M4} for n, v in res.items() if M4[0] in v}
         with open(os.path.join(out_dir, f"factors{rank}.json"), "w") as f:
             json.dump({"forwards": calls[0], "m4": m4}, f)
-    finally:
-        dist.destroy_process_group()
 
 
 def test_processes_agree_on_reusing_the_sweeps_factors(tmp_path):
