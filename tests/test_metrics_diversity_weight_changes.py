@@ -121,3 +121,87 @@ def test_linear_factors_are_per_sample_gradient_factors():
     assert model.classifier.weight.grad is None
     with pytest.raises(ValueError, match=r"are not nn\.Linear"):
         linear_factors(model, data.x, data.y, ["layers.0.act"])
+
+
+def _count_forwards(model):
+    """``(calls, handle)``: ``calls[0]`` counts the forward passes until ``handle.remove()``."""
+    calls = [0]
+
+    def hook(*_):
+        calls[0] += 1
+
+    return calls, model.register_forward_pre_hook(hook)
+
+
+@pytest.mark.parametrize("norm", ["none", "batchnorm"])
+def test_m4_from_the_gradient_sweep_equals_its_own_pass_and_brute_force(norm):
+    # With gradients=True the sweep's backward pass also gives the linear layers' factors
+    # (one forward pass per batch in all); its M4 must equal the family's own pass (an
+    # independent forward and backward pass per batch: cache_bytes=0 keeps no factors)
+    # bit for bit, and the brute-force per-sample gradients to round-off.
+    torch.manual_seed(3)
+    model = MLP(5, 3, width=6, depth=4, norm=norm).double().eval()
+    data = _data()
+    keys = ["pseudo_neuron_cosine_per_sample", "pseudo_neuron_cosine_probe_mean"]
+
+    def measure(cache_bytes: int):
+        fam = Diversity([*keys, "gradient_cosine_all"], gradients=True)
+        monitor = Monitor(model, data, families=[fam], batch_size=7, cache_bytes=cache_bytes)
+        calls, handle = _count_forwards(model)
+        res = monitor.measure_now(step=0)["train"]
+        handle.remove()
+        return res, calls[0]
+
+    shared, shared_calls = measure(1 << 30)
+    own, own_calls = measure(0)
+    assert (shared_calls, own_calls) == (3, 6)  # 18 samples in batches of 7: 3 batches
+    for name in LINEARS:
+        for key in keys:
+            assert shared[name][key] == own[name][key], (name, key)
+        grads = _per_sample_grads(model, data.x, data.y, name)
+        per = [v for v in (_m4_loop(-LR * gr) for gr in grads) if not np.isnan(v)]
+        assert shared[name][keys[0]] == pytest.approx(np.mean(per), abs=1e-12)
+        probe_mean = _m4_loop(-LR * np.mean(grads, axis=0))
+        assert shared[name][keys[1]] == pytest.approx(probe_mean, abs=1e-12)
+
+
+def test_per_sample_gradients_linear_factors_equal_linear_factors():
+    from collapselab.probe import per_sample_gradients
+
+    torch.manual_seed(4)
+    model = MLP(5, 3, width=6, depth=3, activation="leaky_relu").double()
+    data = _data()
+    ref = linear_factors(model, data.x, data.y)
+    got = per_sample_gradients(
+        model, data.x, data.y, model.feature_layers, linear_layers=torch.nn.Linear
+    )
+    assert list(got.linear_inputs) == list(ref.inputs)
+    for name in ref.inputs:
+        assert torch.equal(got.linear_inputs[name], ref.inputs[name])
+        assert torch.equal(got.linear_pre_grads[name], ref.pre_grads[name])
+    # the feature gradients are those of a call without the extra targets
+    plain = per_sample_gradients(model, data.x, data.y, model.feature_layers)
+    for name in model.feature_layers:
+        assert torch.equal(got.gradients[name], plain.gradients[name])
+    assert plain.linear_inputs == {} and plain.linear_pre_grads == {}
+    with pytest.raises(ValueError, match=r"are not nn\.Linear"):
+        per_sample_gradients(
+            model, data.x, data.y, ["layers.0.act"], linear_layers=["layers.0.act"]
+        )
+
+
+def test_m4_own_pass_gives_float32_inputs_to_a_float64_model_as_the_sweep_does():
+    # The family's own pass (no gradient sweep to share) casts the inputs to the model's
+    # dtype like the sweep does (it used to hand float32 inputs to a float64 model).
+    torch.manual_seed(5)
+    model = MLP(5, 3, width=6, depth=3).double()
+    data = _data()
+    data32 = LabeledData(data.x.float(), data.y, 3)
+    keys = ["pseudo_neuron_cosine_probe_mean"]
+    own = Monitor(model, data32, families=[Diversity(keys)], batch_size=7)
+    shared = Monitor(model, data32, families=[Diversity(keys, gradients=True)], batch_size=7)
+    a, b = own.measure_now(step=0)["train"], shared.measure_now(step=0)["train"]
+    names = [n for n, values in a.items() if keys[0] in values]
+    assert names == ["layers.0.linear", "layers.1.linear", "classifier"]
+    for name in names:
+        assert a[name][keys[0]] == b[name][keys[0]]

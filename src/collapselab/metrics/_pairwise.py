@@ -119,13 +119,19 @@ def similarity_from_sums(
     dots: PairDotSums, pairs: PairDotSums, counts: torch.Tensor, n_zero: int, n_excluded: int
 ) -> PairwiseSimilarity:
     """Divide pair sums by pair counts and package the result."""
-    per_class = _ratio(dots.within, pairs.within)
+
+    # Every ratio in one transfer: the per-class sums, then cross, pooled and all pairs.
+    def stacked(p: PairDotSums) -> torch.Tensor:
+        return torch.cat([p.within, torch.stack([p.cross, p.within.sum(), p.all_pairs])])
+
+    ratios = _ratio(stacked(dots), stacked(pairs))
+    per_class, (cross, pooled, all_pairs) = ratios[:-3], ratios[-3:]
     defined = ~np.isnan(per_class)
     return PairwiseSimilarity(
-        cross_class=float(_ratio(dots.cross, pairs.cross)[0]),
+        cross_class=float(cross),
         within_class=float(per_class[defined].mean()) if defined.any() else float("nan"),
-        within_class_pooled=float(_ratio(dots.within.sum(), pairs.within.sum())[0]),
-        all_pairs=float(_ratio(dots.all_pairs, pairs.all_pairs)[0]),
+        within_class_pooled=float(pooled),
+        all_pairs=float(all_pairs),
         per_class=per_class,
         counts=counts.detach().cpu().numpy().astype(np.int64),
         n_zero=int(n_zero),

@@ -113,6 +113,10 @@ class Request:
         self.plan = plan(families, list(keys) if keys is not None else None)
         if not self.plan:
             raise ValueError("nothing to measure: give at least one family or key")
+        # Per (layer, penultimate, gated): what _reads depends on. A Monitor builds a
+        # Collection per measurement; the answers never change for a request.
+        self._layer_needs: dict[tuple, Needs] = {}
+        self._scale_dependent: dict[tuple, list[str]] = {}
 
     @property
     def families(self) -> list[Family]:
@@ -130,19 +134,25 @@ class Request:
 
     def layer_needs(self, layer: str, layout: Layout) -> Needs:
         """What ``layer`` needs: its own keys', plus the path and model-level keys'."""
-        return self._needs(lambda key: _reads(key, layer, layout))
+        at = (layer, layout.penultimate, tuple(layout.gated))
+        if at not in self._layer_needs:
+            self._layer_needs[at] = self._needs(lambda key: _reads(key, layer, layout))
+        return self._layer_needs[at]
 
     def scale_dependent(self, layer: str, layout: Layout) -> list[str]:
         """The requested keys that read ``layer``'s class statistics and are not scale
         invariant (while there are none, those statistics may be kept for rescaled features)."""
-        return [
-            k
-            for fam, keys in self.plan.items()
-            for k in sorted(keys)
-            if not fam.key(k).scale_invariant
-            and fam.key(k).needs.scatter != "none"
-            and _reads(fam.key(k), layer, layout)
-        ]
+        at = (layer, layout.penultimate, tuple(layout.gated))
+        if at not in self._scale_dependent:
+            self._scale_dependent[at] = [
+                k
+                for fam, keys in self.plan.items()
+                for k in sorted(keys)
+                if not fam.key(k).scale_invariant
+                and fam.key(k).needs.scatter != "none"
+                and _reads(fam.key(k), layer, layout)
+            ]
+        return list(self._scale_dependent[at])
 
     @property
     def needs(self) -> Needs:

@@ -45,6 +45,7 @@ from collapselab.checks import (
     ArrayLike,
     as_labels,
     as_matrix,
+    as_real_tensor,
     check_choice,
     check_float,
     check_int,
@@ -72,6 +73,7 @@ from collapselab.metrics._pairwise import (
 )
 from collapselab.metrics._phases import PhaseDetection, detect_phases, select_window, smooth_curve
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
+from collapselab.stats.scratch import as_float64, scratch
 
 __all__ = [
     "CommonDirections",
@@ -298,10 +300,33 @@ def pseudo_neuron_similarity(
     Returns:
         The mean cosine; NaN when fewer than two columns are counted.
     """
-    w = as_matrix("delta_w", delta_w)
-    y = torch.zeros(w.shape[1], dtype=torch.int64, device=w.device)
-    acc = CosineSimilarityAccumulator(1, zero_atol).update(w.T, y)
-    return mean_cosine_similarity(acc, zero_vectors).all_pairs
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    atol = check_float("zero_atol", zero_atol, minimum=0.0)
+    w = as_real_tensor("delta_w", delta_w, ndim=2, detach=True, allow_bool=True)
+    return _column_cosine_mean(as_float64("m4_matrix", w), zero_vectors, atol)
+
+
+def _column_cosine_mean(w: torch.Tensor, zero_vectors: ZeroRule, zero_atol: float) -> float:
+    """M4 of a float64 ``(h, d)`` matrix in a few whole-matrix kernels (it runs at every
+    measurement of a training run, for every layer): the unit columns ``u_i`` (zero columns
+    stay zero), ``S = sum_i u_i`` and ``(||S||^2 - sum_i ||u_i||^2) / (m (m - 1))`` over
+    the ``m`` counted columns; the pair identity of :mod:`collapselab.metrics._pairwise`
+    for one class. The ``(h, d)`` temporaries live in one reused buffer (a fresh one per
+    call costs page faults: :mod:`collapselab.stats.scratch`)."""
+    buffer = scratch("m4_columns", tuple(w.shape), w)
+    norms = torch.mul(w, w, out=buffer).sum(dim=0).sqrt_()
+    zero = norms <= zero_atol
+    n_zero = int(zero.sum())
+    u = torch.div(w, torch.where(zero, 1.0, norms), out=buffer)
+    if n_zero:  # a column under zero_atol (or one whose norm underflowed) adds nothing
+        u.masked_fill_(zero, 0.0)
+    total = u.sum(dim=1)
+    flat = u.reshape(-1)
+    m = float(w.shape[1] - n_zero if zero_vectors == "exclude" else w.shape[1])
+    pairs = m * (m - 1.0)
+    if pairs <= 0:
+        return float("nan")
+    return float((total @ total - flat @ flat) / pairs)
 
 
 def pseudo_neuron_similarity_per_sample(
@@ -355,9 +380,11 @@ def per_sample_pseudo_neuron_values(
         raise ValueError(
             f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; expected one per sample"
         )
-    col_norms = f.abs() * torch.linalg.vector_norm(g, dim=1)[:, None]  # (N, d)
+    # (N, d) temporaries in one reused buffer (see _column_cosine_mean)
+    buffer = scratch("m4_per_sample", tuple(f.shape), f)
+    col_norms = torch.abs(f, out=buffer).mul_(torch.linalg.vector_norm(g, dim=1)[:, None])
     nonzero = col_norms > atol
-    s = torch.sign(f) * nonzero
+    s = torch.sign(f, out=buffer).mul_(nonzero)
     m = nonzero.sum(dim=1).to(torch.float64)
     num = s.sum(dim=1) ** 2 - m
     d = float(f.shape[1])

@@ -74,6 +74,12 @@ class Needs:
         signals: per-sample signals (:data:`SIGNALS`) the family's own accumulators read.
         model: a procedure on the model itself after the sweep (Hessian-vector products,
             weights): the Monitor hands such a family the model, the loss and the data.
+        linear_factors: that procedure reads the per-sample rank-1 factors ``(a_x, g_x)``
+            of every ``nn.Linear``'s weight gradient on the train split
+            (:func:`collapselab.probe.linear_factors`); a sweep that takes per-sample
+            gradients anyway captures them in its own backward pass and hands them over
+            (:attr:`ModelAccess.factors`), which saves the procedure a forward and backward
+            pass. Implies ``model``.
     """
 
     scatter: str = "none"
@@ -81,6 +87,7 @@ class Needs:
     classifier: bool = False
     signals: frozenset[str] = frozenset()
     model: bool = False
+    linear_factors: bool = False
 
     def __post_init__(self) -> None:
         check_choice("scatter", self.scatter, SCATTER_LEVELS)
@@ -90,6 +97,8 @@ class Needs:
         if (self.ncc or self.classifier) and _level(self.scatter) < _level("projected"):
             raise ValueError("decisions are counted in pass 2: they need scatter='projected'")
         object.__setattr__(self, "signals", frozenset(self.signals))
+        if self.linear_factors:
+            object.__setattr__(self, "model", True)
 
     def __or__(self, other: Needs) -> Needs:
         """The needs of both: the higher scatter level, every decision, signal and procedure."""
@@ -99,6 +108,7 @@ class Needs:
             classifier=self.classifier or other.classifier,
             signals=self.signals | other.signals,
             model=self.model or other.model,
+            linear_factors=self.linear_factors or other.linear_factors,
         )
 
     def describe(self) -> str:
@@ -116,6 +126,8 @@ class Needs:
         parts += sorted(s.replace("_", " ") for s in self.signals)
         if self.model:
             parts.append("the model itself")
+        if self.linear_factors:
+            parts.append("per-sample weight-gradient factors")
         passes = self.passes
         suffix = f" ({passes} pass{'es' if passes > 1 else ''})" if passes else ""
         return (", ".join(parts) or "nothing") + suffix
@@ -235,6 +247,13 @@ class ModelAccess:
         loss_name: the Monitor's loss when given by name (``"ce"``, ``"mse"``), else ``None``.
         epoch: the epoch of the measurement (``None`` when not given).
         step: the step of the measurement (``None`` when not given).
+        factors: when a requested key declares ``Needs(linear_factors=True)`` and the sweep
+            took per-sample gradients: the train split's factors, one
+            :class:`collapselab.probe.LinearFactors` per batch in the loader's order, with
+            ``inputs`` and ``pre_grads`` of every ``nn.Linear`` of the model (``outputs``
+            empty); the same values :func:`~collapselab.probe.linear_factors` gives on each
+            batch. ``None`` otherwise, or when they exceed the Monitor's ``cache_bytes``:
+            the family then runs its own pass.
     """
 
     model: torch.nn.Module
@@ -246,6 +265,7 @@ class ModelAccess:
     loss_name: str | None = None
     epoch: int | None = None
     step: int | None = None
+    factors: Sequence[Any] | None = None
 
 
 class Family:

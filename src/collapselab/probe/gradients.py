@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -61,6 +61,10 @@ class GradientCapture:
         gates: ``{layer: (B, D)}`` bool gating pattern ``z > 0`` of those layers.
         logits: ``(B, C)`` model outputs.
         losses: ``(B,)`` per-sample losses.
+        linear_inputs: ``{layer: (B, d)}`` inputs ``a_x`` of the ``linear_layers`` asked for.
+        linear_pre_grads: ``{layer: (B, h)}`` ``g_x = dl_x/dz_x`` of their outputs ``z``:
+            the rank-1 factors of each sample's weight gradient ``g_x a_xᵀ``, as
+            :func:`~collapselab.probe.linear_factors` gives them.
     """
 
     features: dict[str, torch.Tensor]
@@ -70,6 +74,8 @@ class GradientCapture:
     gates: dict[str, torch.Tensor]
     logits: torch.Tensor
     losses: torch.Tensor
+    linear_inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    linear_pre_grads: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def gated_layers(model: nn.Module, names: list[str]) -> list[str]:
@@ -87,6 +93,16 @@ def check_not_inplace(model: nn.Module, names: list[str]) -> None:
             f"layers {bad} use inplace=True: their input (the pre-activation) is overwritten "
             "by the output, so it cannot be captured; build them with inplace=False"
         )
+
+
+def linear_layer_names(model: nn.Module, layers: LayerSpec) -> list[str]:
+    """The resolved names of ``layers``; ValueError unless every one is an ``nn.Linear``."""
+    names = resolve_layers(model, layers)
+    modules = dict(model.named_modules())
+    bad = [n for n in names if not isinstance(modules[n], nn.Linear)]
+    if bad:
+        raise ValueError(f"layers {bad} are not nn.Linear; expected linear layers only")
+    return names
 
 
 def check_independent_rows(model: nn.Module, allow_batch_coupling: bool) -> None:
@@ -120,6 +136,7 @@ def per_sample_gradients(
     preactivations: bool = True,
     mode: Literal["eval", "current"] = "eval",
     allow_batch_coupling: bool = False,
+    linear_layers: LayerSpec | None = None,
 ) -> GradientCapture:
     r"""Features and per-sample feature gradients ``dl_i/dF_i`` of ``layers``, one backward.
 
@@ -142,6 +159,10 @@ def per_sample_gradients(
         allow_batch_coupling: accept modules that mix samples (BatchNorm with batch
             statistics); the rows are then the gradient of the summed batch loss, not
             per-sample gradients.
+        linear_layers: also the rank-1 factors ``(a_x, g_x)`` of these ``nn.Linear``
+            layers' per-sample weight gradients, from the same backward pass (the gradient
+            with respect to each one's output is one more target of it): the values of
+            :func:`~collapselab.probe.linear_factors`, without its second pass.
 
     Raises:
         ValueError: batch coupling (unless allowed), in-place ReLU-type layers with
@@ -162,16 +183,18 @@ def per_sample_gradients(
     names = resolve_layers(model, layers)
     gated = gated_layers(model, names) if preactivations else []
     check_not_inplace(model, gated)
+    linear = linear_layer_names(model, linear_layers) if linear_layers is not None else []
     with eval_mode(model) if mode == "eval" else nullcontext(), torch.enable_grad():
         check_independent_rows(model, allow_batch_coupling)
         out_cap = FeatureCapture(model, names, "output", detach=False)
         in_cap = FeatureCapture(model, gated, "input", detach=False) if gated else None
+        lin_cap = FeatureCapture(model, linear, "both", detach=False) if linear else None
         try:
             logits = model(_prepare_inputs(inputs))
         finally:
-            out_cap.close()
-            if in_cap is not None:
-                in_cap.close()
+            for cap in (out_cap, in_cap, lin_cap):
+                if cap is not None:
+                    cap.close()
         losses = loss_fn(logits, labels)
         if not isinstance(losses, torch.Tensor) or losses.shape != (inputs.shape[0],):
             shape = tuple(losses.shape) if isinstance(losses, torch.Tensor) else type(losses)
@@ -181,6 +204,8 @@ def per_sample_gradients(
         targets = [out_cap.raw_outputs[n] for n in names]
         if in_cap is not None:
             targets += [in_cap.raw_inputs[n] for n in gated]
+        if lin_cap is not None:
+            targets += [lin_cap.raw_outputs[n] for n in linear]
         missing = [t for t in targets if not t.requires_grad]
         if missing or not losses.requires_grad:
             raise RuntimeError(
@@ -190,14 +215,16 @@ def per_sample_gradients(
         grads = torch.autograd.grad(losses.sum(), targets, allow_unused=True)
     grads = [torch.zeros_like(t) if g is None else g for t, g in zip(targets, grads, strict=True)]
     flat = [flatten_batch(g.detach()) for g in grads]
-    k = len(names)
+    k, k_gated = len(names), len(names) + len(gated)
     pre = {n: in_cap.inputs[n].detach() for n in gated} if in_cap is not None else {}
     return GradientCapture(
         features={n: out_cap.outputs[n].detach() for n in names},
         gradients=dict(zip(names, flat[:k], strict=True)),
         preactivations=pre,
-        preact_gradients=dict(zip(gated, flat[k:], strict=True)),
+        preact_gradients=dict(zip(gated, flat[k:k_gated], strict=True)),
         gates={n: z > 0 for n, z in pre.items()},
         logits=logits.detach(),
         losses=losses.detach(),
+        linear_inputs={n: lin_cap.inputs[n].detach() for n in linear} if lin_cap else {},
+        linear_pre_grads=dict(zip(linear, flat[k_gated:], strict=True)),
     )

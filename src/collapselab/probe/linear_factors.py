@@ -21,9 +21,10 @@ from collapselab.probe.gradients import (
     LossFn,
     check_independent_rows,
     cross_entropy_per_sample,
+    linear_layer_names,
 )
 from collapselab.probe.modes import eval_mode
-from collapselab.probe.select import LayerSpec, resolve_layers
+from collapselab.probe.select import LayerSpec
 
 
 @dataclass
@@ -63,11 +64,7 @@ def linear_factors(
         layers: the linear layers (default every ``nn.Linear``, in forward order).
         loss_fn: ``(logits, labels) -> (B,)`` per-sample losses; default cross-entropy.
     """
-    names = resolve_layers(model, layers)
-    modules = dict(model.named_modules())
-    bad = [n for n in names if not isinstance(modules[n], nn.Linear)]
-    if bad:
-        raise ValueError(f"layers {bad} are not nn.Linear; expected linear layers only")
+    names = linear_layer_names(model, layers)
     loss_fn = cross_entropy_per_sample if loss_fn is None else loss_fn
     with eval_mode(model), torch.enable_grad():
         check_independent_rows(model, allow_batch_coupling=False)

@@ -17,15 +17,22 @@ import torch
 
 from collapselab.checks import ArrayLike, as_labels, as_matrix, check_float, check_int
 from collapselab.stats.accumulator import Accumulator
+from collapselab.stats.scratch import scratch
 
 
-def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows scaled to unit norm (zero rows stay zero) and the mask of zero rows."""
+def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """Rows scaled to unit norm (zero rows stay zero), the mask of zero rows, and whether
+    there is any."""
     norms = torch.linalg.vector_norm(x, dim=1)
     zero = norms <= zero_atol
-    u = x / torch.where(zero, torch.ones_like(norms), norms)[:, None]
-    u[zero] = 0.0
-    return u, zero
+    # In a reused buffer: a fresh multi-MiB tensor per layer and measurement costs page
+    # faults (see collapselab.stats.scratch); the caller consumes it at once.
+    out = scratch("unit_rows", tuple(x.shape), x)
+    u = torch.div(x, torch.where(zero, 1.0, norms)[:, None], out=out)
+    any_zero = bool(zero.any())
+    if any_zero:  # rows under zero_atol, or whose norm underflowed: exactly zero
+        u[zero] = 0.0
+    return u, zero, any_zero
 
 
 def _add_unit_sums(
@@ -34,13 +41,17 @@ def _add_unit_sums(
     """Add the unit rows of ``x`` to ``sums[prefix + "unit_sums" | "sq_norms" | "n_nonzero" |
     "n_zero"]`` per class ``y``."""
     c = sums[prefix + "n_zero"].shape[0]
-    u, zero = _unit_rows(x, zero_atol)
+    u, zero, any_zero = _unit_rows(x, zero_atol)
     sums[prefix + "unit_sums"].index_add_(0, y, u)
     # The squared norms of the unit rows as computed (1 up to rounding), so that the pair
     # identity ||S||^2 - sum ||u||^2 cancels exactly for a single vector.
-    sums[prefix + "sq_norms"].index_add_(0, y, (u * u).sum(dim=1))
-    sums[prefix + "n_nonzero"] += torch.bincount(y[~zero], minlength=c)
-    sums[prefix + "n_zero"] += torch.bincount(y[zero], minlength=c)
+    squares = torch.mul(u, u, out=scratch("unit_squares", tuple(u.shape), u))
+    sums[prefix + "sq_norms"].index_add_(0, y, squares.sum(dim=1))
+    if any_zero:
+        sums[prefix + "n_nonzero"] += torch.bincount(y[~zero], minlength=c)
+        sums[prefix + "n_zero"] += torch.bincount(y[zero], minlength=c)
+    else:  # the common case: one count, no masks
+        sums[prefix + "n_nonzero"] += torch.bincount(y, minlength=c)
 
 
 def _unit_sum_tensors(prefix: str, c: int, d: int, device: torch.device) -> dict[str, torch.Tensor]:

@@ -218,6 +218,14 @@ class Monitor:
         self.loss_fn = _loss_function(loss)
         self._loss_name = loss if isinstance(loss, str) else None
         self.gradients = bool(needs.signals & _GRADIENT_SIGNALS)
+        # A model procedure that reads the linear layers' per-sample factors gets them from
+        # the gradient pass the sweep takes anyway (one backward pass instead of two).
+        self._factor_layers = (
+            [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+            if self.gradients and needs.linear_factors
+            else []
+        )
+        self._factors: list[Any] | None = None
         self.gated = gated_layers(model, self.layers) if needs.signals & _GATE_SIGNALS else []
         check_not_inplace(model, self.gated)
         self.options = StatsOptions(weighting, mode, dense_max_dim, chunk_bytes=chunk_bytes)
@@ -388,10 +396,13 @@ class Monitor:
             cache_bytes=self.cache_bytes,
             copy_outputs=self._cache_copies,
             distributed=self._distributed(),
+            linear_layers=self._factor_layers if split == "train" else [],
         )
         first = self._on_first_batch if self.layout is None else None
         sweep = Sweep(settings, collection, first, self._kept)
         sweep.run(loader, self._classifier())
+        if split == "train":
+            self._factors = sweep.factors
         self._cache_copies = self._cache_copies or sweep.overwritten
         collection.layout = self.layout  # with the dimensions learnt on the first batch
         return collection, sweep.confusion
@@ -424,10 +435,13 @@ class Monitor:
         with eval_mode(self.model):
             if self.gradients:
                 check_independent_rows(self.model, allow_batch_coupling=False)
-            for split, loader in loaders.items():
-                reference = sweeps["train"][0] if split != "train" else None
-                sweeps[split] = self._sweep(split, loader, reference, device)
-            model_values = self._model_procedures(loaders, device, epoch, step)
+            try:
+                for split, loader in loaders.items():
+                    reference = sweeps["train"][0] if split != "train" else None
+                    sweeps[split] = self._sweep(split, loader, reference, device)
+                model_values = self._model_procedures(loaders, device, epoch, step)
+            finally:
+                self._factors = None  # the sweep's factors serve this measurement only
         counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in sweeps.items()}
         self._warn_imbalanced(counts)
         classifier = self._classifier()
@@ -464,6 +478,7 @@ class Monitor:
             loss_name=self._loss_name,
             epoch=epoch,
             step=step,
+            factors=self._factors,
         )
         for fam in self.families:
             keys = frozenset(k for k in self.request.plan[fam] if fam.key(k).needs.model)

@@ -18,8 +18,9 @@ The outputs' confusion counts (labels against ``argmax`` of the logits) come wit
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -27,7 +28,7 @@ from torch import nn
 
 from collapselab.checks import check_labels, split_batch
 from collapselab.metrics.collection import Collection
-from collapselab.probe import FeatureCapture, per_sample_gradients
+from collapselab.probe import FeatureCapture, LinearFactors, per_sample_gradients
 from collapselab.probe._inplace import InPlaceGuard
 from collapselab.stats import ConfusionCounts, all_reduce
 from collapselab.track import _dist
@@ -52,6 +53,8 @@ class SweepSettings:
         copy_outputs: keep copies of layer outputs (a later in-place operation overwrote a
             kept output in an earlier sweep).
         distributed: reduce over the ``torch.distributed`` group.
+        linear_layers: ``nn.Linear`` layers whose per-sample weight-gradient factors the
+            gradient pass also captures for a model procedure (:attr:`Sweep.factors`).
     """
 
     model: nn.Module
@@ -64,14 +67,19 @@ class SweepSettings:
     cache_bytes: int
     copy_outputs: bool
     distributed: bool
+    linear_layers: list[str] = field(default_factory=list)
 
 
 def first_param(model: nn.Module) -> torch.Tensor | None:
     """The first floating parameter or buffer (its device and dtype are the model's)."""
-    for t in list(model.parameters()) + list(model.buffers()):
+    for t in itertools.chain(model.parameters(), model.buffers()):  # lazily: the first wins
         if t.is_floating_point():
             return t
     return None
+
+
+def _bytes(tensors: dict[str, torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 class Sweep:
@@ -84,6 +92,10 @@ class Sweep:
             the monitor's first sweep (it learns the dimensions and sets the families up);
             returns the layers to keep for cross-layer families from then on.
         kept: the layers kept until the end of each batch (known after the first sweep).
+
+    After :meth:`run`, :attr:`factors` holds the factors of ``settings.linear_layers``, one
+    :class:`~collapselab.probe.LinearFactors` per batch, when the gradient pass captured
+    them and they fit in ``settings.cache_bytes``; else ``None``.
     """
 
     def __init__(
@@ -99,6 +111,7 @@ class Sweep:
         self.kept = kept
         self.confusion = ConfusionCounts(settings.n_classes, settings.device)
         self.overwritten = False
+        self.factors: list[LinearFactors] | None = None
 
     # ------------------------------------------------------------------ batches
     def _batch(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -210,6 +223,9 @@ class Sweep:
         """Pass 1 with per-sample gradients: one forward and one backward pass per batch."""
         s, coll = self.settings, self.collection
         preact = bool(s.gated) and (coll.reads("gates") or coll.reads("preactivation_gradients"))
+        linear = s.linear_layers or None
+        self.factors = [] if linear else None
+        factor_bytes = 0
         for batch in loader:
             x, y = self._batch(batch)
             cache.start_batch(y)
@@ -221,8 +237,19 @@ class Sweep:
                 loss_fn=s.loss,
                 preactivations=preact,
                 mode="current",
+                linear_layers=linear,
             )
             self._check_logits(g.logits, x.shape[0])
+            if self.factors is not None:
+                # Kept within the cache budget, like the features of pass 2: beyond it the
+                # model procedure runs its own pass (same values).
+                factor_bytes += _bytes(g.linear_inputs) + _bytes(g.linear_pre_grads)
+                if factor_bytes <= s.cache_bytes:
+                    self.factors.append(
+                        LinearFactors(g.linear_inputs, g.linear_pre_grads, {}, g.logits)
+                    )
+                else:
+                    self.factors, linear = None, None
             for name in s.layers:
                 coll.add(name, "features", g.features[name], y)
                 coll.add(name, "feature_gradients", g.gradients[name], y)
@@ -267,6 +294,10 @@ class Sweep:
         # collectives (DDP's buffer broadcast).
         if s.distributed and not _dist.all_agree(cache.active, s.device):
             cache.drop()
+        # Likewise the model procedure's own pass, which runs where the factors were not kept.
+        if s.distributed and s.linear_layers:
+            if not _dist.all_agree(self.factors is not None, s.device):
+                self.factors = None
         if s.distributed:
             all_reduce([*coll.accumulators(), self.confusion])
         coll.finalize(classifier)

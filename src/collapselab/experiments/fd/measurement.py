@@ -21,7 +21,15 @@ once on a fixed, class-stratified **probe set** (:func:`probe_indices`):
 
 * the training loss (cross-entropy) and accuracy on a fixed class-stratified subset of the
   training set (M1; the paper uses the whole set, which costs a forward pass over it at
-  every measurement: ``loss_samples`` says how many).
+  every measurement), or, without a loss subset (``loss_set=None``), on the probe set from
+  the logits of the Monitor's own forward pass, at no cost. The loss subset's forward pass
+  is the largest single cost of a measurement of a wide network (1,000 samples: about 30%
+  of the 10 training steps between two measurements at width 512). The probe is a
+  class-stratified sample of the training set too, and the curve's purposes (the plateau
+  and its end at a drop of a few percent of the initial loss, note A14) need its shape over
+  training, not the training-set mean to the last digit: the sample is fixed, so its
+  difference from that mean changes smoothly over training instead of adding noise between
+  points; it is larger for a smaller sample (the presets keep their loss subsets).
 
 When to measure (:class:`BoundarySchedule`). The phase boundary is not known in advance, so
 a run is measured in two passes of the same deterministic training (same seed, same
@@ -150,14 +158,15 @@ class DiversityRecorder:
 
     Records into :attr:`rows`: one dict per measured step with ``step``, ``loss``,
     ``accuracy`` and ``<key>/<layer>`` for every diversity key of every hidden layer and
-    every M4 source of every hidden linear layer.
+    every M4 source of every hidden linear layer. ``loss`` and ``accuracy`` are those of
+    ``loss_set``, or of the probe set when it is ``None`` (from the Monitor's forward pass).
     """
 
     def __init__(
         self,
         model: MLP,
         probe: LabeledData,
-        loss_set: LabeledData,
+        loss_set: LabeledData | None,
         schedule: BoundarySchedule,
         lr: float,
     ) -> None:
@@ -166,7 +175,9 @@ class DiversityRecorder:
         self.linears = [f"layers.{i}.linear" for i in range(len(model.layers))]
         self.monitor = Monitor(
             model,
-            probe,
+            # The probe as one batch: the values of a loader with one batch, without
+            # collating it sample by sample at every measurement.
+            [(probe.x, probe.y)],
             families=[
                 Diversity(
                     (*DIVERSITY_KEYS, *_FAMILY_M4.values()), gradients=True, weight_changes=True
@@ -175,7 +186,6 @@ class DiversityRecorder:
             layers=model.feature_layers,
             schedule=None,
             initial=False,
-            batch_size=max(len(probe), 1),
         )
         self.rows: list[dict[str, float]] = []
         self._before: dict[str, torch.Tensor] | None = None
@@ -210,8 +220,23 @@ class DiversityRecorder:
 
     def _measure(self, step: int, batch_update: dict[str, torch.Tensor] | None) -> None:
         row: dict[str, float] = {"step": float(step)}
-        row |= _loss_and_accuracy(self.model, self.loss_set)
-        results = self.monitor.measure_now(step=step, log=False, epoch_end=False)["train"]
+        if self.loss_set is not None:
+            row |= _loss_and_accuracy(self.model, self.loss_set)
+            results = self.monitor.measure_now(step=step, log=False, epoch_end=False)["train"]
+        else:
+            logits: list[torch.Tensor] = []
+            handle = self.model.register_forward_hook(
+                lambda _module, _args, out: logits.append(out.detach())
+            )
+            try:
+                results = self.monitor.measure_now(step=step, log=False, epoch_end=False)
+            finally:
+                handle.remove()
+            # The sweep's forward pass over the probe (one batch) comes first.
+            if not logits or logits[0].shape[0] != len(self.probe):
+                raise RuntimeError("the Monitor's first forward pass was not over the probe set")
+            row |= _loss_and_accuracy_of(logits[0], self.probe.y)
+            results = results["train"]
         for layer in self.model.feature_layers:
             for key in DIVERSITY_KEYS:
                 row[f"{key}/{layer}"] = float(results[layer].get(key, np.nan))
@@ -227,9 +252,13 @@ class DiversityRecorder:
 def _loss_and_accuracy(model: nn.Module, data: LabeledData) -> dict[str, float]:
     """Mean cross-entropy and accuracy of ``model`` on ``data`` (eval mode, no gradient)."""
     with eval_mode(model), torch.no_grad():
-        logits = model(data.x)
-        loss = float(nn.functional.cross_entropy(logits.double(), data.y))
-        accuracy = float((logits.argmax(dim=1) == data.y).double().mean())
+        return _loss_and_accuracy_of(model(data.x), data.y)
+
+
+def _loss_and_accuracy_of(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    """Mean cross-entropy (in float64) and accuracy of ``logits`` against ``labels``."""
+    loss = float(nn.functional.cross_entropy(logits.double(), labels))
+    accuracy = float((logits.argmax(dim=1) == labels).double().mean())
     return {"loss": loss, "accuracy": accuracy}
 
 
@@ -272,7 +301,7 @@ def measure_training(
     data: DataSplits,
     train_config: TrainConfig,
     probe: LabeledData,
-    loss_set: LabeledData,
+    loss_set: LabeledData | None,
     *,
     every: int,
     dense_every: int,

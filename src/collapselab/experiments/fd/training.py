@@ -14,8 +14,10 @@ A config (every preset entry of :mod:`collapselab.experiments.fd.presets`) holds
 * training (R2): ``lr``, ``momentum``, ``l2`` (the paper's ``λ`` of ``L + λ‖W‖²``: PyTorch's
   weight decay ``2λ``), ``batch_size``, ``iterations``;
 * measurement: ``every``, ``dense_every``, ``half_window`` (:mod:`.measurement`),
-  ``probe_per_class``, ``loss_per_class``, ``phase_layer`` (the linear layer ``l`` whose
-  output ``F^(l)`` decides the boundary; the paper's "third linear layer"),
+  ``probe_per_class``, ``loss_per_class`` (0: the loss and accuracy of the probe set, from
+  the Monitor's forward pass, see :class:`.measurement.DiversityRecorder`),
+  ``phase_layer`` (the linear layer ``l`` whose output ``F^(l)`` decides the boundary; the
+  paper's "third linear layer"),
   ``smooth`` (odd moving-average window in points), ``loss_drop`` (δ as a fraction of the
   initial loss: the plateau ends at the first step where the loss is below ``(1 - δ)`` times
   its initial value).
@@ -198,6 +200,14 @@ def detect(trajectory: Trajectory, config: Mapping[str, Any]) -> dict[str, float
     }
 
 
+def _loss_set(train: LabeledData, per_class: int, seed: int) -> LabeledData | None:
+    """The fixed loss subset, or ``None`` for ``per_class == 0`` (the probe's loss)."""
+    if per_class == 0:
+        return None
+    indices = class_stratified(train.y, per_class, seed + 2, "the loss subset")
+    return subset(train, indices, "loss subset")
+
+
 def run_member(config: Mapping[str, Any]) -> dict[str, Any]:
     """Train and measure one configuration (a sweep task: a module-level function of a
     plain dict). Returns a flat dict: the trajectory's arrays
@@ -210,11 +220,7 @@ def run_member(config: Mapping[str, Any]) -> dict[str, Any]:
     depth = int(config["depth"])
     _phase_layer(config, depth)  # a bad layer index fails before training
     probe = subset(train, probe_indices(train, int(config["probe_per_class"]), seed + 1), "probe")
-    loss_set = subset(
-        train,
-        class_stratified(train.y, int(config["loss_per_class"]), seed + 2, "the loss subset"),
-        "loss subset",
-    )
+    loss_set = _loss_set(train, int(config["loss_per_class"]), seed)
     cfg = train_config(config, int(train.y.numel()), seed, str(config.get("device", "cpu")))
     layers = [f"layers.{i}.act" for i in range(depth - 1)]
     linears = [f"layers.{i}.linear" for i in range(depth - 1)]
@@ -269,7 +275,7 @@ def dry_run(
         depth = int(c["depth"])
         layer = _phase_layer(c, depth)
         probe = probe_indices(train, int(c["probe_per_class"]), seed + 1)
-        loss_set = class_stratified(train.y, int(c["loss_per_class"]), seed + 2, "the loss subset")
+        loss_set = _loss_set(train, int(c["loss_per_class"]), seed)
         model = build_model(c, int(train.x.shape[1]), train.n_classes, seed)
         with torch.no_grad():
             logits = model(train.x[: int(c["batch_size"])])
@@ -291,7 +297,7 @@ def dry_run(
             "iterations": int(c["iterations"]),
             "epochs": cfg.epochs,
             "probe_size": int(probe.numel()),
-            "loss_set_size": int(loss_set.numel()),
+            "loss_set_size": int(probe.numel() if loss_set is None else len(loss_set)),
             "phase_layer": layer,
             "schedule": {
                 "every": int(c["every"]),

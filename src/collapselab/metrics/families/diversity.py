@@ -27,15 +27,20 @@ sources of weight change (note A5, R8):
 These keys need the weights and the per-sample factors, which the engine's per-sample
 signals (features, gates and gradients of the measured layers) do not carry: they declare
 ``Needs(model=True)``, the design's way to reach the model, and the Monitor hands the
-family the model and the data after its sweep (:meth:`Diversity.compute_model`): one more
-forward and backward pass over the measured (train) split, and a copy of every linear
-weight kept between measurements. Under ``torch.distributed`` the per-sample and
-probe-mean values come from each process's own shard.
+family the model and the data after its sweep (:meth:`Diversity.compute_model`). The
+per-sample and probe-mean keys also declare ``linear_factors``: when the sweep takes
+per-sample gradients anyway (``gradients=True``), it captures the factors ``(a_x, g_x)``
+of every linear layer in the same backward pass and hands them over
+(:attr:`~collapselab.metrics.family.ModelAccess.factors`); otherwise (or beyond the
+Monitor's ``cache_bytes``) the family runs one more forward and backward pass over the
+measured (train) split. The update key keeps a copy of every linear weight between
+measurements. Under ``torch.distributed`` the per-sample and probe-mean values come from
+each process's own shard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -59,6 +64,7 @@ from collapselab.metrics.family import (
     Values,
 )
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
+from collapselab.stats.scratch import as_float64, scratch
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
 _SET_TEXT = {
@@ -82,12 +88,13 @@ _GROUPS = (
 )
 _GRADIENT_PREFIXES = ("gradient_cosine", "preact_gradient_cosine")
 _MODEL = Needs(model=True)
+_FACTORS = Needs(model=True, linear_factors=True)
 _WEIGHT_CHANGE_KEYS = (
     Key(
         "pseudo_neuron_cosine_per_sample",
         "E_x mean_{i≠j} cos(Δw_i|_x, Δw_j|_x), ΔW|_x = -η g_x a_xᵀ (degenerate, note A5)",
         "000 M4, Fig. 2c, R8",
-        _MODEL,
+        _FACTORS,
         where="weights",
         splits=("train",),
     ),
@@ -95,7 +102,7 @@ _WEIGHT_CHANGE_KEYS = (
         "pseudo_neuron_cosine_probe_mean",
         "mean_{i≠j} cos(Δw_i, Δw_j) of ΔW = -η/N sum_x g_x a_xᵀ over the measured samples",
         "000 M4, Fig. 2c, R8",
-        _MODEL,
+        _FACTORS,
         where="weights",
         splits=("train",),
     ),
@@ -117,6 +124,8 @@ _WEIGHT_CHANGE_KEYS = (
     ),
 )
 _WEIGHT_CHANGE_NAMES = tuple(k.name for k in _WEIGHT_CHANGE_KEYS)
+_FACTOR_NAMES = frozenset({"pseudo_neuron_cosine_per_sample", "pseudo_neuron_cosine_probe_mean"})
+_UPDATE_NAMES = frozenset({"pseudo_neuron_cosine_update", "weight_change_steps"})
 
 
 def _group_keys(prefix: str, signal: str, where: str, what: str) -> tuple[Key, ...]:
@@ -166,6 +175,7 @@ class Diversity(Family):
         super().__init__(keys)
         self.zero_vectors = check_choice("zero_vectors", zero_vectors, ("exclude", "zero_cosine"))
         self._previous: dict[str, tuple[int | None, torch.Tensor]] = {}
+        self._means: dict[str, torch.Tensor] = {}  # probe-mean M4's sums, reused buffers
 
     def default_keys(self) -> tuple[str, ...]:
         out = self.own_keys()
@@ -178,12 +188,16 @@ class Diversity(Family):
     def accumulators(self, split: str, layout: Layout, keys: frozenset[str]) -> dict[str, Any]:
         c = layout.n_classes
         wanted = {s for k in keys for s in self.key(k).needs.signals}
+        # The gating agreement needs the pattern sums of a GatingSimilarityAccumulator; the
+        # gating cosine alone is M2 of the 0/1 patterns (the same sums, fewer of them).
+        agreement = any(k.startswith("gating_agreement") for k in keys)
         out: dict[str, Any] = {}
         # In the fixed order of SIGNALS: every process must list its accumulators alike
         # for the distributed reduction (set order varies between processes).
         for signal in (s for s in SIGNALS if s in wanted):
             layers = layout.layers if signal in ("features", "feature_gradients") else layout.gated
-            make = GatingSimilarityAccumulator if signal == "gates" else CosineSimilarityAccumulator
+            gating = signal == "gates" and agreement
+            make = GatingSimilarityAccumulator if gating else CosineSimilarityAccumulator
             out[signal] = {name: make(c) for name in layers}
         return out
 
@@ -197,15 +211,22 @@ class Diversity(Family):
     def compute_layer(self, keys: frozenset[str], layer: LayerView, accs: dict) -> Values:
         out: Values = {}
         name, zero = layer.name, self.zero_vectors
+
+        def wants(prefix: str) -> bool:
+            return any(k.startswith(prefix) for k in keys)
+
         features = accs.get("features", {}).get(name)
         if features is not None:
             result = mean_cosine_similarity(features, zero)
             out |= result.as_dict("feature_cosine")
             out["feature_zero_vectors"] = float(result.n_zero)
         gates = accs.get("gates", {}).get(name)
-        if gates is not None:
-            out |= mean_gating_similarity(gates, "cosine", zero).as_dict("gating_cosine")
+        if isinstance(gates, GatingSimilarityAccumulator):
+            if wants("gating_cosine"):
+                out |= mean_gating_similarity(gates, "cosine", zero).as_dict("gating_cosine")
             out |= mean_gating_similarity(gates, "agreement").as_dict("gating_agreement")
+        elif gates is not None:  # the gating cosine alone (see accumulators)
+            out |= mean_cosine_similarity(gates, zero).as_dict("gating_cosine")
         for signal, prefix in (
             ("feature_gradients", "gradient_cosine"),
             ("preactivation_gradients", "preact_gradient_cosine"),
@@ -220,46 +241,95 @@ class Diversity(Family):
         self, keys: frozenset[str], access: ModelAccess
     ) -> dict[str, dict[str, Values]]:
         """M4 of every ``nn.Linear`` from its three weight-change sources (module docstring)."""
-        from collapselab.probe import linear_factors
-
         names = [n for n, m in access.model.named_modules() if isinstance(m, nn.Linear)]
         if not names:
             raise ValueError("the model has no nn.Linear layer: M4 is defined for linear layers")
-        modules = dict(access.model.named_modules())
+        out: dict[str, Values] = {n: {} for n in names}
+        if keys & _FACTOR_NAMES:
+            for n, values in self._factor_values(keys, access, names).items():
+                out[n] |= values
+        if keys & _UPDATE_NAMES:
+            modules = dict(access.model.named_modules())
+            for n in names:
+                out[n] |= self._update_values(keys, n, modules[n].weight, access.step)
+        return {"train": out}
+
+    def _factor_values(
+        self, keys: frozenset[str], access: ModelAccess, names: list[str]
+    ) -> dict[str, Values]:
+        """The per-sample and probe-mean M4 of every linear layer, from the factors."""
+        per_sample = "pseudo_neuron_cosine_per_sample" in keys
+        probe_mean = "pseudo_neuron_cosine_probe_mean" in keys
         sums = {n: [0.0, 0] for n in names}  # per-sample M4: sum of defined values, count
-        means: dict[str, torch.Tensor] = {}  # sum_x g_x a_xᵀ
+        started: set[str] = set()  # layers whose sum_x g_x a_xᵀ has a first batch
         n_rows = 0
-        if keys & {"pseudo_neuron_cosine_per_sample", "pseudo_neuron_cosine_probe_mean"}:
-            for batch in access.data["train"]:
-                x, y = split_batch(batch)
-                x, y = x.to(access.device), y.to(access.device)
-                cap = linear_factors(access.model, x, y, names, loss_fn=access.loss)
-                n_rows += x.shape[0]
-                for n in names:
-                    g = cap.pre_grads[n].to(torch.float64)
-                    a = cap.inputs[n].to(torch.float64)
+        for cap in _factor_batches(access, names):
+            n_rows += cap.logits.shape[0]
+            for n in names:
+                g = as_float64("m4_g", cap.pre_grads[n])
+                a = as_float64("m4_a", cap.inputs[n])
+                if per_sample:
                     vals = per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
                     ok = ~torch.isnan(vals)
                     sums[n][0] += float(vals[ok].sum())
                     sums[n][1] += int(ok.sum())
-                    means[n] = means.get(n, 0.0) + g.T @ a
-        out: dict[str, Values] = {}
+                if probe_mean:
+                    self._add_mean_product(n, g, a, first=n not in started)
+                    started.add(n)
+        out: dict[str, Values] = {n: {} for n in names}
+        if not n_rows:
+            return out
         for n in names:
-            values: Values = {}
-            if n_rows:
+            if per_sample:
                 total, count = sums[n]
-                values["pseudo_neuron_cosine_per_sample"] = total / count if count else float("nan")
-                values["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
-                    means[n] / n_rows, self.zero_vectors
+                value = total / count if count else float("nan")
+                out[n]["pseudo_neuron_cosine_per_sample"] = value
+            if probe_mean:
+                out[n]["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
+                    self._means[n].div_(n_rows), self.zero_vectors
                 )
-            w_now = modules[n].weight.detach().to(torch.float64).clone()
-            prev = self._previous.get(n)
-            if prev is not None and prev[0] is not None and access.step is not None:
-                values["pseudo_neuron_cosine_update"] = pseudo_neuron_similarity(
-                    w_now - prev[1].to(w_now.device), self.zero_vectors
-                )
-                values["weight_change_steps"] = float(access.step - prev[0])
-            if "pseudo_neuron_cosine_update" in keys or "weight_change_steps" in keys:
-                self._previous[n] = (access.step, w_now)
-            out[n] = {k: v for k, v in values.items() if k in keys}
-        return {"train": out}
+        return out
+
+    def _add_mean_product(self, name: str, g: torch.Tensor, a: torch.Tensor, first: bool) -> None:
+        """``sum_x g_x a_xᵀ`` of layer ``name`` += ``gᵀ a``, in an ``(h, d)`` buffer kept for
+        the next measurement (a fresh multi-MiB result per layer costs page faults)."""
+        shape = (g.shape[1], a.shape[1])
+        buffer = self._means.get(name)
+        if buffer is None or tuple(buffer.shape) != shape or buffer.device != g.device:
+            buffer = self._means[name] = torch.empty(shape, dtype=torch.float64, device=g.device)
+        if first:
+            torch.matmul(g.T, a, out=buffer)
+        else:
+            buffer.add_(torch.matmul(g.T, a, out=scratch("m4_product", shape, g)))
+
+    def _update_values(
+        self, keys: frozenset[str], name: str, weight: torch.Tensor, step: int | None
+    ) -> Values:
+        """M4 of the weights now minus the weights at the previous measurement."""
+        values: Values = {}
+        w_now = weight.detach().to(torch.float64).clone()
+        prev = self._previous.get(name)
+        if prev is not None and prev[0] is not None and step is not None:
+            values["pseudo_neuron_cosine_update"] = pseudo_neuron_similarity(
+                w_now - prev[1].to(w_now.device), self.zero_vectors
+            )
+            values["weight_change_steps"] = float(step - prev[0])
+        self._previous[name] = (step, w_now)
+        return {k: v for k, v in values.items() if k in keys}
+
+
+def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
+    """The train split's per-batch factors of ``names``: the sweep's when it kept them
+    (:attr:`ModelAccess.factors`), else from one forward and backward pass per batch."""
+    if access.factors is not None:
+        yield from access.factors
+        return
+    from collapselab.probe import linear_factors
+
+    # Inputs in the model's floating dtype, as the sweep gives them to the model.
+    dtype = next((p.dtype for p in access.model.parameters() if p.is_floating_point()), None)
+    for batch in access.data["train"]:
+        x, y = split_batch(batch)
+        cast = dtype if dtype is not None and x.is_floating_point() else x.dtype
+        x, y = x.to(device=access.device, dtype=cast), y.to(access.device)
+        yield linear_factors(access.model, x, y, names, loss_fn=access.loss)
