@@ -31,9 +31,9 @@ control at an equal effective step, note A19, and the L2 sweep) with three seeds
 as medians. It keeps the quick preset's γ = 0.3 (at γ = 1 Fashion-MNIST has no plateau to
 measure) and its iteration budgets (the paper states none, note A18: 2,000 for the sweeps,
 3,000 for the baseline, 6,000 at η = 0.01; the plateau of the 9 × 512 baseline ends near
-step 450). ``paper`` is the paper's scale (9×512 MLPs on CIFAR-10, MNIST and a 50-class
-Tiny-ImageNet subset from local files, thousands of iterations: a GPU job); ``tiny`` is the
-test suite's.
+step 450). ``paper`` is the paper's scale (9×512 MLPs on CIFAR-10, MNIST and, for the
+two-phase baseline, the paper's 50-class Tiny-ImageNet subset, from local files; thousands
+of iterations: a GPU job); ``tiny`` is the test suite's.
 """
 
 from __future__ import annotations
@@ -83,6 +83,70 @@ _STANDARD_BASE = {**_QUICK_BASE, **_FMNIST, **_PAPER_MLP, "n_per_class": None, "
 """``standard``'s sweep base: the paper's 9 × 512 MLP on the whole Fashion-MNIST training
 set (``n_per_class`` None), γ = 0.3, 2,000 iterations (module docstring)."""
 
+TINY_IMAGENET_CLASSES = (
+    "orangutan",
+    "parking meter",
+    "snorkel",
+    "American alligator",
+    "oboe",
+    "basketball",
+    "rocking chair",
+    "hopper",
+    "neck brace",
+    "candy store",
+    "broom",
+    "seashore",
+    "sewing machine",
+    "sunglasses",
+    "panda",
+    "pretzel",
+    "pig",
+    "volleyball",
+    "puma",
+    "alp",
+    "barbershop",
+    "ox",
+    "flagpole",
+    "lifeboat",
+    "teapot",
+    "walking stick",
+    "brain coral",
+    "slug",
+    "abacus",
+    "comic book",
+    "CD player",
+    "school bus",
+    "banister",
+    "bathtub",
+    "German shepherd",
+    "black stork",
+    "computer keyboard",
+    "tarantula",
+    "sock",
+    "Arabian camel",
+    "bee",
+    "cockroach",
+    "cannon",
+    "tractor",
+    "cardigan",
+    "suspension bridge",
+    "beer bottle",
+    "viaduct",
+    "guacamole",
+    "iPod",
+)
+"""The paper's 50 Tiny-ImageNet classes (Appendix A.3, in its order), resolved against the
+local ``words.txt`` (:func:`~collapselab.data.read_tiny_imagenet`)."""
+
+_TINY_IMAGENET = {
+    "dataset": "tiny_imagenet",
+    "class_names": list(TINY_IMAGENET_CLASSES),
+    "crop": 32,
+    "n_per_class": None,
+}
+"""The paper's Tiny-ImageNet arm (A.3: 50 classes, 32 x 32 crops, η = 0.1; the paper crops
+at random for training, this is the central crop: fd trains without augmentation)."""
+
 TWO_PHASE: dict[str, dict[str, Any]] = {
     "quick": {
         "dataset": "fashion_mnist",
@@ -108,6 +172,7 @@ TWO_PHASE: dict[str, dict[str, Any]] = {
         "arms": {
             "cifar10": {"dataset": "cifar10", "n_per_class": None},
             "mnist": {"dataset": "mnist", "n_per_class": None, "lr": 0.01},
+            "tiny_imagenet": _TINY_IMAGENET,
         },
     },
     "tiny": {
