@@ -14,6 +14,7 @@ from collapselab._threads import serial_threads
 from collapselab.data import DataSplits, LabeledData, gaussian_mixture, read_tiny_imagenet
 from collapselab.experiments import get_experiment, run_experiment
 from collapselab.experiments.fd import presets
+from collapselab.experiments.fd._common import replica_arms
 from collapselab.experiments.fd.directions import DIRECTION_CLAIMS, run_directions
 from collapselab.experiments.fd.measurement import (
     BoundarySchedule,
@@ -219,6 +220,59 @@ def test_operations_tiny_claims_are_the_stored_phase_lengths(operations_run):
     assert stuck["values"]["small_gamma_left_phase1"] == float(ends["gamma-0.1"] >= 0)
     # groups the tiny preset does not sweep are not evaluable, not guessed
     assert claims["smaller-l2-shortens-phase-1"]["verdict"] == "not evaluable"
+
+
+def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
+    tmp_path, monkeypatch
+):
+    """``repeat``: the arms of the equal-effective-step momentum control trained with three
+    seeds each; the claim compares the medians of the stored lengths, lists every seed's,
+    and is counted as an erratum demonstration (the note's control, A19)."""
+    base = {**presets.OPERATIONS["tiny"]["base"], "iterations": 120}
+    config = {
+        "base": base,
+        "arms": {"baseline": {}, "momentum-0.9-lr-0.01": {"momentum": 0.9, "lr": 0.01}},
+        "groups": {"momentum_equal_lr": [[0.0, "baseline"], [0.9, "momentum-0.9-lr-0.01"]]},
+        "repeat": {"groups": ["momentum_equal_lr"], "seeds": 3},
+    }
+    monkeypatch.setitem(presets.OPERATIONS, "tiny", config)
+    with serial_threads():
+        run = run_experiment("fd-operations", preset="tiny", root=tmp_path, executor="serial")
+    replicas = run.manifest["replicas"]
+    assert replicas["baseline"] == ["baseline", "baseline-seed1", "baseline-seed2"]
+    lengths = {}
+    for arm, names in replicas.items():
+        stored = [run.load_array(f"traj_{name}") for name in names]
+        lengths[arm] = [float(t["phase_phase1_length"]) for t in stored]
+        first = stored[0]["feature_cosine_cross_class"]
+        assert not np.array_equal(first, stored[1]["feature_cosine_cross_class"])  # new seed
+    entry = stored_claims(run)["momentum-shortens-phase-1-at-equal-effective-lr"]
+    assert entry["kind"] == "erratum"
+    values = entry["values"]
+    for value, arm in ((0.0, "baseline"), (0.9, "momentum-0.9-lr-0.01")):
+        assert values[f"m{value}_phase1_length"] == np.median(lengths[arm])
+        for i, length in enumerate(lengths[arm]):
+            assert values[f"m{value}_seed{i}_phase1_length"] == length
+    shorter = np.median(lengths["momentum-0.9-lr-0.01"]) < np.median(lengths["baseline"])
+    assert entry["verdict"] == ("holds" if shorter else "does not hold")
+    assert entry["erratum"]["wording"] == (
+        "paper's attribution not refuted" if shorter else "paper's attribution confirmed confounded"
+    )
+    assert "(median of 3 seeds per arm)" in entry["detail"]
+
+
+def test_repeat_names_known_groups_and_at_least_one_seed():
+    groups = {"l2": [[0.0, "baseline"], [1e-4, "l2-0.0001"]]}
+    assert replica_arms({"groups": groups}, 0) == {}
+    arms = replica_arms({"groups": groups, "repeat": {"groups": ["l2"], "seeds": 2}}, 5)
+    assert arms == {
+        "baseline": ["baseline", "baseline-seed6"],
+        "l2-0.0001": ["l2-0.0001", "l2-0.0001-seed6"],
+    }
+    with pytest.raises(ValueError, match=r"groups the config does not have: \['gamma'\]"):
+        replica_arms({"groups": groups, "repeat": {"groups": ["gamma"], "seeds": 2}}, 0)
+    with pytest.raises(ValueError, match=r"repeat\.seeds must be >= 1, got 0"):
+        replica_arms({"groups": groups, "repeat": {"groups": ["l2"], "seeds": 0}}, 0)
 
 
 def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
