@@ -231,8 +231,15 @@ def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
     base = {**presets.OPERATIONS["tiny"]["base"], "iterations": 120}
     config = {
         "base": base,
-        "arms": {"baseline": {}, "momentum-0.9-lr-0.01": {"momentum": 0.9, "lr": 0.01}},
-        "groups": {"momentum_equal_lr": [[0.0, "baseline"], [0.9, "momentum-0.9-lr-0.01"]]},
+        "arms": {
+            "baseline": {},
+            "momentum-0.9-lr-0.01": {"momentum": 0.9, "lr": 0.01},
+            "momentum-0.9": {"momentum": 0.9},
+        },
+        "groups": {
+            "momentum_equal_lr": [[0.0, "baseline"], [0.9, "momentum-0.9-lr-0.01"]],
+            "momentum": [[0.0, "baseline"], [0.9, "momentum-0.9"]],  # baseline repeated only
+        },
         "repeat": {"groups": ["momentum_equal_lr"], "seeds": 3},
     }
     monkeypatch.setitem(presets.OPERATIONS, "tiny", config)
@@ -240,6 +247,7 @@ def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
         run = run_experiment("fd-operations", preset="tiny", root=tmp_path, executor="serial")
     replicas = run.manifest["replicas"]
     assert replicas["baseline"] == ["baseline", "baseline-seed1", "baseline-seed2"]
+    assert "momentum-0.9" not in replicas
     lengths = {}
     for arm, names in replicas.items():
         stored = [run.load_array(f"traj_{name}") for name in names]
@@ -259,6 +267,10 @@ def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
         "paper's attribution not refuted" if shorter else "paper's attribution confirmed confounded"
     )
     assert "(median of 3 seeds per arm)" in entry["detail"]
+    mixed = stored_claims(run)["momentum-shortens-phase-1"]
+    assert "(median of 3 seeds for 0.0; one seed for the others)" in mixed["detail"]
+    assert mixed["values"]["m0.0_phase1_length"] == np.median(lengths["baseline"])
+    assert "m0.9_seed0_phase1_length" not in mixed["values"]  # one seed: no per-seed values
 
 
 def test_repeat_names_known_groups_and_at_least_one_seed():

@@ -87,9 +87,16 @@ def _normalisation(results: RunResults) -> Outcome:
 
 
 def _seeds_note(results: RunResults, name: str) -> str:
-    """``" (median of 3 seeds per arm)"`` when the group's arms were repeated, else ``""``."""
-    n = max(len(replicas(results, arm)) for _, arm in group(results, name))
-    return f" (median of {n} seeds per arm)" if n > 1 else ""
+    """Which lengths of the group are medians over seeds: ``" (median of 3 seeds per
+    arm)"``, ``" (median of 3 seeds for 0.0; one seed for the others)"``, or ``""``."""
+    counts = {value: len(replicas(results, arm)) for value, arm in group(results, name)}
+    n = max(counts.values())
+    if n == 1:
+        return ""
+    if min(counts.values()) == n:
+        return f" (median of {n} seeds per arm)"
+    many = ", ".join(str(v) for v, k in counts.items() if k > 1)
+    return f" (median of {n} seeds for {many}; one seed for the others)"
 
 
 def _strictly_decreasing(name: str) -> Outcome:
