@@ -178,6 +178,17 @@ def _pad_offsets(size: int, current: int, axis: str) -> tuple[int, int]:
     return before, size - current - before
 
 
+def _image_size(size: int | tuple[int, int]) -> tuple[int, int]:
+    """``(H, W)`` of a size given as ``H = W`` or as a pair, each a positive int."""
+    if isinstance(size, tuple):
+        if len(size) != 2:
+            raise ValueError(f"size must be an int or a pair (H, W), got {size!r}")
+        height, width = (check_int("size", s, minimum=1) for s in size)
+        return height, width
+    side = check_int("size", size, minimum=1)
+    return side, side
+
+
 def pad_to_size(data: Data, size: int | tuple[int, int] = 32, value: float = 0.0) -> Data:
     """Zero-pad images ``(N, C, H, W)`` to ``size x size``, the original in the centre.
 
@@ -190,12 +201,7 @@ def pad_to_size(data: Data, size: int | tuple[int, int] = 32, value: float = 0.0
         size: target ``H = W`` or a pair ``(H, W)``, each at least the current size.
         value: fill value.
     """
-    if isinstance(size, tuple):
-        if len(size) != 2:
-            raise ValueError(f"size must be an int or a pair (H, W), got {size!r}")
-        height, width = (check_int("size", s, minimum=1) for s in size)
-    else:
-        height = width = check_int("size", size, minimum=1)
+    height, width = _image_size(size)
     value = check_float("value", value)
 
     def pad(x: torch.Tensor) -> torch.Tensor:
@@ -220,12 +226,7 @@ def center_crop(data: Data, size: int | tuple[int, int] = 32) -> Data:
         data: a tensor, :class:`LabeledData` or :class:`DataSplits` of images.
         size: target ``H = W`` or a pair ``(H, W)``, each at most the current size.
     """
-    if isinstance(size, tuple):
-        if len(size) != 2:
-            raise ValueError(f"size must be an int or a pair (H, W), got {size!r}")
-        height, width = (check_int("size", s, minimum=1) for s in size)
-    else:
-        height = width = check_int("size", size, minimum=1)
+    height, width = _image_size(size)
 
     def crop(x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 4:
