@@ -17,7 +17,7 @@ from collapselab.data import (
     spectrum_gaussian,
 )
 
-FILE_BASED = ["mnist", "fashion_mnist", "cifar10", "cifar100", "svhn", "stl10"]
+FILE_BASED = ["mnist", "fashion_mnist", "cifar10", "cifar100", "svhn", "stl10", "tiny_imagenet"]
 
 
 def _same(a, b) -> bool:

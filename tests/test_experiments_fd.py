@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.data import DataSplits, LabeledData, gaussian_mixture
+from collapselab.data import DataSplits, LabeledData, gaussian_mixture, read_tiny_imagenet
 from collapselab.experiments import get_experiment, run_experiment
 from collapselab.experiments.fd import presets
+from collapselab.experiments.fd._common import replica_arms
 from collapselab.experiments.fd.directions import DIRECTION_CLAIMS, run_directions
 from collapselab.experiments.fd.measurement import (
     BoundarySchedule,
@@ -26,6 +27,7 @@ from collapselab.experiments.fd.training import (
     build_model,
     detect,
     dry_run,
+    load_data,
     run_member,
     train_config,
 )
@@ -35,6 +37,7 @@ from collapselab.models import MLP
 from collapselab.train import train
 from tests._experiments import check_completed_run, experiment, registered, stored_claims
 from tests._idx_files import idx_bytes, write_idx_dataset
+from tests._tiny_imagenet_files import write_tiny_imagenet
 
 TINY = {**presets.TWO_PHASE["tiny"]["base"]}
 
@@ -219,6 +222,71 @@ def test_operations_tiny_claims_are_the_stored_phase_lengths(operations_run):
     assert claims["smaller-l2-shortens-phase-1"]["verdict"] == "not evaluable"
 
 
+def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
+    tmp_path, monkeypatch
+):
+    """``repeat``: the arms of the equal-effective-step momentum control trained with three
+    seeds each; the claim compares the medians of the stored lengths, lists every seed's,
+    and is counted as an erratum demonstration (the note's control, A19)."""
+    base = {**presets.OPERATIONS["tiny"]["base"], "iterations": 120}
+    config = {
+        "base": base,
+        "arms": {
+            "baseline": {},
+            "momentum-0.9-lr-0.01": {"momentum": 0.9, "lr": 0.01},
+            "momentum-0.9": {"momentum": 0.9},
+        },
+        "groups": {
+            "momentum_equal_lr": [[0.0, "baseline"], [0.9, "momentum-0.9-lr-0.01"]],
+            "momentum": [[0.0, "baseline"], [0.9, "momentum-0.9"]],  # baseline repeated only
+        },
+        "repeat": {"groups": ["momentum_equal_lr"], "seeds": 3},
+    }
+    monkeypatch.setitem(presets.OPERATIONS, "tiny", config)
+    with serial_threads():
+        run = run_experiment("fd-operations", preset="tiny", root=tmp_path, executor="serial")
+    replicas = run.manifest["replicas"]
+    assert replicas["baseline"] == ["baseline", "baseline-seed1", "baseline-seed2"]
+    assert "momentum-0.9" not in replicas
+    lengths = {}
+    for arm, names in replicas.items():
+        stored = [run.load_array(f"traj_{name}") for name in names]
+        lengths[arm] = [float(t["phase_phase1_length"]) for t in stored]
+        first = stored[0]["feature_cosine_cross_class"]
+        assert not np.array_equal(first, stored[1]["feature_cosine_cross_class"])  # new seed
+    entry = stored_claims(run)["momentum-shortens-phase-1-at-equal-effective-lr"]
+    assert entry["kind"] == "erratum"
+    values = entry["values"]
+    for value, arm in ((0.0, "baseline"), (0.9, "momentum-0.9-lr-0.01")):
+        assert values[f"m{value}_phase1_length"] == np.median(lengths[arm])
+        for i, length in enumerate(lengths[arm]):
+            assert values[f"m{value}_seed{i}_phase1_length"] == length
+    shorter = np.median(lengths["momentum-0.9-lr-0.01"]) < np.median(lengths["baseline"])
+    assert entry["verdict"] == ("holds" if shorter else "does not hold")
+    assert entry["erratum"]["wording"] == (
+        "paper's attribution not refuted" if shorter else "paper's attribution confirmed confounded"
+    )
+    assert "(median of 3 seeds per arm)" in entry["detail"]
+    mixed = stored_claims(run)["momentum-shortens-phase-1"]
+    assert "(median of 3 seeds for 0.0; one seed for the others)" in mixed["detail"]
+    assert mixed["values"]["m0.0_phase1_length"] == np.median(lengths["baseline"])
+    assert "m0.9_seed0_phase1_length" not in mixed["values"]  # one seed: no per-seed values
+
+
+def test_repeat_names_known_groups_and_at_least_one_seed():
+    groups = {"l2": [[0.0, "baseline"], [1e-4, "l2-0.0001"]]}
+    assert replica_arms({"groups": groups}, 0) == {}
+    arms = replica_arms({"groups": groups, "repeat": {"groups": ["l2"], "seeds": 2}}, 5)
+    assert arms == {
+        "baseline": ["baseline", "baseline-seed6"],
+        "l2-0.0001": ["l2-0.0001", "l2-0.0001-seed6"],
+    }
+    with pytest.raises(ValueError, match=r"groups the config does not have: \['gamma'\]"):
+        replica_arms({"groups": groups, "repeat": {"groups": ["gamma"], "seeds": 2}}, 0)
+    with pytest.raises(ValueError, match=r"repeat\.seeds must be >= 1, got 0"):
+        replica_arms({"groups": groups, "repeat": {"groups": ["l2"], "seeds": 0}}, 0)
+
+
 def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
     spec = get_experiment("fd-robustness")
     with serial_threads():
@@ -251,7 +319,10 @@ def test_paper_preset_dry_run_on_fixture_files(tmp_path):
         (folder / f"data_batch_{i}").write_bytes(pickle.dumps(batch, protocol=2))
     test = {b"data": rng.integers(0, 256, (10, 3072), dtype=np.uint8), b"labels": list(range(10))}
     (folder / "test_batch").write_bytes(pickle.dumps(test, protocol=2))
-    summary = dry_run(get_experiment("fd-two-phase").config("paper"), data_dir=tmp_path)
+    config = get_experiment("fd-two-phase").config("paper")
+    assert set(config["arms"]) == {"cifar10", "mnist", "tiny_imagenet"}  # Tiny-ImageNet: below
+    arms = {k: v for k, v in config["arms"].items() if k != "tiny_imagenet"}
+    summary = dry_run({**config, "arms": arms}, data_dir=tmp_path)
     assert set(summary) == {"cifar10", "mnist"}
     cifar, mnist = summary["cifar10"], summary["mnist"]
     assert cifar["input_dim"] == 3072 and mnist["input_dim"] == 784
@@ -264,6 +335,31 @@ def test_paper_preset_dry_run_on_fixture_files(tmp_path):
     ops = dry_run(get_experiment("fd-operations").config("paper"), data_dir=tmp_path)
     assert ops["norm-batchnorm"]["norm"] == "batchnorm" and ops["gamma-0.1"]["gamma"] == 0.1
     assert ops["l2-0.01"]["weight_decay"] == pytest.approx(0.02)  # λ‖W‖²: decay 2λ
+
+
+def test_paper_preset_tiny_imagenet_arm_dry_run_on_fixture_files(tmp_path):
+    """The paper's Tiny-ImageNet arm (A.3: its 50 classes by name, 32 x 32 crops, 9 x 512)
+    built from a fixture tiny-imagenet-200 folder of 36 x 36 PNGs whose words.txt names
+    the 50 classes among decoys (the probe and loss sets shrunk to the fixture's 3 images
+    per class; everything else is the preset's)."""
+    names = presets.TINY_IMAGENET_CLASSES
+    words = {f"n{i:08d}": f"{name}, decoy {i}" for i, name in enumerate(reversed(names))}
+    words |= {"n99999999": "giant decoy"}  # a class of the dataset the paper did not use
+    write_tiny_imagenet(tmp_path, words, n_train=3, n_val=1, size=36)
+    config = get_experiment("fd-two-phase").config("paper")
+    arm = config["arms"]["tiny_imagenet"]
+    small = {**config["base"], "probe_per_class": 2, "loss_per_class": 3}
+    summary = dry_run({"base": small, "arms": {"tiny_imagenet": arm}}, data_dir=tmp_path)
+    tiny = summary["tiny_imagenet"]
+    assert tiny["class_names"] == list(names)  # the paper's order, not the files'
+    assert tiny["train_class_counts"] == [3] * 50 and tiny["input_dim"] == 3 * 32 * 32
+    assert tiny["depth"] == 9 and tiny["width"] == 512 and tiny["lr"] == 0.1
+    assert tiny["logits_shape"] == [100, 50] and tiny["batch_size"] == 100
+    data = load_data({**small, **arm}, tmp_path, 0)  # the central 32 x 32 of each image
+    raw = read_tiny_imagenet(tmp_path, class_names=names).train.x[:, :, 2:34, 2:34]
+    flat = raw.reshape(150, -1).double()
+    expected = ((flat - flat.mean()) / flat.std()).float()  # one scalar mean and std
+    assert torch.allclose(data.train.x, expected, atol=1e-6)
 
 
 def test_directions_tiny_window_analysis_and_claims_from_stored_arrays(tmp_path):

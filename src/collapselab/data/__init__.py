@@ -19,6 +19,7 @@ from collapselab.data.readers import (
     read_mnist,
     read_stl10,
     read_svhn,
+    read_tiny_imagenet,
 )
 from collapselab.data.registry import available_datasets, load_dataset
 from collapselab.data.synthetic import (
@@ -32,6 +33,7 @@ from collapselab.data.transforms import (
     FittedTransform,
     Standardize,
     balanced_subset,
+    center_crop,
     pad_to_size,
     shuffle_labels,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "ZCAWhitening",
     "available_datasets",
     "balanced_subset",
+    "center_crop",
     "digits",
     "frequency_dataset",
     "frequency_function",
@@ -66,6 +69,7 @@ __all__ = [
     "read_mnist",
     "read_stl10",
     "read_svhn",
+    "read_tiny_imagenet",
     "separable_relabel",
     "shuffle_labels",
     "spectrum_gaussian",

@@ -11,8 +11,9 @@ divided by 255) and int64 labels, and accepts
   before the conversion to float, so large datasets are subsampled cheaply).
 
 Formats: IDX (MNIST, Fashion-MNIST; gzipped or raw), Python pickles (CIFAR-10/100; loaded
-with an unpickler that only admits numpy arrays), MATLAB v5 ``.mat`` (SVHN) and raw
-column-major binaries (STL-10).
+with an unpickler that only admits numpy arrays), MATLAB v5 ``.mat`` (SVHN), raw
+column-major binaries (STL-10) and folders of JPEG images (Tiny-ImageNet; decoded with
+Pillow, a dependency of matplotlib).
 """
 
 from __future__ import annotations
@@ -110,6 +111,16 @@ _STL10 = _Source(
     "train_y.bin, test_X.bin, test_y.bin (uint8; images 3 x 96 x 96 column-major, labels 1..10)",
     "https://ai.stanford.edu/~acoates/stl10/ (stl10_binary.tar.gz)",
     ("stl10_binary/test_X.bin", "test_X.bin"),
+)
+
+_TINY_IMAGENET = _Source(
+    "tiny_imagenet",
+    "the folder tiny-imagenet-200 (from tiny-imagenet-200.zip) in data_dir, holding "
+    "wnids.txt (one WordNet id per line), words.txt (optional: '<wnid><TAB><names>'), "
+    "train/<wnid>/images/*.JPEG for every wnid, and val/images/*.JPEG with "
+    "val/val_annotations.txt ('<file><TAB><wnid><TAB>...' per line)",
+    "http://cs231n.stanford.edu/tiny-imagenet-200.zip",
+    ("tiny-imagenet-200/wnids.txt", "wnids.txt"),
 )
 
 _CIFAR10_NAMES = (
@@ -669,8 +680,214 @@ def read_fashion_mnist(
     return _read_idx_dataset(data_dir, _FASHION, _FASHION_FOLDERS, list(_FASHION_NAMES), options)
 
 
+# ------------------------------------------------------------ Tiny-ImageNet (JPEG folders)
+
+_IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
+
+
+def _read_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise _missing(path, _TINY_IMAGENET)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise _corrupt(path, _TINY_IMAGENET, f"not UTF-8 text: {err}") from err
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _tiny_wnids(root: Path) -> list[str]:
+    path = root / "wnids.txt"
+    wnids = _read_lines(path)
+    if not wnids:
+        raise _corrupt(path, _TINY_IMAGENET, "no WordNet id in it")
+    repeated = sorted({w for w in wnids if wnids.count(w) > 1})
+    if repeated:
+        raise _corrupt(path, _TINY_IMAGENET, f"repeated WordNet ids {repeated}")
+    return wnids
+
+
+def _tiny_words(root: Path, wnids: Sequence[str]) -> dict[str, list[str]]:
+    """The names of each of ``wnids`` from ``words.txt`` (``wnid<TAB>name, name, ...``),
+    ``{}`` when the file is absent."""
+    path = root / "words.txt"
+    if not path.is_file():
+        return {}
+    wanted, words = set(wnids), {}
+    for line in _read_lines(path):
+        wnid, _, names = line.partition("\t")
+        if wnid in wanted:
+            words[wnid] = [n.strip() for n in names.split(",") if n.strip()]
+    return words
+
+
+def _resolve_class_names(
+    names: Sequence[str], wnids: Sequence[str], words: dict[str, list[str]], root: Path
+) -> list[str]:
+    """The wnid of each class name: the one wnid (among the dataset's) whose names in
+    ``words.txt`` include it exactly, else ignoring case; where several do, the one whose
+    first name it is; no match or several is an error naming the candidates."""
+    if not words:
+        raise _missing(root / "words.txt", _TINY_IMAGENET)
+    chosen = []
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"class_names must be non-empty strings, got {name!r}")
+        matches: list[str] = []
+        for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
+            matches = [w for w in wnids if any(same(n, name) for n in words.get(w, []))]
+            if matches:
+                break
+        if len(matches) > 1:
+            first = [w for w in matches if words[w][0].lower() == name.lower()]
+            matches = first if len(first) == 1 else matches
+        if len(matches) != 1:
+            found = "no class" if not matches else f"several: {matches}"
+            raise ValueError(
+                f"Tiny-ImageNet class name {name!r} matches {found} among the "
+                f"{len(wnids)} WordNet ids of {root / 'wnids.txt'} (names from "
+                f"{root / 'words.txt'}); pass wnids=[...] instead"
+            )
+        chosen.append(matches[0])
+    repeated = sorted({w for w in chosen if chosen.count(w) > 1})
+    if repeated:
+        raise ValueError(f"class_names select the same WordNet ids twice: {repeated}")
+    return chosen
+
+
+def _image_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise _missing(folder, _TINY_IMAGENET)
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in _IMAGE_SUFFIXES)
+    if not files:
+        raise _corrupt(folder, _TINY_IMAGENET, f"no image file ({', '.join(_IMAGE_SUFFIXES)})")
+    return files
+
+
+def _tiny_val(root: Path, index: dict[str, int]) -> tuple[list[Path], np.ndarray]:
+    """The validation images of the selected classes (``index``: wnid -> label)."""
+    path = root / "val" / "val_annotations.txt"
+    files, labels = [], []
+    for number, line in enumerate(_read_lines(path), start=1):
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise _corrupt(path, _TINY_IMAGENET, f"line {number} is not '<file><TAB><wnid>...'")
+        if parts[1] in index:
+            files.append(root / "val" / "images" / parts[0])
+            labels.append(index[parts[1]])
+    absent = sorted(set(index) - {w for w, i in index.items() if i in set(labels)})
+    if absent:
+        raise _corrupt(path, _TINY_IMAGENET, f"no validation image of the classes {absent}")
+    return files, np.asarray(labels, dtype=np.int64)
+
+
+def _decode_images(files: Sequence[Path]) -> np.ndarray:
+    """``(N, 3, H, W)`` uint8 RGB pixels of ``files`` (grayscale images become RGB); every
+    image must have the size of the first."""
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError as err:  # Pillow comes with matplotlib; say so if it is missing
+        raise ImportError(
+            "reading Tiny-ImageNet's JPEG files needs Pillow: pip install pillow"
+        ) from err
+    images = []
+    for path in files:
+        if not path.is_file():
+            raise _missing(path, _TINY_IMAGENET)
+        try:
+            with Image.open(path) as image:
+                pixels = np.asarray(image.convert("RGB"), dtype=np.uint8)
+        except (UnidentifiedImageError, OSError, SyntaxError) as err:
+            raise _corrupt(path, _TINY_IMAGENET, f"not a readable image: {err}") from err
+        if images and pixels.shape != images[0].shape:
+            raise _corrupt(
+                path,
+                _TINY_IMAGENET,
+                f"image of {pixels.shape[0]} x {pixels.shape[1]}, the others are "
+                f"{images[0].shape[0]} x {images[0].shape[1]}",
+            )
+        images.append(pixels)
+    if not images:
+        return np.zeros((0, 3, 64, 64), dtype=np.uint8)
+    return np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
+
+
+def _pick(
+    files: list[Path], y: np.ndarray, n_classes: int, n: int | None, seed: int, stream: int
+) -> tuple[list[Path], np.ndarray]:
+    """A balanced random subset of ``n`` files per class (all when ``n`` is None), drawn
+    as :func:`_finish` draws it, so that only the chosen files are decoded."""
+    if n is None:
+        return files, y
+    n = check_int("n_per_class", n, minimum=1)
+    index = _balanced_index(torch.from_numpy(y), n_classes, n, seed, stream).numpy()
+    return [files[i] for i in index], y[index]
+
+
+def read_tiny_imagenet(
+    data_dir: str | Path,
+    wnids: Sequence[str] | None = None,
+    class_names: Sequence[str] | None = None,
+    n_train_per_class: int | None = None,
+    n_test_per_class: int | None = None,
+    seed: int = 0,
+) -> DataSplits:
+    """Tiny-ImageNet (3 x 64 x 64; 200 classes of 500 training and 50 validation images)
+    from the folder ``tiny-imagenet-200`` (the official zip, unpacked).
+
+    The labelled ``val`` split is the test split (the ``test`` folder has no labels and is
+    not read). Classes are those of ``wnids.txt`` in its order, or a subset, relabelled
+    ``0..k-1`` in the given order: ``wnids`` (WordNet ids) or ``class_names`` (names from
+    ``words.txt``, matched exactly, else ignoring case, among the dataset's ids; paper 000
+    names its 50 classes this way, A.3). ``n_train_per_class`` / ``n_test_per_class``
+    subsample before decoding, so only the chosen JPEGs are read.
+    """
+    if wnids is not None and class_names is not None:
+        raise ValueError("give wnids or class_names, not both")
+    seed = check_seed("seed", seed)
+    root = _dataset_folder(_data_dir(data_dir, _TINY_IMAGENET), "tiny-imagenet-200", "wnids.txt")
+    every = _tiny_wnids(root)
+    words = _tiny_words(root, every)
+    if class_names is not None:
+        if isinstance(class_names, str):
+            raise TypeError("class_names must be a sequence of names, not one string")
+        selected = _resolve_class_names(list(class_names), every, words, root)
+    elif wnids is not None:
+        if isinstance(wnids, str):
+            raise TypeError("wnids must be a sequence of WordNet ids, not one string")
+        selected = list(wnids)
+        unknown = [w for w in selected if w not in every]
+        if unknown or not selected or len(set(selected)) != len(selected):
+            raise ValueError(
+                f"wnids must be distinct ids of {root / 'wnids.txt'}, at least one; "
+                f"unknown: {unknown}, given: {selected}"
+            )
+    else:
+        selected = every
+    index = {w: i for i, w in enumerate(selected)}
+    train_files, train_y = [], []
+    for wnid in selected:
+        found = _image_files(root / "train" / wnid / "images")
+        train_files += found
+        train_y += [index[wnid]] * len(found)
+    k = len(selected)
+    train = _pick(train_files, np.asarray(train_y, dtype=np.int64), k, n_train_per_class, seed, 0)
+    test = _pick(*_tiny_val(root, index), k, n_test_per_class, seed, 1)
+    names = [(words.get(w) or [w])[0] for w in selected]
+    return _finish(
+        _TINY_IMAGENET,
+        (_decode_images(train[0]), train[1]),
+        (_decode_images(test[0]), test[1]),
+        k,
+        names,
+        [root / "wnids.txt", root / "train", root / "val" / "val_annotations.txt"],
+        seed=seed,
+        extra_meta={"wnids": selected},
+    )
+
+
 _SOURCES = {
-    source.name: source for source in (_MNIST, _FASHION, _CIFAR10, _CIFAR100, _SVHN, _STL10)
+    source.name: source
+    for source in (_MNIST, _FASHION, _CIFAR10, _CIFAR100, _SVHN, _STL10, _TINY_IMAGENET)
 }
 
 

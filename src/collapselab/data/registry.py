@@ -25,6 +25,7 @@ from collapselab.data.readers import (
     read_mnist,
     read_stl10,
     read_svhn,
+    read_tiny_imagenet,
 )
 from collapselab.data.synthetic import gaussian_mixture, spectrum_gaussian
 
@@ -54,6 +55,7 @@ _REGISTRY: dict[str, _Entry] = {
     "cifar100": _Entry(read_cifar100, "files", "CIFAR-100"),
     "svhn": _Entry(read_svhn, "files", "SVHN"),
     "stl10": _Entry(read_stl10, "files", "STL-10"),
+    "tiny_imagenet": _Entry(read_tiny_imagenet, "files", "Tiny-ImageNet"),
 }
 
 _ALIASES = {
@@ -62,6 +64,8 @@ _ALIASES = {
     "cifar_100": "cifar100",
     "stl_10": "stl10",
     "mnist_1d": "mnist1d",
+    "tinyimagenet": "tiny_imagenet",
+    "tiny_imagenet_200": "tiny_imagenet",
 }
 
 
@@ -156,6 +160,7 @@ def load_dataset(
     ``mnist``, ``fashion_mnist``  :func:`~collapselab.data.read_mnist`, ...
     ``cifar10``, ``cifar100``     :func:`~collapselab.data.read_cifar10`, ...
     ``svhn``, ``stl10``           :func:`~collapselab.data.read_svhn`, ...
+    ``tiny_imagenet``             :func:`~collapselab.data.read_tiny_imagenet`
     ============================  ===============================================
 
     Names are case-insensitive and ``-`` may replace ``_``. ``seed`` seeds generation or,

@@ -349,6 +349,10 @@ ERRATUM_OUTCOMES = (CONFIRMED, NOT_CONFIRMED, NOT_EVALUABLE)
 _ERRATUM_WORDS = {
     "formula": ("published formula confirmed wrong", "published formula not refuted"),
     "solver": ("paper's solver confirmed not to converge", "paper's solver not refuted"),
+    "attribution": (
+        "paper's attribution confirmed confounded",
+        "paper's attribution not refuted",
+    ),
 }
 """Report wording of an erratum demonstration's outcome: (confirmed, not confirmed)."""
 
@@ -362,11 +366,13 @@ class Erratum:
             the claim states the paper's formula or procedure as printed ("the SNR follows
             Prop. 2"), ``"holds"`` when it states the error itself ("the converged solver
             reaches a lower objective than the paper's literal gradient descent").
-        subject: what the paper printed: ``"formula"`` or ``"solver"``.
+        subject: what the paper printed: ``"formula"``, ``"solver"``, or ``"attribution"``
+            (an effect the paper attributes to one cause where a control the implementer's
+            notes ask for can show it is another: confirmed "confounded").
     """
 
     confirmed_when: Verdict = DOES_NOT_HOLD
-    subject: Literal["formula", "solver"] = "formula"
+    subject: Literal["formula", "solver", "attribution"] = "formula"
 
     def __post_init__(self) -> None:
         check_choice("confirmed_when", self.confirmed_when, (HOLDS, DOES_NOT_HOLD))

@@ -33,15 +33,15 @@ MEASUREMENT_KEYS = (
 def member_configs(
     base: Mapping[str, Any], arms: Mapping[str, Mapping[str, Any]], context: RunContext
 ) -> list[dict[str, Any]]:
-    """One config per arm: ``base`` updated with the arm's changes, the run's seed and
-    ``--data-dir``, and ``arm``: the arm's name."""
+    """One config per arm: ``base`` with the run's seed, updated with the arm's changes (a
+    replica's ``seed`` among them), ``--data-dir``, and ``arm``: the arm's name."""
     data_dir = None if context.data_dir is None else str(context.data_dir)
     return [
         {
             **base,
+            "seed": context.seed,
             **changes,
             "arm": name,
-            "seed": context.seed,
             "data_dir": data_dir,
             "device": context.device,
         }
@@ -127,16 +127,42 @@ def run_arms(
     return {config["arm"]: result for config, result in zip(configs, results, strict=True)}
 
 
+def replica_arms(config: Mapping[str, Any], seed: int) -> dict[str, list[str]]:
+    """The arms trained with several seeds: ``{arm: [arm, "<arm>-seed<s>", ...]}`` for every
+    arm of the groups named in ``config["repeat"]`` (``{"groups": [...], "seeds": n}``: n
+    seeds in all, the run's seed and the next n - 1); ``{}`` without ``repeat``."""
+    repeat = config.get("repeat")
+    if not repeat:
+        return {}
+    n = int(repeat["seeds"])
+    if n < 1:
+        raise ValueError(f"repeat.seeds must be >= 1, got {n}")
+    groups = config["groups"]
+    unknown = sorted(set(repeat["groups"]) - set(groups))
+    if unknown:
+        raise ValueError(f"repeat.groups names groups the config does not have: {unknown}")
+    arms = dict.fromkeys(arm for g in repeat["groups"] for _, arm in groups[g])
+    return {arm: [arm] + [f"{arm}-seed{seed + i}" for i in range(1, n)] for arm in arms}
+
+
 def run_groups(run: Run, context: RunContext) -> None:
     """Run the arms of a sweep experiment and record its groups.
 
-    ``context.config``: ``base`` (the shared config), ``arms`` (name -> changes) and
+    ``context.config``: ``base`` (the shared config), ``arms`` (name -> changes),
     ``groups`` (group -> [[value, arm], ...]: which arm each swept value ran as; an arm may
-    serve several groups, the baseline typically). Every arm is trained once; the manifest
-    records ``groups`` and ``arms`` for claims and figures.
+    serve several groups, the baseline typically) and optionally ``repeat``
+    (:func:`replica_arms`: the arms of some groups also trained with further seeds, their
+    phase-1 lengths compared as medians). The manifest records ``groups``, ``arms`` and
+    ``replicas`` for claims and figures.
     """
-    arms = context.config["arms"]
-    run_arms(run, context, arms, groups=context.config["groups"], arms={"all": list(arms)})
+    c = context.config
+    arms = dict(c["arms"])
+    replicas = replica_arms(c, context.seed)
+    changes = dict(arms)
+    for arm, names in replicas.items():
+        for i, name in enumerate(names[1:], start=1):
+            changes[name] = {**arms[arm], "seed": context.seed + i}
+    run_arms(run, context, changes, groups=c["groups"], arms={"all": list(arms)}, replicas=replicas)
 
 
 def group(results: RunResults | Run, name: str) -> list[tuple[Any, str]]:
@@ -147,14 +173,37 @@ def group(results: RunResults | Run, name: str) -> list[tuple[Any, str]]:
     return [(value, arm) for value, arm in stored]
 
 
+def replicas(results: RunResults | Run, arm: str) -> list[str]:
+    """The stored runs of ``arm``: itself, and its further seeds where it was repeated."""
+    return list((results.manifest.get("replicas") or {}).get(arm) or [arm])
+
+
 def phase1_lengths(results: RunResults, name: str) -> tuple[list, np.ndarray, np.ndarray]:
     """``(values, lengths, left)`` of a group: the phase-1 length of each arm (the end of
     its loss plateau; the last measured step when it never left phase 1) and whether it
-    left phase 1."""
+    left phase 1. An arm trained with several seeds gives the median of its lengths (a
+    censored one counted at its budget) and left phase 1 when most of its seeds did."""
     pairs = group(results, name)
-    lengths = np.array([phase(results, arm, "phase1_length") for _, arm in pairs])
-    left = np.array([phase(results, arm, "left_phase1") for _, arm in pairs]) > 0
-    return [v for v, _ in pairs], lengths, left
+    lengths, left = [], []
+    for _, arm in pairs:
+        runs = replicas(results, arm)
+        lengths.append(float(np.median([phase(results, r, "phase1_length") for r in runs])))
+        left.append(2 * sum(phase(results, r, "left_phase1") > 0 for r in runs) > len(runs))
+    return [v for v, _ in pairs], np.array(lengths), np.array(left)
+
+
+def seed_lengths(results: RunResults, name: str) -> dict[str, float]:
+    """The phase-1 length of every seed of a group's repeated arms (``"<value>_seed<i>"``:
+    the i-th seed), for a claim's values; ``{}`` when the group was not repeated."""
+    out: dict[str, float] = {}
+    for value, arm in group(results, name):
+        runs = replicas(results, arm)
+        if len(runs) > 1:
+            out |= {
+                f"{value}_seed{i}_phase1_length": phase(results, r, "phase1_length")
+                for i, r in enumerate(runs)
+            }
+    return out
 
 
 def describe_lengths(values: Sequence[Any], lengths: np.ndarray, left: np.ndarray) -> str:

@@ -4,9 +4,12 @@ member), and its phase detection.
 A config (every preset entry of :mod:`collapselab.experiments.fd.presets`) holds:
 
 * data: ``dataset`` (``"fashion_mnist"`` from local files, ``"mnist"``, ``"cifar10"``,
-  ``"digits"`` bundled, or ``"clustered"``: a Gaussian mixture with ``clusters`` clusters per
-  class in ``dim`` dimensions, means on a sphere of radius ``mean_scale``, unit noise),
-  ``n_per_class`` training samples per class; inputs flattened and standardised with one
+  ``"tiny_imagenet"``, ``"digits"`` bundled, or ``"clustered"``: a Gaussian mixture with
+  ``clusters`` clusters per class in ``dim`` dimensions, means on a sphere of radius
+  ``mean_scale``, unit noise), ``n_per_class`` training samples per class (``None``: all),
+  optionally ``class_names`` (a class subset of a file dataset that names its classes:
+  Tiny-ImageNet's 50 of the paper, A.3) and ``crop`` (the central ``crop x crop`` pixels:
+  the paper's 32 x 32 crops of Tiny-ImageNet); inputs flattened and standardised with one
   scalar mean and standard deviation of the training set;
 * model (R1): ``depth`` linear layers, ``width``, ``activation`` (``relu`` /
   ``leaky_relu`` with ``negative_slope``), ``norm`` (``none`` / ``batchnorm`` / ``norm1``),
@@ -40,7 +43,14 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.data import DataSplits, LabeledData, digits, gaussian_mixture, load_dataset
+from collapselab.data import (
+    DataSplits,
+    LabeledData,
+    center_crop,
+    digits,
+    gaussian_mixture,
+    load_dataset,
+)
 from collapselab.experiments.fd.measurement import (
     DIVERSITY_KEYS,
     M4_SOURCES,
@@ -64,7 +74,7 @@ __all__ = [
     "train_config",
 ]
 
-FILE_DATASETS = ("fashion_mnist", "mnist", "cifar10")
+FILE_DATASETS = ("fashion_mnist", "mnist", "cifar10", "tiny_imagenet")
 """Datasets read from local files (never downloaded)."""
 
 M2_KEY = "feature_cosine_cross_class"
@@ -75,8 +85,9 @@ def load_data(config: Mapping[str, Any], data_dir: str | Path | None, seed: int)
     """The configured training data, flattened and standardised (one scalar mean and std)."""
     name, n = config["dataset"], config.get("n_per_class")
     if name in FILE_DATASETS:  # n_per_class None: the whole training set
+        subset_of = {"class_names": config["class_names"]} if config.get("class_names") else {}
         data = load_dataset(
-            name, data_dir=data_dir, seed=seed, n_train_per_class=n, n_test_per_class=1
+            name, data_dir=data_dir, seed=seed, n_train_per_class=n, n_test_per_class=1, **subset_of
         )
     elif name == "digits":
         data = digits(n_per_class=n, test_fraction=0.0, seed=seed, standardize=False)
@@ -95,6 +106,8 @@ def load_data(config: Mapping[str, Any], data_dir: str | Path | None, seed: int)
         raise ValueError(
             f"dataset must be one of {[*FILE_DATASETS, 'digits', 'clustered']}, got {name!r}"
         )
+    if config.get("crop"):
+        data = center_crop(data, int(config["crop"]))
     train = data.train
     x = train.x.reshape(train.x.shape[0], -1).double()
     x = ((x - x.mean()) / x.std()).float()
@@ -268,7 +281,7 @@ def dry_run(
     loaded: dict[tuple, DataSplits] = {}
     for arm, changes in config["arms"].items():
         c = {**config["base"], **changes}
-        key = (c["dataset"], c.get("n_per_class"), c.get("dim"))
+        key = tuple(str(c.get(k)) for k in ("dataset", "n_per_class", "dim", "class_names", "crop"))
         if key not in loaded:
             loaded[key] = load_data(c, data_dir, seed)
         train = loaded[key].train
@@ -284,6 +297,7 @@ def dry_run(
             "dataset": c["dataset"],
             "n_train": int(train.y.numel()),
             "train_class_counts": torch.bincount(train.y, minlength=train.n_classes).tolist(),
+            "class_names": list(train.meta.get("class_names") or []),
             "input_dim": int(train.x.shape[1]),
             "depth": depth,
             "width": int(c["width"]),

@@ -61,10 +61,12 @@ def phase_curves(results: RunResults | Run, arm: str, key: str) -> tuple[np.ndar
     return stored["steps"], values if values.ndim == 1 else values[:, layer]
 
 
-def _rise_before_drop(results: RunResults, key: str, margin: float) -> tuple[bool, dict, str]:
+def _rise_before_drop(
+    results: RunResults, key: str, margin: float, falls: bool = True
+) -> tuple[bool, dict, str]:
     """Over every arm: ``key`` at the phase layer rises by >= ``margin`` between step 0 and
-    the end of the loss plateau (before the loss drops by 5%), and falls by >= ``margin``
-    from its peak by the end of the run."""
+    the end of the loss plateau (before the loss drops by 5%), and, with ``falls``, falls by
+    >= ``margin`` from its peak by the end of the run (the fall is reported either way)."""
     values: dict[str, float] = {}
     ok = True
     notes = []
@@ -80,14 +82,14 @@ def _rise_before_drop(results: RunResults, key: str, margin: float) -> tuple[boo
         rise = float(np.max(before) - before[0]) if before.size else float("nan")
         fall = float(np.nanmax(curve) - curve[-1])
         values |= {f"{arm}_rise": rise, f"{arm}_fall_after_peak": fall, f"{arm}_plateau_end": end}
-        ok &= bool(rise >= margin and fall >= margin)
+        ok &= bool(rise >= margin and (fall >= margin or not falls))
         notes.append(f"{arm}: rises {rise:+.3f} by step {end:g}, falls {fall:.3f} after its peak")
     return ok, values, "; ".join(notes)
 
 
-def _claim_rise(key: str, margin: float) -> Any:
+def _claim_rise(key: str, margin: float, falls: bool = True) -> Any:
     def check(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-        ok, values, detail = _rise_before_drop(results, key, margin)
+        ok, values, detail = _rise_before_drop(results, key, margin, falls)
         return ok, values, margin, detail
 
     return check
@@ -116,13 +118,14 @@ TWO_PHASE_CLAIMS: list[Claim] = [
     ),
     claim_from_check(
         "m4-rises-in-phase-1",
-        "The cosine similarity between the weight changes of different pseudo-neurons rises "
-        "in phase 1 (read on the probe-set mean weight change; the per-sample form is "
-        "degenerate, note A5).",
+        "The cosine similarity between the weight changes of different pseudo-neurons keeps "
+        "increasing in the first phase (read on the probe-set mean weight change; the "
+        "per-sample form is degenerate, note A5). Fig. 2(c) states the rise only, not a "
+        "fall after the phase boundary.",
         "§3, Fig. 2(c)",
         f"on every dataset, M4 of the probe-mean weight change of the third linear layer "
-        f"rises by >= {M4_RISE} before the loss plateau ends and ends >= {M4_RISE} below "
-        "its peak",
-        _claim_rise("m4_probe_mean", M4_RISE),
+        f"rises by >= {M4_RISE} before the loss plateau ends (its fall after the peak is "
+        "reported, not required)",
+        _claim_rise("m4_probe_mean", M4_RISE, falls=False),
     ),
 ]
