@@ -21,7 +21,7 @@ from collapselab.curvature import (
     weight_spectrum,
 )
 from collapselab.curvature.eigen import FLOAT32_BASIS_TOL, basis_dtype
-from collapselab.curvature.operators import CurvatureOperator
+from collapselab.curvature.operators import CurvatureOperator, all_finite
 from tests._curvature import batches, blobs, tanh_net
 
 
@@ -126,6 +126,37 @@ def test_lanczos_with_a_float32_basis_finds_a_multiple_eigenvalue():
     assert pairs.converged
     assert np.abs(pairs.values.numpy() - ref).max() < 1e-3 * 0.21
     assert np.abs(pairs.values.numpy()[:9] - 0.2).max() < 1e-3
+
+
+def test_with_block_one_every_product_is_a_single_vector():
+    # the CPU default: single products are the cheapest per vector, the start's included
+    calls: list[int] = []
+
+    class Counting(Dense):
+        def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+            calls.append(V.shape[1])
+            return super()._matmat(V)
+
+    pairs = top_eigenpairs(Counting(_matrix()), 5, tol=1e-8, block=1)
+    assert set(calls) == {1} and len(calls) == pairs.products
+    calls.clear()
+    pairs = top_eigenpairs(Counting(_matrix()), 5, tol=1e-8, block=2)
+    assert calls[0] == 5 and set(calls[1:]) <= {1, 2} and sum(calls) == pairs.products
+
+
+def test_all_finite_and_a_non_finite_product_is_a_clear_error():
+    big = torch.full((4,), 1e308, dtype=torch.float64)  # finite, but its sum overflows
+    assert all_finite(big) and all_finite(torch.zeros(0)) and all_finite(torch.ones(3, 2))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        for dtype in (torch.float32, torch.float64):
+            t = torch.ones(5, 3, dtype=dtype)
+            t[2, 1] = bad
+            assert not all_finite(t)
+    A = _matrix(P=60)
+    A[3, 5] = A[5, 3] = float("nan")
+    for dtype in (torch.float32, torch.float64):
+        with pytest.raises(ValueError, match="Dense: a product is NaN or Inf"):
+            top_eigenpairs(Dense(A.to(dtype)), 2, tol=1e-3)
 
 
 def test_lanczos_other_ends_degenerate_values_and_the_full_space():

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import torch
 
 from collapselab.checks import check_choice, check_float, check_int
-from collapselab.curvature.operators import CurvatureOperator
+from collapselab.curvature.operators import CurvatureOperator, all_finite
 
 WHICH = ("LA", "LM", "SA")
 """Which end of the spectrum: largest algebraic, largest magnitude, smallest algebraic."""
@@ -128,7 +128,8 @@ def top_eigenpairs(
     start = torch.randn(P, max(k, b), generator=gen, dtype=dtype)
     basis = _Basis(P, max(dim_cap, k + 2 * b) + b, op.device, dtype)
     first = _orthonormal(start.to(op.device), None)
-    basis.extend(first, _apply(op, first))
+    # With block 1 (the CPU default) every product is a single vector, the start's too.
+    basis.extend(first, _apply(op, first, 1 if b == 1 else first.shape[1]))
     products = first.shape[1]
     scale = 0.0
     # A float64 basis: the Gram estimate is exact up to float64 rounding, which it sees
@@ -333,10 +334,13 @@ class _Basis:
         return self.combine(Y, self._ABt) - self.combine(Y) * theta.to(self.dtype)
 
 
-def _apply(op: CurvatureOperator, V: torch.Tensor) -> torch.Tensor:
-    """``A V`` in the dtype of ``V`` (the operator computes in its own), checked finite."""
-    AV = op.matmat(V).to(V.dtype)
-    if not bool(torch.isfinite(AV).all()):
+def _apply(op: CurvatureOperator, V: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
+    """``A V`` in the dtype of ``V`` (the operator computes in its own), ``chunk`` columns
+    per product (default all), checked finite."""
+    step = chunk or V.shape[1]
+    parts = [op.matmat(V[:, i : i + step]) for i in range(0, V.shape[1], step)]
+    AV = (parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)).to(V.dtype)
+    if not all_finite(AV):
         raise ValueError(f"{type(op).__name__}: a product is NaN or Inf")
     return AV
 
