@@ -46,6 +46,7 @@ from collapselab.curvature import (
     class_pair_means,
     top_eigenpairs,
 )
+from collapselab.curvature.eigen import basis_dtype
 
 
 def mlp(widths: list[int], seed: int) -> nn.Sequential:
@@ -198,8 +199,36 @@ def speed(repeats: int, tol: float, k: int, threads: int) -> None:
         f"{best['PyHessian tol/100'] / best['collapselab']:.1f}x (PyHessian at tol/100), "
         f"curvlinops+eigsh / collapselab = {best['curvlinops+eigsh'] / best['collapselab']:.2f}x"
     )
+    first, single = product_times(model, x, y, repeats)
+    n = products["collapselab"]
+    spent = first + (n - 1) * single
+    print(
+        f"   where collapselab's time goes: a Hessian-vector product costs {single * 1e3:.1f} ms "
+        f"(the first, which builds the graph, {first * 1e3:.1f} ms): its {n} products "
+        f"{spent:.3f} s of {best['collapselab']:.3f} s, the Lanczos steps the other "
+        f"{best['collapselab'] - spent:.3f} s"
+    )
     print(f"   reference (float64, tol 1e-9): {np.array2string(reference, precision=4)}")
     print(f"   load average before {load_before}, after {load_after}")
+
+
+def product_times(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, repeats: int
+) -> tuple[float, float]:
+    """Minimum times of a fresh operator's first product (it builds the graph) and of a
+    single Hessian-vector product through the kept graph."""
+    firsts, singles = [], []
+    v = torch.randn(sum(p.numel() for p in model.parameters()), 1)
+    for _ in range(repeats):
+        op = HessianOperator(Objective(model, "ce", [(x, y)]))
+        start = time.perf_counter()
+        op.matmat(v)
+        firsts.append(time.perf_counter() - start)
+        for _ in range(5):
+            start = time.perf_counter()
+            op.matmat(v)
+            singles.append(time.perf_counter() - start)
+    return min(firsts), min(singles)
 
 
 def decomposition_cost(k: int, tol: float, threads: int) -> None:
@@ -271,13 +300,16 @@ print(json.dumps({{"before": before, "after": after, "P": pairs.vectors.shape[0]
     rec = json.loads(run.stdout.strip().splitlines()[-1])
     P = rec["P"]
     extra_mb = (rec["after"] - rec["before"]) / 1024
-    dim = max(6 * k, 2 * k + 2 * min(k, 4), 40) + min(k, 4)
+    block = 1  # top_eigenpairs' default on the CPU
+    dim = max(6 * k, 2 * k + 2 * block, 40) + block  # its buffers' capacity
+    dtype = basis_dtype(torch.float32, tol)
+    size = torch.empty(0, dtype=dtype).element_size()
     print(
         f"\n4. memory of top-{k} (child process, peak RSS): {rec['before'] / 1024:.0f} MB with "
         f"the model and data loaded; +{extra_mb:.0f} MB at the peak of the Lanczos run "
-        f"(its basis and products: 2 x P x {dim} float64 = {2 * P * dim * 8 / 2**20:.0f} MB, "
-        f"plus the kept graph of the 2048 samples); a P x P float32 matrix would be "
-        f"{P * P * 4 / 2**30:.0f} GB"
+        f"(its basis and products: 2 x P x {dim} {str(dtype).removeprefix('torch.')} = "
+        f"{2 * P * dim * size / 2**20:.0f} MB at most, plus the kept graph of the 2048 "
+        f"samples); a P x P float32 matrix would be {P * P * 4 / 2**30:.0f} GB"
     )
 
 
