@@ -140,44 +140,69 @@ def top_eigenpairs(
         theta, Y = _ritz(basis.T, which)
         scale = max(scale, float(theta.abs().max()))
         n_check = min(len(theta), k + b)
-        threshold = tol * scale
-        res = basis.residual_norms(Y[:, :n_check], theta[:n_check])
-        spent = products >= budget
+        step = _Step(
+            basis,
+            Y,
+            theta,
+            basis.residual_norms(Y[:, :n_check], theta[:n_check]),
+            (k, b, dim_cap),
+            tol * scale,
+            products >= budget,
+        )
         if dtype == torch.float64:
-            Y, W = _estimated_step(
-                basis, Y, theta, res, (k, b, dim_cap), threshold, reach * scale, spent
-            )
+            W = _estimated_step(step, reach * scale)
         else:
-            Y, W = _certified_step(basis, Y, theta, res, (k, b, dim_cap), threshold, spent)
+            W = _certified_step(step)
         if W is None:
-            X = basis.combine(Y[:, :k]).to(torch.float64)
-            converged = bool((res[:k] <= threshold).all())
-            return Eigenpairs(theta[:k], X, res[:k], products, converged)
+            X = basis.combine(step.Y[:, :k]).to(torch.float64)
+            res = step.res[:k]
+            converged = bool((res <= step.threshold).all())
+            return Eigenpairs(theta[:k], X, res, products, converged)
         W = _orthonormal(W, basis.B, gen)
         basis.extend(W, _apply(op, W))
         products += W.shape[1]
 
 
-def _estimated_step(
-    basis: _Basis,
-    Y: torch.Tensor,
-    theta: torch.Tensor,
-    res: torch.Tensor,
-    sizes: tuple[int, int, int],
-    threshold: float,
-    floor: float,
-    spent: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One step with a float64 basis, from the Gram estimates ``res`` of the first pairs
-    (updated in place where exact residuals are computed). Returns the Ritz coordinates
-    (changed by a restart) and the residuals to expand by, ``None`` when every wanted pair
-    has converged or the budget ``spent``. ``sizes`` is ``(k, block, max_dim)``."""
-    k, b, _ = sizes
+@dataclass
+class _Step:
+    """One Lanczos step's state: the basis, the Ritz coordinates ``Y`` (changed by a
+    restart) and values ``theta``, the residual norms ``res`` of the first pairs (Gram
+    estimates, replaced by exact norms where those are computed), ``sizes =
+    (k, block, max_dim)``, the convergence ``threshold`` and whether the budget is
+    ``spent``."""
+
+    basis: _Basis
+    Y: torch.Tensor
+    theta: torch.Tensor
+    res: torch.Tensor
+    sizes: tuple[int, int, int]
+    threshold: float
+    spent: bool
+
+    def residuals(self, idx: list[int] | torch.Tensor) -> torch.Tensor:
+        """The residual vectors of the pairs ``idx``."""
+        return self.basis.residuals(self.Y[:, idx], self.theta[idx])
+
+    def restart_if_full(self, m: int) -> None:
+        """A thick restart on the best Ritz vectors when ``m`` more vectors would pass
+        ``max_dim`` (the Ritz pairs keep their order)."""
+        k, b, dim_cap = self.sizes
+        if self.basis.size + m <= dim_cap:
+            return
+        keep = max(k + b, dim_cap - 2 * b)
+        self.basis.restart(self.Y[:, :keep], self.theta[:keep])
+        self.Y = torch.eye(keep, dtype=self.Y.dtype, device=self.Y.device)
+
+
+def _estimated_step(step: _Step, floor: float) -> torch.Tensor | None:
+    """A step with a float64 basis: the residuals to expand by, ``None`` when every
+    wanted pair has converged or the budget is spent."""
+    (k, b, _), res, threshold = step.sizes, step.res, step.threshold
     # The estimate resolves residuals down to ~floor; only a tolerance below that
     # needs exact residuals, for the pairs the estimate cannot tell from converged.
     # Pairs above max(threshold, floor) are not converged and drive the expansion.
     unconverged = res > max(threshold, floor)
-    deciding = not bool(unconverged[:k].any()) or spent
+    deciding = not bool(unconverged[:k].any()) or step.spent
     # Every pair when the wanted ones might all have converged, else only those before
     # the b-th unconverged pair (the expansion takes the first b not converged).
     cut = len(res)
@@ -186,41 +211,33 @@ def _estimated_step(
     if threshold < floor:
         idx = torch.nonzero(~unconverged[:cut]).flatten()
         if idx.numel():
-            res[idx] = basis.residuals(Y[:, idx], theta[idx]).norm(dim=0)
+            res[idx] = step.residuals(idx).norm(dim=0)
     done = res <= threshold
-    if deciding and (bool(done[:k].all()) or spent):
-        return Y, None
+    if deciding and (bool(done[:k].all()) or step.spent):
+        return None
     # Expand by the residuals of the first b pairs that have not converged.
     pending = [i for i in range(cut) if not bool(done[i])][:b]
-    Y = _restart_if_full(basis, Y, theta, len(pending), sizes)
-    return Y, basis.residuals(Y[:, pending], theta[pending])
+    step.restart_if_full(len(pending))
+    return step.residuals(pending)
 
 
-def _certified_step(
-    basis: _Basis,
-    Y: torch.Tensor,
-    theta: torch.Tensor,
-    res: torch.Tensor,
-    sizes: tuple[int, int, int],
-    threshold: float,
-    spent: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One step with a float32 basis (as :func:`_estimated_step`): the Gram estimates
-    ``res`` only steer. The pairs they call unconverged are checked in order by their
-    residual vectors, which are the expansion; when no wanted pair is left unconverged
-    (or the budget is spent), every wanted pair's residual is computed, and only those
-    certify convergence."""
-    k, b, _ = sizes
+def _certified_step(step: _Step) -> torch.Tensor | None:
+    """A step with a float32 basis (as :func:`_estimated_step`): the Gram estimates only
+    steer. The pairs they call unconverged are checked in order by their residual
+    vectors, which are the expansion; when no wanted pair is left unconverged (or the
+    budget is spent), every wanted pair's residual is computed, and only those certify
+    convergence."""
+    (k, b, _), res, threshold = step.sizes, step.res, step.threshold
     checked: set[int] = set()
 
     def exact(idx: list[int]) -> torch.Tensor:
-        R = basis.residuals(Y[:, idx], theta[idx])
+        R = step.residuals(idx)
         res[idx] = R.norm(dim=0).to(res.dtype)
         checked.update(idx)
         return R
 
-    if not spent:
-        Y = _restart_if_full(basis, Y, theta, b, sizes)
+    if not step.spent:
+        step.restart_if_full(b)
         pending, columns = [], []
         for i in range(len(res)):
             if len(pending) == b:
@@ -231,27 +248,14 @@ def _certified_step(
                     pending.append(i)
                     columns.append(R)
         if any(i < k for i in pending):
-            return Y, torch.cat(columns, dim=1)
+            return torch.cat(columns, dim=1)
     rest = [i for i in range(k) if i not in checked]
     if rest:
         exact(rest)
     left = [i for i in range(k) if float(res[i]) > threshold]
-    if not left or spent:
-        return Y, None
-    return Y, basis.residuals(Y[:, left[:b]], theta[left[:b]])
-
-
-def _restart_if_full(
-    basis: _Basis, Y: torch.Tensor, theta: torch.Tensor, m: int, sizes: tuple[int, int, int]
-) -> torch.Tensor:
-    """A thick restart on the best Ritz vectors when ``m`` more vectors would pass
-    ``max_dim``; returns the Ritz coordinates in the (possibly restarted) basis."""
-    k, b, dim_cap = sizes
-    if basis.size + m <= dim_cap:
-        return Y
-    keep = max(k + b, dim_cap - 2 * b)
-    basis.restart(Y[:, :keep], theta[:keep])
-    return torch.eye(keep, dtype=Y.dtype, device=Y.device)
+    if not left or step.spent:
+        return None
+    return step.residuals(left[:b])
 
 
 def basis_dtype(op_dtype: torch.dtype, tol: float) -> torch.dtype:
