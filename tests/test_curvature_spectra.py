@@ -20,7 +20,8 @@ from collapselab.curvature import (
     top_eigenpairs,
     weight_spectrum,
 )
-from collapselab.curvature.operators import CurvatureOperator
+from collapselab.curvature.eigen import FLOAT32_BASIS_TOL, basis_dtype
+from collapselab.curvature.operators import CurvatureOperator, all_finite
 from tests._curvature import batches, blobs, tanh_net
 
 
@@ -61,8 +62,8 @@ def test_lanczos_top_k_equals_eigh(k):
 @pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-4])
 def test_lanczos_loose_tolerance_on_float32_products_reports_true_residuals(tol):
     # A float32 operator with a small asymmetry (rounded products are not exactly
-    # symmetric): above the Gram estimate's resolution the residual norms it returns come
-    # from (AB)ᵀAB alone; they must equal the exact ‖Ax − θx‖ and meet the tolerance.
+    # symmetric), at tolerances where the basis is float32: the residual norms it returns
+    # must equal the exact ‖Ax − θx‖ (in float64) and meet the tolerance.
     A = _matrix(P=300, top=(10.0, 9.0, 8.5, 6.0, 5.0, 4.9, 4.0))
     g = torch.Generator().manual_seed(1)
     A32 = (A + 1e-6 * torch.randn(300, 300, generator=g, dtype=torch.float64)).float()
@@ -74,6 +75,88 @@ def test_lanczos_loose_tolerance_on_float32_products_reports_true_residuals(tol)
     assert exact.max() <= tol * float(theta.abs().max()) * (1 + 1e-6)
     ref = np.sort(np.linalg.eigvalsh(A.numpy()))[::-1][:5]
     assert np.abs(theta.numpy() - ref).max() < tol * 10.0
+
+
+def test_the_basis_is_float32_only_for_a_float32_operator_at_a_loose_tolerance():
+    assert FLOAT32_BASIS_TOL == 1e-4
+    assert basis_dtype(torch.float32, 1e-4) == torch.float32
+    assert basis_dtype(torch.float32, 0.5) == torch.float32
+    assert basis_dtype(torch.float32, 9.9e-5) == torch.float64
+    assert basis_dtype(torch.float64, 1e-2) == torch.float64
+    assert basis_dtype(torch.bfloat16, 1e-2) == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("tol", "block", "max_dim"), [(1e-3, 1, None), (1e-4, 1, None), (1e-3, 2, 16), (1e-4, 3, 14)]
+)
+def test_lanczos_with_a_float32_basis_matches_the_dense_spectrum(tol, block, max_dim):
+    # Clustered values (10 and 9.99, 5 and 4.9), asymmetric float32 round-off, and (with
+    # max_dim) thick restarts: the values are those of the dense symmetric part within the
+    # residual bound, the residuals are exact and meet tol, the vectors are orthonormal to
+    # float32 rounding.
+    A = _matrix(P=300, top=(10.0, 9.99, 9.0, 8.5, 6.0, 5.0, 4.9, 4.0), seed=2)
+    g = torch.Generator().manual_seed(4)
+    A32 = (A + 1e-6 * torch.randn(300, 300, generator=g, dtype=torch.float64)).float()
+    op = Dense(A32)
+    pairs = top_eigenpairs(op, 6, tol=tol, block=block, max_dim=max_dim)
+    X, theta = pairs.vectors, pairs.values
+    assert X.dtype == torch.float64 and pairs.converged and op.products == pairs.products
+    top = float(theta.abs().max())
+    exact = (A32.double() @ X - X * theta).norm(dim=0)
+    assert (pairs.residuals - exact).abs().max() < 1e-6 * top
+    assert exact.max() <= tol * top + 1e-6 * top
+    sym = ((A32.double() + A32.double().T) / 2).numpy()
+    ref = np.sort(np.linalg.eigvalsh(sym))[::-1][:6]
+    assert np.abs(theta.numpy() - ref).max() <= tol * top
+    assert (X.T @ X - torch.eye(6, dtype=torch.float64)).abs().max() < 1e-5
+    if max_dim is not None:  # the restarts happened
+        assert pairs.products > max_dim
+
+
+def test_lanczos_with_a_float32_basis_finds_a_multiple_eigenvalue():
+    # paper 004's K² equal outliers, from a float32 operator at a loose tolerance
+    g = torch.Generator().manual_seed(3)
+    U = torch.linalg.qr(torch.randn(120, 9, generator=g, dtype=torch.float64))[0]
+    bulk = torch.linalg.qr(torch.randn(120, 120, generator=g, dtype=torch.float64))[0]
+    out = torch.eye(120, dtype=torch.float64) - U @ U.T  # a bulk below 0.01, orthogonal to U
+    bulk = out @ (bulk * 0.01 * torch.rand(120, generator=g, dtype=torch.float64)) @ bulk.T @ out
+    A = 0.2 * U @ U.T + bulk
+    pairs = top_eigenpairs(Dense(A.float()), 10, tol=1e-3)
+    ref = np.sort(np.linalg.eigvalsh(A.float().double().numpy()))[::-1][:10]
+    assert pairs.converged
+    assert np.abs(pairs.values.numpy() - ref).max() < 1e-3 * 0.21
+    assert np.abs(pairs.values.numpy()[:9] - 0.2).max() < 1e-3
+
+
+def test_with_block_one_every_product_is_a_single_vector():
+    # the CPU default: single products are the cheapest per vector, the start's included
+    calls: list[int] = []
+
+    class Counting(Dense):
+        def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+            calls.append(V.shape[1])
+            return super()._matmat(V)
+
+    pairs = top_eigenpairs(Counting(_matrix()), 5, tol=1e-8, block=1)
+    assert set(calls) == {1} and len(calls) == pairs.products
+    calls.clear()
+    pairs = top_eigenpairs(Counting(_matrix()), 5, tol=1e-8, block=2)
+    assert calls[0] == 5 and set(calls[1:]) <= {1, 2} and sum(calls) == pairs.products
+
+
+def test_all_finite_and_a_non_finite_product_is_a_clear_error():
+    big = torch.full((4,), 1e308, dtype=torch.float64)  # finite, but its sum overflows
+    assert all_finite(big) and all_finite(torch.zeros(0)) and all_finite(torch.ones(3, 2))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        for dtype in (torch.float32, torch.float64):
+            t = torch.ones(5, 3, dtype=dtype)
+            t[2, 1] = bad
+            assert not all_finite(t)
+    A = _matrix(P=60)
+    A[3, 5] = A[5, 3] = float("nan")
+    for dtype in (torch.float32, torch.float64):
+        with pytest.raises(ValueError, match="Dense: a product is NaN or Inf"):
+            top_eigenpairs(Dense(A.to(dtype)), 2, tol=1e-3)
 
 
 def test_lanczos_other_ends_degenerate_values_and_the_full_space():

@@ -14,15 +14,24 @@ restarts thick: ``B ← BY_{:, :q}``, ``AB ← (AB)Y_{:, :q}`` for the ``q`` bes
 :math:`\lVert A x - \theta x\rVert \le \mathrm{tol}\cdot \max|\theta|`; the eigenvalue
 error is then at most that residual, and of order its square over the spectral gap.
 
-The basis and the Rayleigh–Ritz problem are kept in float64 whatever the operator's dtype
-(a float32 model's products are converted), so orthogonality does not break down with the
-products' rounding. Residual norms come from the small Gram matrix ``(AB)ᵀAB``
-(:math:`\lVert R\rVert^2 = y^\top (AB)^\top AB\, y - \theta^2`, exact up to float64
-rounding), and from the residual vectors only below that estimate's resolution
-(``100·sqrt(eps)`` of the largest Ritz value, float64 ``eps``), so a step costs
-``O(P · max_dim · block)`` besides its products. Memory is
-``2 · P · (max_dim + block)`` float64 numbers in preallocated buffers (``O(P·k)``); products
-come in blocks, which the operators of :mod:`~collapselab.curvature.operators` vectorise.
+The Rayleigh–Ritz problem is solved in float64. The basis and its products are float64
+(a float32 model's products are converted) unless the operator computes in float32 and
+``tol >= FLOAT32_BASIS_TOL`` (10⁻⁴): then they stay float32, which halves the memory the
+steps read (the basis work is memory-bound), while full reorthogonalisation (a second
+Gram–Schmidt pass when the first removed much) keeps the basis orthonormal to float32
+rounding: about 10⁻⁶ of the largest eigenvalue in the residuals, a few 10⁻⁶ in the
+values, far below such a ``tol``. Residual norms come from the small Gram matrix ``(AB)ᵀAB``
+(:math:`\lVert R\rVert^2 = y^\top (AB)^\top AB\, y - \theta^2`). With a float64 basis
+that is exact up to float64 rounding, and the residual vectors are formed only below its
+resolution (``100·sqrt(eps)`` of the largest Ritz value, float64 ``eps``). With a float32
+basis it resolves no better than ``sqrt(eps₃₂) ≈ 3·10⁻⁴`` of it, so it only steers: the
+pairs it calls unconverged are checked by their residual vectors (which are the
+expansion), and convergence is certified by the residual vectors of every wanted pair,
+so the returned ``residuals`` are then the norms of the residual vectors (float32) and
+meet ``tol``. A step costs ``O(P · max_dim · block)`` besides its products. Memory is
+``2 · P · (max_dim + block)`` numbers of the basis dtype in preallocated buffers
+(``O(P·k)``); products come in blocks, which the operators of
+:mod:`~collapselab.curvature.operators` vectorise.
 When ``max_dim`` reaches ``P`` the basis spans the space and the result is exact (a dense
 eigendecomposition from ``P`` products).
 """
@@ -34,10 +43,15 @@ from dataclasses import dataclass
 import torch
 
 from collapselab.checks import check_choice, check_float, check_int
-from collapselab.curvature.operators import CurvatureOperator
+from collapselab.curvature.operators import CurvatureOperator, all_finite
 
 WHICH = ("LA", "LM", "SA")
 """Which end of the spectrum: largest algebraic, largest magnitude, smallest algebraic."""
+
+FLOAT32_BASIS_TOL = 1e-4
+"""The smallest ``tol`` at which a float32 operator gets a float32 basis (module docstring):
+10⁻⁴ is a hundred times float32's rounding of the residuals and of the basis's
+orthogonality (about 10⁻⁶ of the largest eigenvalue; the values move by a few 10⁻⁶)."""
 
 
 @dataclass
@@ -70,7 +84,13 @@ def top_eigenpairs(
         op: a symmetric operator of dimension ``P``.
         k: how many pairs, ``1 <= k <= P``.
         which: ``"LA"`` (largest, default), ``"LM"`` (largest magnitude), ``"SA"``.
-        tol: relative residual tolerance.
+        tol: relative residual tolerance. For a float32 operator, ``tol >= 1e-4``
+            (:data:`FLOAT32_BASIS_TOL`) keeps the basis in float32 (module docstring):
+            the residuals still meet ``tol``, the values differ from a float64 basis's
+            (same start) by a few ``1e-6`` of the largest (at most ``5e-6`` measured on
+            the benchmark MLP's Hessian and GGN, where the float32 operator's own rounding
+            moves them by ``4e-5``); the vectors, returned in float64, are orthonormal to
+            about ``1e-6``.
         block: vectors added per step. The start is ``k`` random vectors whatever the
             block, so an eigenvalue of multiplicity up to ``k`` is found (e.g. paper 004's
             K² equal outliers). Default: 1 on the CPU, where a block product costs as much
@@ -102,72 +122,172 @@ def top_eigenpairs(
     budget = max_products if max_products is not None else 50 * dim_cap
     if dim_cap >= P:
         return _full_space(op, k, which)
+    dtype = basis_dtype(op.dtype, tol)
     gen = torch.Generator().manual_seed(seed)
     # k random starting vectors: the basis always holds k Ritz pairs, and an eigenvalue of
     # multiplicity up to k is seen (a block Krylov space finds at most its start's rank).
-    start = torch.randn(P, max(k, b), generator=gen, dtype=torch.float64)
-    basis = _Basis(P, max(dim_cap, k + 2 * b) + b, op.device)
+    start = torch.randn(P, max(k, b), generator=gen, dtype=dtype)
+    basis = _Basis(P, max(dim_cap, k + 2 * b) + b, op.device, dtype)
     first = _orthonormal(start.to(op.device), None)
-    basis.extend(first, _apply(op, first))
+    # With block 1 (the CPU default) every product is a single vector, the start's too.
+    basis.extend(first, _apply(op, first, 1 if b == 1 else first.shape[1]))
     products = first.shape[1]
     scale = 0.0
-    # The Gram estimate is exact up to float64 rounding, which it sees squared (the basis
-    # and the projections are float64 whatever the operator's dtype; see _Basis).
+    # A float64 basis: the Gram estimate is exact up to float64 rounding, which it sees
+    # squared. A float32 basis: the estimate steers, exact residuals certify (see _Basis).
     reach = 100 * float(torch.finfo(torch.float64).eps) ** 0.5
     while True:
         theta, Y = _ritz(basis.T, which)
         scale = max(scale, float(theta.abs().max()))
         n_check = min(len(theta), k + b)
-        threshold = tol * scale
-        res = basis.residual_norms(Y[:, :n_check], theta[:n_check])
-        # The estimate resolves residuals down to ~floor; only a tolerance below that
-        # needs exact residuals, for the pairs the estimate cannot tell from converged.
-        # Pairs above max(threshold, floor) are not converged and drive the expansion.
-        floor = reach * scale
-        unconverged = res > max(threshold, floor)
-        deciding = not bool(unconverged[:k].any()) or products >= budget
-        # Every pair when the wanted ones might all have converged, else only those before
-        # the b-th unconverged pair (the expansion takes the first b not converged).
-        cut = n_check
-        if not deciding:
-            cut = int(torch.nonzero(unconverged).flatten()[:b][-1]) + 1
-        if threshold < floor:
-            idx = torch.nonzero(~unconverged[:cut]).flatten()
-            if idx.numel():
-                res[idx] = basis.residuals(Y[:, idx], theta[idx]).norm(dim=0)
-        done = res <= threshold
-        if deciding and (bool(done[:k].all()) or products >= budget):
-            X = basis.B @ Y[:, :k]
-            return Eigenpairs(theta[:k], X, res[:k], products, bool(done[:k].all()))
-        # Expand by the residuals of the first b pairs that have not converged.
-        pending = [i for i in range(cut) if not bool(done[i])][:b]
-        if basis.size + len(pending) > dim_cap:  # thick restart on the best Ritz vectors
-            keep = max(k + b, dim_cap - 2 * b)
-            basis.restart(Y[:, :keep], theta[:keep])
-            Y = torch.eye(keep, dtype=Y.dtype, device=Y.device)
-        W = basis.residuals(Y[:, pending], theta[pending])
+        step = _Step(
+            basis,
+            Y,
+            theta,
+            basis.residual_norms(Y[:, :n_check], theta[:n_check]),
+            (k, b, dim_cap),
+            tol * scale,
+            products >= budget,
+        )
+        if dtype == torch.float64:
+            W = _estimated_step(step, reach * scale)
+        else:
+            W = _certified_step(step)
+        if W is None:
+            X = basis.combine(step.Y[:, :k]).to(torch.float64)
+            res = step.res[:k]
+            converged = bool((res <= step.threshold).all())
+            return Eigenpairs(theta[:k], X, res, products, converged)
         W = _orthonormal(W, basis.B, gen)
         basis.extend(W, _apply(op, W))
         products += W.shape[1]
 
 
+@dataclass
+class _Step:
+    """One Lanczos step's state: the basis, the Ritz coordinates ``Y`` (changed by a
+    restart) and values ``theta``, the residual norms ``res`` of the first pairs (Gram
+    estimates, replaced by exact norms where those are computed), ``sizes =
+    (k, block, max_dim)``, the convergence ``threshold`` and whether the budget is
+    ``spent``."""
+
+    basis: _Basis
+    Y: torch.Tensor
+    theta: torch.Tensor
+    res: torch.Tensor
+    sizes: tuple[int, int, int]
+    threshold: float
+    spent: bool
+
+    def residuals(self, idx: list[int] | torch.Tensor) -> torch.Tensor:
+        """The residual vectors of the pairs ``idx``."""
+        return self.basis.residuals(self.Y[:, idx], self.theta[idx])
+
+    def restart_if_full(self, m: int) -> None:
+        """A thick restart on the best Ritz vectors when ``m`` more vectors would pass
+        ``max_dim`` (the Ritz pairs keep their order)."""
+        k, b, dim_cap = self.sizes
+        if self.basis.size + m <= dim_cap:
+            return
+        keep = max(k + b, dim_cap - 2 * b)
+        self.basis.restart(self.Y[:, :keep], self.theta[:keep])
+        self.Y = torch.eye(keep, dtype=self.Y.dtype, device=self.Y.device)
+
+
+def _estimated_step(step: _Step, floor: float) -> torch.Tensor | None:
+    """A step with a float64 basis: the residuals to expand by, ``None`` when every
+    wanted pair has converged or the budget is spent."""
+    (k, b, _), res, threshold = step.sizes, step.res, step.threshold
+    # The estimate resolves residuals down to ~floor; only a tolerance below that
+    # needs exact residuals, for the pairs the estimate cannot tell from converged.
+    # Pairs above max(threshold, floor) are not converged and drive the expansion.
+    unconverged = res > max(threshold, floor)
+    deciding = not bool(unconverged[:k].any()) or step.spent
+    # Every pair when the wanted ones might all have converged, else only those before
+    # the b-th unconverged pair (the expansion takes the first b not converged).
+    cut = len(res)
+    if not deciding:
+        cut = int(torch.nonzero(unconverged).flatten()[:b][-1]) + 1
+    if threshold < floor:
+        idx = torch.nonzero(~unconverged[:cut]).flatten()
+        if idx.numel():
+            res[idx] = step.residuals(idx).norm(dim=0)
+    done = res <= threshold
+    if deciding and (bool(done[:k].all()) or step.spent):
+        return None
+    # Expand by the residuals of the first b pairs that have not converged.
+    pending = [i for i in range(cut) if not bool(done[i])][:b]
+    step.restart_if_full(len(pending))
+    return step.residuals(pending)
+
+
+def _certified_step(step: _Step) -> torch.Tensor | None:
+    """A step with a float32 basis (as :func:`_estimated_step`): the Gram estimates only
+    steer. The pairs they call unconverged are checked in order by their residual
+    vectors, which are the expansion; when no wanted pair is left unconverged (or the
+    budget is spent), every wanted pair's residual is computed, and only those certify
+    convergence."""
+    (k, b, _), res, threshold = step.sizes, step.res, step.threshold
+    checked: set[int] = set()
+
+    def exact(idx: list[int]) -> torch.Tensor:
+        R = step.residuals(idx)
+        res[idx] = R.norm(dim=0).to(res.dtype)
+        checked.update(idx)
+        return R
+
+    if not step.spent:
+        step.restart_if_full(b)
+        pending, columns = [], []
+        for i in range(len(res)):
+            if len(pending) == b:
+                break
+            if float(res[i]) > threshold:
+                R = exact([i])
+                if float(res[i]) > threshold:
+                    pending.append(i)
+                    columns.append(R)
+        if any(i < k for i in pending):
+            return torch.cat(columns, dim=1)
+    rest = [i for i in range(k) if i not in checked]
+    if rest:
+        exact(rest)
+    left = [i for i in range(k) if float(res[i]) > threshold]
+    if not left or step.spent:
+        return None
+    return step.residuals(left[:b])
+
+
+def basis_dtype(op_dtype: torch.dtype, tol: float) -> torch.dtype:
+    """The dtype of :func:`top_eigenpairs`'s basis: float32 for a float32 operator when
+    ``tol >= FLOAT32_BASIS_TOL``, float64 otherwise (module docstring)."""
+    if op_dtype == torch.float32 and tol >= FLOAT32_BASIS_TOL:
+        return torch.float32
+    return torch.float64
+
+
 class _Basis:
-    """An orthonormal basis ``B (P, n)`` with ``AB``, the projected matrix ``T = BᵀAB`` and
-    the Gram matrix ``M = (AB)ᵀAB``, in preallocated float64 buffers (no copy per step).
+    """An orthonormal basis ``B (P, n)`` with ``AB`` in preallocated buffers of the basis
+    dtype (no copy per step), the projected matrix ``T = BᵀAB`` and the Gram matrix
+    ``M = (AB)ᵀAB`` in float64.
 
     The residual of a Ritz pair ``(θ, x = By)`` (``y`` a unit eigenvector of the symmetric
     part of ``T``) is ``ABy − θBy``; with ``BᵀB = I`` its squared norm is
     ``yᵀMy − 2θ·yᵀTy + θ² = yᵀMy − θ²``, since ``yᵀTy = θ`` for the exact, not necessarily
     symmetric, ``T`` (rounded float32 products make ``A`` slightly asymmetric). This screens
     convergence at the cost of an ``n × n`` product instead of a ``P × n`` one, accurate to
-    float64 rounding whatever the operator's dtype.
+    float64 rounding with a float64 basis. With a float32 basis ``T`` and ``M`` carry
+    float32 sums of ``P`` products, and ``B`` is orthonormal to float32 rounding, so the
+    estimate has no guaranteed resolution below ``sqrt(eps₃₂)``: it only steers, and
+    :func:`top_eigenpairs` certifies convergence from the residual vectors.
     """
 
-    def __init__(self, P: int, capacity: int, device: torch.device) -> None:
+    def __init__(self, P: int, capacity: int, device: torch.device, dtype: torch.dtype) -> None:
         # Stored transposed, (capacity, P): the first n rows are contiguous, so B and AB
         # are transposed views that matrix products take without a copy.
-        self._Bt = torch.empty(capacity, P, dtype=torch.float64, device=device)
-        self._ABt = torch.empty(capacity, P, dtype=torch.float64, device=device)
+        self.dtype = dtype
+        self._Bt = torch.empty(capacity, P, dtype=dtype, device=device)
+        self._ABt = torch.empty(capacity, P, dtype=dtype, device=device)
         self.T = torch.empty(0, 0, dtype=torch.float64, device=device)
         self.M = torch.empty(0, 0, dtype=torch.float64, device=device)
         self.size = 0
@@ -186,8 +306,8 @@ class _Basis:
         # float32 products are not exactly symmetric, and with the exact T the Rayleigh
         # quotient yᵀTy equals the Ritz value θ of its symmetric part, which makes the
         # Gram-matrix residual estimate exact up to float64 rounding (see the class).
-        C, L, D = self.B.T @ AW, W.T @ self.AB, W.T @ AW
-        E, F = self.AB.T @ AW, AW.T @ AW
+        C, L, D = (t.double() for t in (self.B.T @ AW, W.T @ self.AB, W.T @ AW))
+        E, F = (t.double() for t in (self.AB.T @ AW, AW.T @ AW))
         self.T = torch.cat([torch.cat([self.T, C], 1), torch.cat([L, D], 1)], 0)
         self.M = torch.cat([torch.cat([self.M, E], 1), torch.cat([E.T, F], 1)], 0)
         n, m = self.size, W.shape[1]
@@ -198,7 +318,7 @@ class _Basis:
     def restart(self, Y: torch.Tensor, theta: torch.Tensor) -> None:
         """``B ← BY``, ``AB ← (AB)Y`` for orthonormal Ritz vectors ``Y`` with values ``θ``."""
         q = Y.shape[1]
-        B, AB = self.B @ Y, self.AB @ Y
+        B, AB = self.combine(Y), self.combine(Y, self._ABt)
         self._Bt[:q], self._ABt[:q] = B.T, AB.T
         self.T, self.M, self.size = Y.T @ self.T @ Y, Y.T @ self.M @ Y, q
 
@@ -207,15 +327,25 @@ class _Basis:
         squared = ((self.M @ Y) * Y).sum(0) - theta**2
         return squared.clamp_min(0.0).sqrt()
 
+    def combine(self, Y: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``BY`` (or ``ABY`` with ``rows=self._ABt``) for float64 ``Y (n, m)``, in the basis
+        dtype, as a ``(P, m)`` view of a row-major ``(m, P)`` product (float32 matrix
+        products of this shape are several times faster than ``B @ Y``)."""
+        rows = self._Bt if rows is None else rows
+        return (Y.T.to(self.dtype) @ rows[: self.size]).T
+
     def residuals(self, Y: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-        """The residual vectors ``ABY − BYΘ`` (``P × m``)."""
-        return self.AB @ Y - (self.B @ Y) * theta
+        """The residual vectors ``ABY − BYΘ`` (``P × m``), in the basis dtype."""
+        return self.combine(Y, self._ABt) - self.combine(Y) * theta.to(self.dtype)
 
 
-def _apply(op: CurvatureOperator, V: torch.Tensor) -> torch.Tensor:
-    """``A V`` in float64 (the operator computes in its own dtype), checked finite."""
-    AV = op.matmat(V).to(torch.float64)
-    if not bool(torch.isfinite(AV).all()):
+def _apply(op: CurvatureOperator, V: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
+    """``A V`` in the dtype of ``V`` (the operator computes in its own), ``chunk`` columns
+    per product (default all), checked finite."""
+    step = chunk or V.shape[1]
+    parts = [op.matmat(V[:, i : i + step]) for i in range(0, V.shape[1], step)]
+    AV = (parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)).to(V.dtype)
+    if not all_finite(AV):
         raise ValueError(f"{type(op).__name__}: a product is NaN or Inf")
     return AV
 
@@ -240,7 +370,8 @@ def _orthonormal(
 ) -> torch.Tensor:
     """Columns of ``W`` orthonormalised against ``B`` (classical Gram–Schmidt, repeated when
     the first pass removed much of a column) and
-    among themselves; a column that vanishes (an invariant subspace was reached) is
+    among themselves; a column that vanishes (an invariant subspace was reached: less
+    than ``max(1e-8, 1000·eps)`` of it is left) is
     replaced by a random direction, so the basis keeps growing."""
     scale = W.norm(dim=0).clamp_min(torch.finfo(W.dtype).tiny)
     W = W / scale
@@ -248,10 +379,15 @@ def _orthonormal(
         W = W - B @ (B.T @ W)
         if bool((W.norm(dim=0) < 0.7).any()):  # "twice is enough" (Kahan-Parlett)
             W = W - B @ (B.T @ W)
-    Q, Rf = torch.linalg.qr(W)
-    weak = Rf.diagonal().abs() < 1e-8
+    if W.shape[1] == 1:  # the QR of one column is its normalisation
+        norm = W.norm(dim=0)
+        Q, left = W / norm.clamp_min(torch.finfo(W.dtype).tiny), norm
+    else:
+        Q, Rf = torch.linalg.qr(W)
+        left = Rf.diagonal().abs()
+    weak = left < max(1e-8, 1000 * float(torch.finfo(W.dtype).eps))
     if bool(weak.any()) and gen is not None:
-        fresh = torch.randn(W.shape[0], int(weak.sum()), generator=gen, dtype=torch.float64)
+        fresh = torch.randn(W.shape[0], int(weak.sum()), generator=gen, dtype=W.dtype)
         fresh = fresh.to(W)
         basis = Q[:, ~weak] if B is None else torch.cat([B, Q[:, ~weak]], dim=1)
         for _ in range(2):
@@ -273,4 +409,4 @@ def _full_space(op: CurvatureOperator, k: int, which: str) -> Eigenpairs:
     return Eigenpairs(vals, vecs, res, op.dim, True)
 
 
-__all__ = ["WHICH", "Eigenpairs", "top_eigenpairs"]
+__all__ = ["FLOAT32_BASIS_TOL", "WHICH", "Eigenpairs", "basis_dtype", "top_eigenpairs"]
