@@ -248,6 +248,7 @@ STVGG = register(
         title="linearised st-VGG: the PC-bias of a non-linear CNN's linear part",
         presets=presets.STVGG,
         runtime_quick="~50 s",
+        runtimes={"standard": "~7.8 min (2 cores, load 1-4)"},
         fallbacks={"quick": "quick-bundled"},
         run=run_stvgg,
         figures=list(STVGG_CAPTIONS),
