@@ -212,6 +212,31 @@ def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
     assert not missing.ok and "cifar10 not found" in missing.error
 
 
+def test_every_experiment_states_its_measured_standard_runtime():
+    from collapselab.experiments.reproduce import runtime_seconds
+
+    for experiment in experiments_for_paper("pcbias"):
+        stated = experiment.runtime("standard")
+        assert runtime_seconds(stated) is not None, experiment.id
+        assert "load" in stated, stated  # a measured time says at what load
+
+
+def test_standard_presets_dry_run_from_the_debian_files(fashion_mnist_dir):
+    """The standard presets read Fashion-MNIST (no fallback) and build what they train:
+    Fig. 3's 5-layer net on 14 x 14 images, the MLPs on the full 784 pixels."""
+    from collapselab.experiments.dry_run import dry_run_experiment
+
+    for experiment_id in IDS:
+        result = dry_run_experiment(get_experiment(experiment_id), "standard")
+        assert result.ok, (experiment_id, result.error)
+    scales = dry_run_experiment(get_experiment("pcbias-scales"), "standard").built
+    assert scales["widths"] == [196, 1024, 1024, 1024, 1024, 10]
+    assert scales["n_train"] == 5000 and scales["members"] == 10
+    separable = dry_run_experiment(get_experiment("pcbias-separable"), "standard").built
+    assert separable["input_dim"] == 784 and separable["n_train"] == 5000
+    assert separable["epochs"] == 45 and separable["members"] == 10
+
+
 def test_loc_stores_accessibility_and_its_correlations(runs):
     """Accessibility lies in [0, 1] and moves in steps of 1/(N E); the stored LOC is the
     Pearson correlation of the two ensembles' vectors (scipy, recomputed) and the shuffled

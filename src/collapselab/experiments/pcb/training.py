@@ -82,18 +82,25 @@ def pc_gd_step(ws: list[np.ndarray], frame: PCFrame, mu: float) -> list[np.ndarr
     r"""One exact full-batch GD step of Eq. 5 in PC coordinates (Lemma 1 with
     ``Σ_XX = D``): ``W_l ← W_l − μ (W_L⋯W_{l+1})ᵀ (W̃ D − M) (W_{l−1}⋯W_1)ᵀ``, ``ws[0]``
     acting on PC coordinates. Equal to :func:`collapselab.theory.pc_bias.gd_step` on the
-    square-root data (tested), in ``O(K q m + m² q)`` per layer instead of forming
-    ``q x q`` products."""
-    below = [np.eye(0)]  # below[l] = W_l ... W_1 for l >= 1 (index 0 unused: the identity)
-    for w in ws[:-1]:
-        below.append(w if len(below) == 1 else w @ below[-1])
-    compact = ws[-1] @ below[-1] if len(ws) > 1 else ws[0]
-    err = compact * frame.eigenvalues - frame.class_sums  # (K, q)
-    above = np.eye(frame.n_outputs)  # W_L ... W_{l+1}, built from the top
-    grads = [np.empty(0)] * len(ws)
-    for ell in range(len(ws) - 1, -1, -1):
-        grads[ell] = above.T @ err if ell == 0 else above.T @ (err @ below[ell].T)
-        above = above @ ws[ell]
+    square-root data (tested).
+
+    Every product is taken with a ``K``-row factor, never between two weight matrices:
+    ``W_L⋯W_{l+1}`` is built from the top (``K x m_l``), ``Er (W_{l−1}⋯W_1)ᵀ`` from the
+    bottom (``K x m_{l−1}``), and each gradient is their ``m_l x m_{l−1}`` product of rank
+    ``K``: ``O(K Σ_l m_l m_{l−1})`` operations per step instead of the
+    ``O(q Σ_l m_l m_{l−1})`` of forming ``W_l⋯W_1``. (Standard ``pcbias-scales``, 5 layers,
+    width 1024, ``q = 196``, ``K = 10``: 14 ms per step instead of 31 ms on one core,
+    measured at load 3; the ``m x m`` updates themselves now dominate.)"""
+    above = [np.eye(frame.n_outputs)]  # the products W_L ... W_{l+1}, built from the top
+    for w in ws[:0:-1]:
+        above.append(above[-1] @ w)
+    above.reverse()  # above[i]: the product of the layers above ws[i], K x m_i
+    err = (above[0] @ ws[0]) * frame.eigenvalues - frame.class_sums  # (K, q)
+    left = err  # Er (product of the layers below ws[i])^T, built from the bottom
+    grads = []
+    for a, w in zip(above, ws, strict=True):
+        grads.append(a.T @ left)
+        left = left @ w.T
     return [w - mu * g for w, g in zip(ws, grads, strict=True)]
 
 
