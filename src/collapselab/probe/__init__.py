@@ -10,6 +10,8 @@ Public API:
   pre-activation gradients (:class:`GradientCapture`).
 - :func:`linear_factors`: the rank-1 factors ``(a_x, g_x)`` of every sample's weight
   gradient in linear layers (paper 000, R5), from one backward pass.
+- :func:`model_inputs`, :func:`first_param`: a batch's inputs on the model's device and in
+  its floating dtype, as every measurement pass feeds them.
 - :func:`eval_mode`: eval mode that restores every submodule's own train/eval flag.
 - :func:`batch_coupling_modules`: modules whose output mixes the samples of a batch.
 - :func:`deepfool`, :func:`deepfool_robustness`: minimal adversarial perturbations of a
@@ -23,6 +25,7 @@ from collapselab.probe.gradients import (
     cross_entropy_per_sample,
     per_sample_gradients,
 )
+from collapselab.probe.inputs import first_param, model_inputs
 from collapselab.probe.linear_factors import LinearFactors, linear_factors
 from collapselab.probe.mlp_capture import capture_mlp_state, single_sample_feature_changes
 from collapselab.probe.modes import batch_coupling_modules, eval_mode
@@ -41,8 +44,10 @@ __all__ = [
     "deepfool",
     "deepfool_robustness",
     "eval_mode",
+    "first_param",
     "flatten_batch",
     "linear_factors",
+    "model_inputs",
     "per_sample_gradients",
     "resolve_layers",
     "single_sample_feature_changes",

@@ -41,11 +41,12 @@ from collapselab.metrics.family import MODEL_LAYER, Family, Layout, ModelAccess,
 from collapselab.metrics.nc import weighted_accuracy
 from collapselab.probe import eval_mode, resolve_layers
 from collapselab.probe.gradients import check_independent_rows, check_not_inplace, gated_layers
+from collapselab.probe.inputs import first_param
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
 from collapselab.track.schedule import Schedule
-from collapselab.track.sweep import Sweep, SweepSettings, first_param
+from collapselab.track.sweep import Sweep, SweepSettings
 
 if TYPE_CHECKING:
     from collapselab.store import Run

@@ -18,7 +18,6 @@ The outputs' confusion counts (labels against ``argmax`` of the logits) come wit
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +29,7 @@ from collapselab.checks import check_labels, split_batch
 from collapselab.metrics.collection import Collection
 from collapselab.probe import FeatureCapture, LinearFactors, per_sample_gradients
 from collapselab.probe._inplace import InPlaceGuard
+from collapselab.probe.inputs import model_inputs
 from collapselab.stats import ConfusionCounts, all_reduce
 from collapselab.track import _dist
 from collapselab.track._cache import FeatureCache
@@ -68,14 +68,6 @@ class SweepSettings:
     copy_outputs: bool
     distributed: bool
     linear_layers: list[str] = field(default_factory=list)
-
-
-def first_param(model: nn.Module) -> torch.Tensor | None:
-    """The first floating parameter or buffer (its device and dtype are the model's)."""
-    for t in itertools.chain(model.parameters(), model.buffers()):  # lazily: the first wins
-        if t.is_floating_point():
-            return t
-    return None
 
 
 def _bytes(tensors: dict[str, torch.Tensor]) -> int:
@@ -118,9 +110,7 @@ class Sweep:
         """Inputs on the model's device and dtype; labels checked as ``measure`` checks them."""
         x, y = split_batch(batch)
         s = self.settings
-        first = first_param(s.model)
-        dtype = first.dtype if first is not None and x.is_floating_point() else None
-        x = x.to(device=s.device, dtype=dtype) if dtype is not None else x.to(s.device)
+        x = model_inputs(s.model, x, s.device)
         y = check_labels("labels", y, x.shape[0], s.n_classes, source="inputs", unit="sample")
         return x, y.to(s.device)
 

@@ -325,11 +325,9 @@ def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
         yield from access.factors
         return
     from collapselab.probe import linear_factors
+    from collapselab.probe.inputs import model_inputs
 
-    # Inputs in the model's floating dtype, as the sweep gives them to the model.
-    dtype = next((p.dtype for p in access.model.parameters() if p.is_floating_point()), None)
     for batch in access.data["train"]:
-        x, y = split_batch(batch)
-        cast = dtype if dtype is not None and x.is_floating_point() else x.dtype
-        x, y = x.to(device=access.device, dtype=cast), y.to(access.device)
+        x, y = split_batch(batch)  # the inputs as the sweep gives them to the model
+        x, y = model_inputs(access.model, x, access.device), y.to(access.device)
         yield linear_factors(access.model, x, y, names, loss_fn=access.loss)
