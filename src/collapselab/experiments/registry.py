@@ -68,6 +68,12 @@ class RunContext:
     executor: str | Executor = "local"
     workers: int = field(default_factory=default_workers)
 
+    @property
+    def data_dir_text(self) -> str | None:
+        """``data_dir`` as text (or ``None``), as member configs carry it: they are hashed
+        and pickled to worker processes."""
+        return None if self.data_dir is None else str(self.data_dir)
+
 
 class RunFunction(Protocol):
     def __call__(self, run: Run, context: RunContext) -> None: ...

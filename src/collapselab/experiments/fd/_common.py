@@ -35,14 +35,13 @@ def member_configs(
 ) -> list[dict[str, Any]]:
     """One config per arm: ``base`` with the run's seed, updated with the arm's changes (a
     replica's ``seed`` among them), ``--data-dir``, and ``arm``: the arm's name."""
-    data_dir = None if context.data_dir is None else str(context.data_dir)
     return [
         {
             **base,
             "seed": context.seed,
             **changes,
             "arm": name,
-            "data_dir": data_dir,
+            "data_dir": context.data_dir_text,
             "device": context.device,
         }
         for name, changes in arms.items()

@@ -67,10 +67,9 @@ def _sweep(
         return float(record["selected"])
     split = f"{arm.key}/sweep"
     grid = sweep_rates(spec)
-    data_dir = None if context.data_dir is None else str(context.data_dir)
     members = [
         member_config(context.config, arm, lr, seed=context.seed, device=context.device,
-                      data_dir=data_dir)
+                      data_dir=context.data_dir_text)
         for _, lr in grid
     ]  # fmt: skip
     # the members train with the threads the arm's training runs with here

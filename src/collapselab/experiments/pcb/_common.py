@@ -62,9 +62,8 @@ def member_base(context: RunContext, **extra: Any) -> dict[str, Any]:
     """A run's configuration as its members see it: the preset's config, the run's seed as
     the members' ``seed`` and ``data_seed``, the data directory as text (members are
     pickled to worker processes), and ``extra``."""
-    data_dir = None if context.data_dir is None else str(context.data_dir)
     return {**context.config, "seed": context.seed, "data_seed": context.seed,
-            "data_dir": data_dir, **extra}  # fmt: skip
+            "data_dir": context.data_dir_text, **extra}  # fmt: skip
 
 
 def members(config: Mapping[str, Any], n: int, **fields: Any) -> list[dict[str, Any]]:

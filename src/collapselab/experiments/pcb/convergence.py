@@ -27,7 +27,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, Erratum, NotEvaluable, RunResults
-from collapselab.experiments.pcb._common import run_ensembles, verdict, whitened
+from collapselab.experiments.pcb._common import member_base, run_ensembles, verdict, whitened
 from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import pc_distance, pc_ensemble_std
@@ -90,12 +90,7 @@ def ensemble_arrays(config: dict[str, Any], results: list[dict[str, Any]]) -> di
 def run_convergence(run: Run, context: RunContext) -> None:
     """Train the natural and the whitened ensembles; store their per-PC curves."""
     c = context.config
-    base = {
-        **c,
-        "seed": context.seed,
-        "data_seed": context.seed,
-        "data_dir": None if context.data_dir is None else str(context.data_dir),
-    }
+    base = member_base(context)
     spec = c["datasets"]["main"]
     ensembles = {
         condition: {**base, "datasets": {"main": spec if condition == "natural"

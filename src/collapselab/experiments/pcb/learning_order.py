@@ -102,8 +102,7 @@ def _excess(config: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, 
 def run_loc(run: Run, context: RunContext) -> None:
     """Two ensembles per condition for LOC, one shuffled-label ensemble per condition."""
     c = context.config
-    data_dir = None if context.data_dir is None else str(context.data_dir)
-    base = {**c, "data_seed": context.seed, "data_dir": data_dir, "hidden": []}  # fmt: skip
+    base = {**c, "data_seed": context.seed, "data_dir": context.data_dir_text, "hidden": []}
     ensembles = {}
     for condition in CONDITIONS:
         for k in range(2):
