@@ -29,7 +29,7 @@ once on a fixed, class-stratified **probe set** (:func:`probe_indices`):
   and its end at a drop of a few percent of the initial loss, note A14) need its shape over
   training, not the training-set mean to the last digit: the sample is fixed, so its
   difference from that mean changes smoothly over training instead of adding noise between
-  points; it is larger for a smaller sample (the presets keep their loss subsets).
+  points; it is larger for a smaller sample. The presets take the probe's loss.
 
 When to measure (:class:`BoundarySchedule`). The phase boundary is not known in advance, so
 a run is measured in two passes of the same deterministic training (same seed, same
