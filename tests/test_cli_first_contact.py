@@ -262,7 +262,9 @@ def test_sigterm_keeps_the_checkpoint_and_the_rerun_resumes(tmp_path: Path) -> N
 
 
 def test_a_second_writer_gets_one_clear_line(tmp_path: Path) -> None:
-    first = _start_slow(tmp_path, sleep=0.5)
+    # The first writer must outlive the second's start-up (Python and torch imports, many
+    # seconds on a loaded machine): 11 epochs of 10 s remain, and it is killed at the end.
+    first = _start_slow(tmp_path, sleep=10.0)
     try:
         _wait_for_epoch(first, 1)
         second = subprocess.run(
