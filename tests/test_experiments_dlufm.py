@@ -26,6 +26,7 @@ from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
+    DeepReLUUFM,
     closed_form,
     gradient_descent,
     regularisation_threshold,
@@ -129,8 +130,9 @@ def test_relu_sweep_records_every_run_and_its_classification(runs):
     assert list(zip(sweep["width"].astype(int), sweep["seed"].astype(int), strict=True)) == pairs
     for i, (width, seed) in enumerate(pairs):
         final = run.load_array(f"final_d{width}_s{seed}")
-        row = classify(final, config["n_classes"])
+        row = classify(final, config["n_classes"], config["layer"])
         assert row["symmetric"] == sweep["symmetric"][i]
+        assert row["relu_inactive"] == sweep["relu_inactive"][i]
         # the classification by its definition: ranks of W_lW_lᵀ and frames of the means
         ranks = [int(np.sum(v[np.isfinite(v)] > 1e-3 * np.nanmax(v))) for v in final["weights"]]
         frames = float(np.max(final["orthogonal_frame"][1:]))
@@ -148,12 +150,56 @@ def test_relu_claims_are_computed_on_every_run_marked_symmetric(runs):
     results = RunResults.from_run(runs["dlufm-relu"])
     arrays = {name: dict(results.arrays[name]) for name in results.arrays}
     arrays["sweep"]["symmetric"] = np.ones_like(arrays["sweep"]["symmetric"])
+    # half the runs ReLU-inactive, half active: every claim has runs to read
+    inactive = np.arange(arrays["sweep"]["symmetric"].size) % 2
+    arrays["sweep"]["relu_inactive"] = inactive.astype(np.float64)
     forced = RunResults(results.metrics, results.manifest, arrays)
     document = evaluate_claims(RELU_CLAIMS, forced)
     for entry in document["claims"]:
         assert entry["verdict"] in ("holds", "does not hold"), entry
         assert entry["values"], entry
     assert document["claims"][0]["verdict"] == "holds"  # every run now counts as symmetric
+    names = [f"d{w}_s{s}" for w in run_widths(results) for s in run_seeds(results)]
+    by_name = {c["name"]: c for c in document["claims"]}
+    linear = set(by_name["relu-inactive-runs-follow-the-linear-model"]["values"])
+    unequal = set(by_name["relu-hessian-outliers-unequal"]["values"])
+    assert unequal == {n for n, i in zip(names, inactive, strict=True) if not i}
+    assert {key[: -len("_spread")] for key in linear if key.endswith("_spread")} == {
+        n for n, i in zip(names, inactive, strict=True) if i
+    }
+
+
+def run_widths(results):
+    return [int(w) for w in dict.fromkeys(results.array("sweep", "width"))]
+
+
+def run_seeds(results):
+    return [int(s) for s in dict.fromkeys(results.array("sweep", "seed"))]
+
+
+def test_relu_endpoints_store_where_the_relus_act(runs):
+    """The stored fraction of non-positive pre-activations per layer equals a recomputation
+    from the endpoint (gradient descent again, deterministic from the seed) with the float64
+    rounding bound written out here."""
+    run = runs["dlufm-relu"]
+    c = run.config
+    width, seed = c["widths"][-1], c["seeds"][0]
+    model = DeepReLUUFM(c["n_classes"], c["n_per_class"], width, c["lambda_w"], c["lambda_h"],
+                        n_layers=c["n_layers"])  # fmt: skip
+    end = gradient_descent(model, c["lr"], c["steps"], seed=seed, w_scale=c["w_scale"],
+                           h_scale=c["h_scale"], checkpoints=c["checkpoints"]).final  # fmt: skip
+    final = run.load_array(f"final_d{width}_s{seed}")
+    h = end.H
+    fractions = []
+    for w in end.W[:-1]:
+        z = w @ h
+        gamma = w.shape[1] * 2.0**-53 / (1 - w.shape[1] * 2.0**-53)
+        fractions.append(float(np.mean(z <= gamma * (np.abs(w) @ np.abs(h)))))
+        h = np.maximum(z, 0.0)
+    assert np.array_equal(final["preactivation_nonpositive"], np.asarray(fractions))
+    row = classify(final, c["n_classes"], c["layer"])
+    assert row["relu_inactive"] == float(all(f == 0 for f in fractions[c["layer"] - 1 :]))
+    assert row["linear_everywhere"] == float(all(f == 0 for f in fractions))
 
 
 def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):

@@ -62,6 +62,7 @@ __all__ = [
     "ORDERS",
     "LayerData",
     "PapyanDecomposition",
+    "PreactivationSigns",
     "count_outliers",
     "descending_eigh",
     "dnc_metrics",
@@ -77,7 +78,9 @@ __all__ = [
     "layer_hessian_operator",
     "layer_hessian_top",
     "papyan_decomposition",
+    "preactivation_signs",
     "predicted_eigenvectors",
+    "rounding_bound",
     "subspace_overlap",
     "top_fraction",
     "true_eigenvector_coefficients",
@@ -501,6 +504,102 @@ def true_eigenvector_coefficients(hessian: np.ndarray, gradient: np.ndarray, k: 
     top = descending_eigh(hessian)[1][:, :k]
     gnorm = float(np.linalg.norm(gradient))
     return top.T @ gradient / gnorm if gnorm > 0 else np.zeros(k)
+
+
+# ---------------------------------------------------------------------------------------
+# where the ReLU acts
+
+
+def rounding_bound(n_terms: int) -> float:
+    r"""``γ_n = n u/(1 − n u)``, ``u = 2^{-53}`` (float64's unit round-off): a float64 inner
+    product of ``n`` terms differs from the exact one by at most ``γ_n Σ_a |x_a||y_a|``
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1), whatever the
+    summation order."""
+    n = check_int("n_terms", n_terms, minimum=1)
+    u = 2.0**-53
+    if n * u >= 1:
+        raise ValueError(f"n_terms must be below 2^53, got {n}")
+    return n * u / (1 - n * u)
+
+
+@dataclass(frozen=True, eq=False)
+class PreactivationSigns:
+    r"""Where the ReLUs of a deep UFM act at one point (:func:`preactivation_signs`).
+
+    For each rectified layer ``j`` (``W_j``'s pre-activations ``z = W_j h^{(j)} (+ b_j)``,
+    ``j = 1..L−1``; with ``relu_on_features`` the free features ``H_1`` first, as
+    ``j = 0``), an entry counts as **non-positive** when ``z ≤ τ`` with
+    ``τ = γ_{m} (|W_j||h^{(j)}| + |b_j|)`` entrywise, ``m = d_j (+1)`` the terms summed
+    (:func:`rounding_bound`): the sign of a ``z`` within ``τ`` of zero is not certified by
+    float64 arithmetic, so only ``z > τ`` counts as strictly positive (``τ = 0`` for
+    ``H_1``, which is stored, not computed).
+
+    Attributes:
+        layers: ``j`` of each entry below.
+        nonpositive_fraction: the fraction of the ``d_{j+1} N`` entries that are
+            non-positive (0: the ReLU after ``W_j`` truncates nothing).
+        min_margin: the smallest ``z/(|W_j||h^{(j)}| + |b_j|)`` over the entries (the
+            relative margin; ``z/|h|`` for ``H_1``; 0 for an entry whose scale is 0, whose
+            ``z`` is then exactly 0): ``> γ_m`` exactly when the fraction is 0.
+        dead_units: units ``z ≤ τ`` on every sample. mixed_units: units non-positive on
+            some samples and strictly positive on others (the masks differ across samples).
+    """
+
+    layers: np.ndarray
+    nonpositive_fraction: np.ndarray
+    min_margin: np.ndarray
+    dead_units: np.ndarray
+    mixed_units: np.ndarray
+
+    @property
+    def locally_linear(self) -> bool:
+        """Every rectified entry strictly positive: no ReLU truncates, so in a
+        neighbourhood of the point the model *is* the deep linear UFM (same objective,
+        gradient and Hessian)."""
+        return bool(np.all(self.nonpositive_fraction == 0))
+
+
+def preactivation_signs(model: DeepUFM, point: object) -> PreactivationSigns:
+    r"""The signs of every rectified pre-activation of ``model`` at ``point``
+    (:class:`PreactivationSigns`). For a :class:`~collapselab.theory.dlufm.DeepLinearUFM`
+    the same entries (``W_j h^{(j)}``, ``j < L``) are read, though nothing rectifies them.
+
+    Why it matters: where every entry is strictly positive, every mask ``D_j`` is the
+    identity on a neighbourhood (finitely many strict inequalities, each continuous in
+    the parameters), so the ReLU model's objective equals the linear model's there, and so
+    do their gradients and Hessians (App. F's ``A_i`` becomes ``W_{L:l+1}`` for every
+    sample and ``H_l`` the Kronecker product of App. A)."""
+    p = model.check_point(point)
+    feats, pre = model._forward(p)
+    layers, fractions, margins, dead, mixed = [], [], [], [], []
+    entries: list[tuple[int, np.ndarray, np.ndarray, float]] = []
+    if getattr(model, "relu_on_features", False):
+        entries.append((0, p.H, np.abs(p.H), 0.0))
+    for j in range(1, model.n_layers):
+        w, h = p.W[j - 1], feats[j - 1]
+        scale = np.abs(w) @ np.abs(h)
+        terms = w.shape[1]
+        if p.b:
+            scale = scale + np.abs(p.b[j - 1])[:, None]
+            terms += 1
+        entries.append((j, pre[j - 1], scale, rounding_bound(terms)))
+    for j, z, scale, gamma in entries:
+        nonpositive = z <= gamma * scale
+        layers.append(j)
+        fractions.append(float(np.mean(nonpositive)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(scale > 0, z / np.where(scale > 0, scale, 1.0), 0.0)
+        margins.append(float(np.min(ratio)))
+        per_unit = nonpositive.sum(axis=1)
+        dead.append(int(np.sum(per_unit == z.shape[1])))
+        mixed.append(int(np.sum((per_unit > 0) & (per_unit < z.shape[1]))))
+    return PreactivationSigns(
+        np.asarray(layers, dtype=np.int64),
+        np.asarray(fractions),
+        np.asarray(margins),
+        np.asarray(dead, dtype=np.int64),
+        np.asarray(mixed, dtype=np.int64),
+    )
 
 
 # ---------------------------------------------------------------------------------------

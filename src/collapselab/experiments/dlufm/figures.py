@@ -217,16 +217,21 @@ def _sweep(run: Run) -> None:
     s = run.load_array("sweep")
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), constrained_layout=True)
     sym = s["symmetric"].astype(bool)
+    inactive = sym & s["relu_inactive"].astype(bool)
+    active = sym & ~inactive
     for ax, key, title in (
         (axes[0], "objective", "final objective F"),
         (axes[1], "hessian_spread", "Hessian top-K² relative spread"),
         (axes[2], "weight_spread", "largest top-K weight spread"),
     ):
         jitter = (s["seed"] - s["seed"].mean()) * 0.3
-        ax.scatter(s["width"][sym] + jitter[sym], s[key][sym], marker="o", color="tab:green",
-                   label="symmetric (DNC)")  # fmt: skip
-        ax.scatter(s["width"][~sym] + jitter[~sym], s[key][~sym], marker="x", color="tab:red",
-                   label="lower-rank / asymmetric")  # fmt: skip
+        for mask, marker, color, label in (
+            (active, "o", "tab:green", "symmetric, ReLU active"),
+            (inactive, "s", "tab:blue", "symmetric, ReLU inactive (locally linear)"),
+            (~sym, "x", "tab:red", "lower-rank / asymmetric"),
+        ):
+            ax.scatter(s["width"][mask] + jitter[mask], s[key][mask], marker=marker,
+                       color=color, label=label)  # fmt: skip
         ax.set_xlabel("width d")
         ax.set_title(title, fontsize="medium")
         ax.grid(alpha=0.3)
@@ -339,7 +344,9 @@ RELU_CAPTIONS = {
     "weight_spectra": "Fig. 11 analogue: eigenvalues of every W_lW_lᵀ over training (blue: top "
     "K); the weight outliers do equalise.",
     "sweep": "Every (width, seed) run's endpoint: objective, Hessian and weight outlier "
-    "spreads; green: the symmetric (DNC-like) solution, red: lower-rank or asymmetric.",
+    "spreads; green: the symmetric (DNC-like) solution with the ReLU acting at the analysed "
+    "layer, blue: symmetric with no ReLU after W_l truncating (locally the linear model), "
+    "red: lower-rank or asymmetric.",
     "tables": "Tables 1-4 at the end of the featured run: alignment of the predicted "
     "eigenvectors, gradient coefficients on the true top-K² eigenvectors, and the Gram tables.",
 }

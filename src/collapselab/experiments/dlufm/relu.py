@@ -10,6 +10,20 @@ means of every layer after ``W_1`` (the outputs included) form an orthogonal fra
 optimal; the note found lower-rank endpoints at ``d = 10`` and symmetric ones at ``d = 30``.
 Both are reported run by run, never hidden.
 
+A symmetric run is further split by where its ReLUs act (:func:`~collapselab.theory.
+dlufm_layerwise.preactivation_signs`, tolerance the float64 rounding bound of each
+pre-activation): every layer-``l`` quantity the claims read (the Hessian
+``(1/N) Σ_i (A_iᵀA_i) ⊗ h_ih_iᵀ``, the gradient, the alignment, Tables 2 and 4) depends on
+the ReLUs only through ``A_i = W_L D_{L−1,i} ⋯ W_{l+1} D_{l,i}``, i.e. through the masks of
+the ReLUs after ``W_l, ..., W_{L−1}``. Where none of those truncates (every pre-activation
+of ``W_l, ..., W_{L−1}`` strictly positive), the masks are the identity on a
+neighbourhood, ``A_i = W_{L:l+1}`` for every sample, and the layer-``l`` Hessian *is* the
+Kronecker product of the deep linear model (App. A): **symmetric, ReLU inactive (locally
+linear)**. Such a run is held against the linear model's predictions (equal outliers,
+``a(v) = 1``, Table 4 equal to Table 3), not the ReLU ones, which can only concern runs
+where the ReLU acts (**symmetric, ReLU active**). The fraction of non-positive
+pre-activations of every layer is stored for every run.
+
 The figures follow one *featured* run: the first seed at the largest width that ended
 symmetric (else the first run), with snapshots at every checkpoint; every run has its full
 endpoint snapshot (both centrings, App. E, the Gram tables).
@@ -17,7 +31,10 @@ endpoint snapshot (both centrings, App. E, the Gram tables).
 Stored: ``arrays/sweep.npz`` (one entry per run: ``width``, ``seed``, ``objective``,
 ``grad_norm``, ``symmetric``, ``weight_rank`` (the smallest over layers), ``output_frame``,
 the Hessian's top-``K²`` relative spread and gap-rule outlier count, the weights' largest
-top-``K`` spread), ``arrays/final_d<d>_s<seed>.npz`` (the endpoint snapshot),
+top-``K`` spread, ``relu_inactive`` (no truncation at the ReLUs after ``W_l..W_{L−1}``),
+``linear_everywhere`` (no truncation at any ReLU)), ``arrays/final_d<d>_s<seed>.npz`` (the
+endpoint snapshot, with ``preactivation_nonpositive``, ``preactivation_margin``,
+``dead_units`` and ``mixed_units`` per rectified layer),
 ``arrays/dynamics.npz`` (the featured run, as in ``dlufm-linear``); rows of split
 ``"sweep"`` (``layer`` = ``d<d>_s<seed>``).
 """
@@ -42,7 +59,7 @@ from collapselab.experiments.dlufm.snapshots import layer_snapshot, stack
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
-from collapselab.theory.dlufm_layerwise import count_outliers
+from collapselab.theory.dlufm_layerwise import count_outliers, preactivation_signs
 
 __all__ = [
     "FRAME_TOL",
@@ -51,6 +68,7 @@ __all__ = [
     "RELU_CLAIMS",
     "UNEQUAL",
     "classify",
+    "regime",
     "run_relu",
 ]
 
@@ -72,16 +90,28 @@ ALIGNED = 0.9
 COEFFICIENT = 0.05
 """``|⟨g/‖g‖, u_j⟩|`` above which a true-eigenvector coefficient counts as non-zero (Table 2)."""
 
+EXACTLY_ONE = 1e-9
+"""``a(v) >= 1 − EXACTLY_ONE`` counts as exactly 1 (Table 1's "not exactly 1" is below it)."""
+
+TABLE4_CONSTANT = 0.01
+"""Relative spread of Table 4's diagonal below which it counts as constant."""
+
+IDENTITY = 1e-9
+"""Relative difference below which two matrices that an identity makes equal count as equal
+(Tables 3 and 4 at a locally linear point; float64 round-off is ~1e-15)."""
+
 
 def _run_name(width: int, seed: int) -> str:
     return f"d{width}_s{seed}"
 
 
-def classify(snapshot: Mapping[str, np.ndarray], k: int) -> dict[str, float]:
+def classify(snapshot: Mapping[str, np.ndarray], k: int, layer: int) -> dict[str, float]:
     """The endpoint's summary: the smallest weight rank over layers, the largest
     orthogonal-frame distance of the class means of layers ``2..L+1``, whether it is
-    symmetric, the largest top-``K`` weight spread,
-    the Hessian's top-``K²`` spread and gap-rule outlier count, the objective."""
+    symmetric, whether the ReLUs after ``W_layer..W_{L−1}`` truncate nothing
+    (``relu_inactive``) and whether no ReLU does (``linear_everywhere``), the largest
+    top-``K`` weight spread, the Hessian's top-``K²`` spread and gap-rule outlier count, the
+    objective."""
     ranks, spreads = [], []
     for values in snapshot["weights"]:
         finite = values[np.isfinite(values)]
@@ -90,16 +120,29 @@ def classify(snapshot: Mapping[str, np.ndarray], k: int) -> dict[str, float]:
     frame = float(np.max(snapshot["orthogonal_frame"][1:]))
     symmetric = all(r == k for r in ranks) and frame <= FRAME_TOL
     hessian = snapshot["hessian"]
+    nonpositive = np.asarray(snapshot["preactivation_nonpositive"])  # ReLUs after W_1..W_{L−1}
     return {
         "weight_rank": float(min(ranks)),
         "output_frame": frame,
         "symmetric": float(symmetric),
+        "relu_inactive": float(np.all(nonpositive[layer - 1 :] == 0)),
+        "linear_everywhere": float(np.all(nonpositive == 0)),
         "weight_spread": float(max(spreads)),
         "hessian_spread": relative_spread(hessian[: k * k]),
         "hessian_outliers": float(count_outliers(hessian, rule="gap")),
         "objective": float(snapshot["objective"]),
         "grad_norm": float(snapshot["grad_norm"]),
     }
+
+
+def regime(row: Mapping[str, float]) -> str:
+    """``"symmetric, ReLU active"``, ``"symmetric, ReLU inactive (locally linear)"`` or
+    ``"lower-rank/asymmetric"`` for a row of :func:`classify`."""
+    if not row["symmetric"]:
+        return "lower-rank/asymmetric"
+    if row["relu_inactive"]:
+        return "symmetric, ReLU inactive (locally linear)"
+    return "symmetric, ReLU active"
 
 
 def run_relu(run: Run, context: RunContext) -> None:
@@ -116,7 +159,7 @@ def run_relu(run: Run, context: RunContext) -> None:
     finals = run_members(relu_endpoint, members, run, context)
     for (width, seed), final in zip(pairs, finals, strict=True):
         run.save_array(f"final_{_run_name(width, seed)}", **final)
-        row = classify(final, k) | {"width": float(width), "seed": float(seed)}
+        row = classify(final, k, layer) | {"width": float(width), "seed": float(seed)}
         for key, value in row.items():
             summary.setdefault(key, []).append(value)
         run.log_dict(0, row, split="sweep", layer=_run_name(width, seed))
@@ -151,12 +194,18 @@ def run_relu(run: Run, context: RunContext) -> None:
 
 def relu_endpoint(member: dict[str, Any]) -> dict[str, Any]:
     """A sweep task: gradient descent of the ReLU UFM of ``member["width"]`` from the start
-    of ``member["seed"]``; the endpoint's full snapshot (without its top vectors)."""
+    of ``member["seed"]``; the endpoint's full snapshot (without its top vectors) and where
+    its ReLUs act (:func:`~collapselab.theory.dlufm_layerwise.preactivation_signs`)."""
     c = member["config"]
     model = build_model(c, relu=True, width=int(member["width"]))
     traj = descend(model, c, seed=int(member["seed"]))
     final = layer_snapshot(model, traj.final, int(c["layer"]))
     final.pop("top_vectors")
+    signs = preactivation_signs(model, traj.final)
+    final["preactivation_nonpositive"] = signs.nonpositive_fraction
+    final["preactivation_margin"] = signs.min_margin
+    final["dead_units"] = signs.dead_units
+    final["mixed_units"] = signs.mixed_units
     return final
 
 
@@ -176,8 +225,8 @@ def _featured(pairs: list[tuple[int, int]], summary: Mapping[str, list[float]]) 
 
 
 def _sweep(results: RunResults) -> dict[str, np.ndarray]:
-    keys = ("width", "seed", "symmetric", "weight_rank", "output_frame", "weight_spread",
-            "hessian_spread", "hessian_outliers", "objective")  # fmt: skip
+    keys = ("width", "seed", "symmetric", "relu_inactive", "weight_rank", "output_frame",
+            "weight_spread", "hessian_spread", "hessian_outliers", "objective")  # fmt: skip
     return {key: results.array("sweep", key) for key in keys}
 
 
@@ -185,25 +234,38 @@ def _k(results: RunResults) -> int:
     return int(results.array("dynamics", "n_classes"))
 
 
-def _symmetric_runs(results: RunResults) -> list[str]:
+ACTIVE, INACTIVE = "active", "inactive"
+"""The two regimes of symmetric runs (:func:`regime`) a claim may be restricted to."""
+
+
+def _symmetric_runs(results: RunResults, relu: str | None = None) -> list[str]:
+    """The symmetric runs, or those of them where the ReLU is ``"active"`` / ``"inactive"``
+    from the analysed layer on."""
     s = _sweep(results)
     names = [
         _run_name(int(w), int(seed))
-        for w, seed, sym in zip(s["width"], s["seed"], s["symmetric"], strict=True)
-        if sym
+        for w, seed, sym, inactive in zip(
+            s["width"], s["seed"], s["symmetric"], s["relu_inactive"], strict=True
+        )
+        if sym and (relu is None or bool(inactive) == (relu == INACTIVE))
     ]
     if not names:
-        raise NotEvaluable("no run reached the symmetric solution; see relu-symmetric-at-width")
+        raise NotEvaluable(
+            "no run reached the symmetric solution"
+            + ("" if relu is None else f" with the ReLU {relu} at the analysed layer")
+            + "; see relu-symmetric-at-widest"
+        )
     return names
 
 
 def _describe_runs(s: Mapping[str, np.ndarray]) -> str:
     return "; ".join(
-        f"d={int(w)} seed {int(seed)}: {'symmetric' if sym else 'lower-rank/asymmetric'} "
+        f"d={int(w)} seed {int(seed)}: "
+        f"{regime({'symmetric': sym, 'relu_inactive': inactive})} "
         f"(F {obj:.6g}, weight rank {int(rank)}, frame {frame:.2g})"
-        for w, seed, sym, obj, rank, frame in zip(
-            s["width"], s["seed"], s["symmetric"], s["objective"], s["weight_rank"],
-            s["output_frame"], strict=True,
+        for w, seed, sym, inactive, obj, rank, frame in zip(
+            s["width"], s["seed"], s["symmetric"], s["relu_inactive"], s["objective"],
+            s["weight_rank"], s["output_frame"], strict=True,
         )
     )  # fmt: skip
 
@@ -226,11 +288,15 @@ def _final(results: RunResults, name: str, key: str) -> np.ndarray:
     return results.array(f"final_{name}", key)
 
 
-def _per_symmetric_run(results: RunResults, measure: Any, ok: Any, text: str, bound: float) -> Any:
-    names = _symmetric_runs(results)
+def _per_symmetric_run(
+    results: RunResults, measure: Any, ok: Any, text: str, bound: float, relu: str | None = None
+) -> Any:
+    names = _symmetric_runs(results, relu)
     measured = {name: measure(results, name) for name in names}
     holds = all(ok(v) for v in measured.values())
-    detail = f"{text} in the {len(names)} symmetric run(s): " + ", ".join(
+    which = {None: "symmetric", ACTIVE: "symmetric ReLU-active",
+             INACTIVE: "symmetric ReLU-inactive"}[relu]  # fmt: skip
+    detail = f"{text} in the {len(names)} {which} run(s): " + ", ".join(
         f"{name} {v:.4g}" for name, v in measured.items()
     )
     return holds, measured, bound, detail
@@ -256,6 +322,7 @@ def _hessian_unequal(results: RunResults) -> Any:
         f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}; the "
         f"linear model's is ~1e-12)",
         UNEQUAL,
+        ACTIVE,
     )
 
 
@@ -299,15 +366,17 @@ def _alignment(results: RunResults) -> Any:
     return _per_symmetric_run(
         results,
         lambda r, n: float(np.nanmin(_final(r, n, "alignment"))),
-        lambda v: ALIGNED <= v < 1 - 1e-9,
-        f"smallest a(v_kk') (need in [{ALIGNED:g}, 1 − 1e-9): close to but not exactly 1)",
+        lambda v: ALIGNED <= v < 1 - EXACTLY_ONE,
+        f"smallest a(v_kk') (need in [{ALIGNED:g}, 1 − {EXACTLY_ONE:g}): close to but not "
+        "exactly 1)",
         ALIGNED,
+        ACTIVE,
     )
 
 
 def _true_coefficients(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
     k = _k(results)
-    names = _symmetric_runs(results)
+    names = _symmetric_runs(results, ACTIVE)
     ok, values, parts = True, {}, []
     for name in names:
         coef = np.abs(_final(results, name, "true_coefficients"))
@@ -319,7 +388,8 @@ def _true_coefficients(results: RunResults) -> tuple[bool, Mapping[str, float], 
         parts.append(f"{name}: {np.array2string(big, precision=3)}")
     detail = (
         f"|⟨g/‖g‖, u_j⟩| above {COEFFICIENT:g} on the top K² true eigenvectors (need exactly "
-        f"K = {k}, with relative spread >= 0.01): " + "; ".join(parts)
+        f"K = {k}, with relative spread >= 0.01) in the {len(names)} symmetric ReLU-active "
+        "run(s): " + "; ".join(parts)
     )
     return ok, values, float(k), detail
 
@@ -347,11 +417,39 @@ def _table4(results: RunResults) -> Any:
     return _per_symmetric_run(
         results,
         lambda r, n: relative_spread(np.diag(_final(r, n, "table4")[layer - 1])),
-        lambda v: v >= 0.01,
-        f"relative spread of the diagonal of (1/N) Σ B_iB_iᵀ at layer {layer} (need >= 0.01: "
-        "not constant)",
-        0.01,
+        lambda v: v >= TABLE4_CONSTANT,
+        f"relative spread of the diagonal of (1/N) Σ B_iB_iᵀ at layer {layer} (need >= "
+        f"{TABLE4_CONSTANT:g}: not constant)",
+        TABLE4_CONSTANT,
+        ACTIVE,
     )
+
+
+def _inactive_linear(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
+    """The deep linear model's predictions in the symmetric runs where no ReLU after
+    ``W_l..W_{L−1}`` truncates: there the layer-``l`` Hessian is the linear model's."""
+    k, layer = _k(results), int(results.array("dynamics", "layer"))
+    names = _symmetric_runs(results, INACTIVE)
+    ok, values, parts = True, {}, []
+    for name in names:
+        spread = relative_spread(_final(results, name, "hessian")[: k * k])
+        align = float(np.nanmin(_final(results, name, "alignment")))
+        t3 = _final(results, name, "table3")[layer - 1]
+        t4 = _final(results, name, "table4")[layer - 1]
+        gram_gap = float(np.max(np.abs(t4 - t3)) / np.max(np.abs(t3)))
+        ok &= spread <= NEAR_EQUAL and align >= 1 - EXACTLY_ONE and gram_gap <= IDENTITY
+        values |= {f"{name}_spread": spread, f"{name}_min_alignment": align,
+                   f"{name}_table4_vs_table3": gram_gap}  # fmt: skip
+        parts.append(
+            f"{name}: top-K² spread {spread:.4g}, 1 − min a(v) {1 - align:.3g}, "
+            f"|Table 4 − Table 3| / |Table 3| {gram_gap:.2g}"
+        )
+    detail = (
+        f"the linear model's predictions (top-K² relative spread <= {NEAR_EQUAL:g}, "
+        f"min a(v) >= 1 − {EXACTLY_ONE:g}, Table 4 = Table 3 to {IDENTITY:g}) in the "
+        f"{len(names)} symmetric ReLU-inactive run(s): " + "; ".join(parts)
+    )
+    return ok, values, NEAR_EQUAL, detail
 
 
 _SOURCE = "004 §5.2"
@@ -379,7 +477,9 @@ RELU_CLAIMS: list[Claim] = [
         "relu-hessian-outliers-unequal",
         "Fig. 9: the K² Hessian outliers approach each other but do not converge to equality.",
         f"{_SOURCE}, Fig. 9",
-        f"in every symmetric run, (max − min)/max of the top K² eigenvalues >= {UNEQUAL:g}",
+        f"in every symmetric run where the ReLU acts at the analysed layer (a non-positive "
+        f"pre-activation after W_l..W_{{L−1}}), (max − min)/max of the top K² eigenvalues "
+        f">= {UNEQUAL:g}",
         _hessian_unequal,
     ),
     claim(
@@ -403,7 +503,7 @@ RELU_CLAIMS: list[Claim] = [
         "Table 1: the predicted eigenvectors h̄^(l+1)_k ⊗ h̄^(l)_k' are close to, but not "
         "exactly, eigenvectors.",
         f"{_SOURCE}, Table 1",
-        f"in every symmetric run, {ALIGNED:g} <= min a(v) < 1 − 1e-9",
+        f"in every symmetric ReLU-active run, {ALIGNED:g} <= min a(v) < 1 − {EXACTLY_ONE:g}",
         _alignment,
     ),
     claim(
@@ -411,8 +511,8 @@ RELU_CLAIMS: list[Claim] = [
         "Table 2: on the true top-K² eigenvectors the gradient has only K non-zero "
         "coefficients, and they are unequal.",
         f"{_SOURCE}, Table 2",
-        f"in every symmetric run, exactly K coefficients |⟨g/‖g‖, u_j⟩| > {COEFFICIENT:g}, "
-        "with relative spread >= 0.01",
+        f"in every symmetric ReLU-active run, exactly K coefficients |⟨g/‖g‖, u_j⟩| > "
+        f"{COEFFICIENT:g}, with relative spread >= 0.01",
         _true_coefficients,
     ),
     claim(
@@ -426,8 +526,21 @@ RELU_CLAIMS: list[Claim] = [
         "relu-table4-diagonal-not-constant",
         "Table 4: the data-averaged (1/N) Σ A_iA_iᵀ has a non-constant diagonal.",
         f"{_SOURCE}, App. G.2, Table 4",
-        "in every symmetric run, relative spread of its diagonal >= 0.01",
+        f"in every symmetric ReLU-active run, relative spread of its diagonal >= "
+        f"{TABLE4_CONSTANT:g}",
         _table4,
+    ),
+    claim(
+        "relu-inactive-runs-follow-the-linear-model",
+        "Where no ReLU after W_l truncates (every pre-activation of W_l..W_{L−1} strictly "
+        "positive, beyond float64 rounding), the ReLU model is the deep linear model near the "
+        "point, so its layer-l Hessian is the linear model's (App. A): its K² outliers equal, "
+        "the predicted eigenvectors exact (a(v) = 1), Table 4 equal to Table 3.",
+        f"{_SOURCE}; 004 Theorem 4.1, App. A, App. F",
+        f"in every symmetric ReLU-inactive run, top-K² relative spread <= {NEAR_EQUAL:g}, "
+        f"min a(v) >= 1 − {EXACTLY_ONE:g}, max|Table 4 − Table 3| / max|Table 3| <= "
+        f"{IDENTITY:g}",
+        _inactive_linear,
     ),
 ]
 """The claims of ``dlufm-relu``."""
