@@ -477,6 +477,36 @@ def test_moving_average_even_width():
 
 
 # ---------------------------------------------------------------------------------------
+def test_accessibility_weights_repeat_checkpoints():
+    """Weighted accessibility equals the plain mean over the epochs with checkpoint ``e``
+    repeated ``w_e`` times (the paper's mean over every epoch on a sparse grid)."""
+    rng = _rng(16)
+    c = rng.integers(0, 2, (3, 5, 11)).astype(bool)
+    w = np.array([1, 1, 2, 5, 13])
+    dense = np.repeat(c, w, axis=1)  # (3, 22, 11): every epoch spelled out
+    ref = np.array([dense[:, :, x].sum() / dense[:, :, x].size for x in range(11)])
+    np.testing.assert_allclose(pcm.accessibility(c, w), ref, atol=TOL)
+    np.testing.assert_allclose(pcm.accessibility(c, np.ones(5)), pcm.accessibility(c), atol=TOL)
+    with pytest.raises(ValueError, match="weights"):
+        pcm.accessibility(c, [1, 1, -1, 1, 1])
+    with pytest.raises(ValueError, match="weights"):
+        pcm.accessibility(c, np.zeros(5))
+    with pytest.raises(ValueError, match="weights"):
+        pcm.accessibility(c, np.ones(4))
+
+
+def test_checkpoint_weights_hold_until_the_next():
+    np.testing.assert_array_equal(pcm.checkpoint_weights([1, 2, 5, 9], 12), [1, 3, 4, 3])
+    steps = np.array([1, 3, 4, 8])
+    # brute force: the checkpoint in force at every step 1..11 (the latest one not after it)
+    held = [steps[steps <= s].max() for s in range(1, 12)]
+    np.testing.assert_array_equal(pcm.checkpoint_weights(steps, 12), [held.count(k) for k in steps])
+    with pytest.raises(ValueError, match="increasing"):
+        pcm.checkpoint_weights([1, 1, 2], 5)
+    with pytest.raises(ValueError, match="end"):
+        pcm.checkpoint_weights([1, 2, 5], 5)
+
+
 # R30: early stopping and convergence speed
 
 
@@ -494,3 +524,30 @@ def test_early_stopping_benefit_and_convergence_epoch():
         pcm.convergence_epoch(loss, 0.5, "down")
     with pytest.raises(ArgumentTypeError, match="accuracy"):
         pcm.early_stopping_benefit("high")
+
+
+def test_convergence_epoch_interpolates_between_checkpoints():
+    """The interpolated crossing against the exact one of a piecewise-linear curve, found by
+    brute force on a fine grid of np.interp (independent of the formula)."""
+    rng = _rng(17)
+    steps = np.array([0.0, 1, 2, 4, 8, 16, 32, 64])
+    curves = np.sort(rng.uniform(0, 1, (6, steps.size)), axis=1)
+    fine = np.linspace(0, 64, 640001)
+    for curve in curves:
+        for t in (0.3, 0.55, float(curve[3])):
+            dense = np.interp(fine, steps, curve)
+            ref = fine[np.argmax(dense >= t)] if (dense >= t).any() else np.nan
+            got = pcm.convergence_epoch(curve, t, epochs=steps, interpolate=True)
+            if np.isnan(ref):
+                assert np.isnan(got)
+            else:
+                assert got == pytest.approx(ref, abs=2e-4)
+    # two curves crossing between the same checkpoints: the grid ties them, interpolation not
+    pair = np.array([[0.0, 0.5, 0.7], [0.0, 0.5, 0.9]])
+    assert list(pcm.convergence_epoch(pair, 0.6, epochs=[0, 100, 200])) == [200.0, 200.0]
+    np.testing.assert_allclose(
+        pcm.convergence_epoch(pair, 0.6, epochs=[0, 100, 200], interpolate=True), [150.0, 125.0]
+    )
+    # a loss falling through the level, and a curve already there at the first entry
+    assert pcm.convergence_epoch([3.0, 1.0, 0.2], 0.6, "below", [0, 10, 20], True) == 15.0
+    assert pcm.convergence_epoch([0.9, 0.95], 0.5, epochs=[5, 9], interpolate=True) == 5.0

@@ -62,6 +62,7 @@ __all__ = [
     "accessibility",
     "bin_pc_index",
     "binned_correlation",
+    "checkpoint_weights",
     "convergence_epoch",
     "correlation",
     "critical_frequency",
@@ -271,7 +272,7 @@ def gradient_scale_statistics(
 # R24-R25: accessibility and learning-order constancy
 
 
-def accessibility(correct: object) -> np.ndarray:
+def accessibility(correct: object, weights: object | None = None) -> np.ndarray:
     r"""Accessibility of every example, ``(n,)`` in ``[0, 1]`` (R24; Hacohen et al. 2020):
 
     .. math::
@@ -281,13 +282,36 @@ def accessibility(correct: object) -> np.ndarray:
 
     from ``correct`` of shape ``(N, E, n)`` (networks, epoch checkpoints, examples) holding
     booleans or 0/1. Higher means learned earlier.
+
+    ``weights`` ``(E,)`` (non-negative, not all zero): the number of epochs each checkpoint
+    stands for, when the checkpoints are not every epoch (e.g. log-spaced GD steps, each
+    held until the next: :func:`checkpoint_weights`); the mean over epochs is then
+    ``Σ_e w_e 1[...] / (N Σ_e w_e)``, the formula above with checkpoint ``e`` repeated
+    ``w_e`` times.
     """
     c = as_real_array("correct", correct, ndim=3, layout="(N, E, n)", allow_bool=True)
     if c.size and not np.isin(c, (0.0, 1.0)).all():
         raise ValueError("correct must hold booleans or 0/1 (correct or not), got other values")
     if c.shape[0] == 0 or c.shape[1] == 0:
         raise ValueError(f"correct needs >= 1 network and >= 1 epoch, got shape {c.shape}")
-    return c.mean(axis=(0, 1))
+    if weights is None:
+        return c.mean(axis=(0, 1))
+    w = as_real_array("weights", weights, ndim=1, shape=(c.shape[1],), numbers=True)
+    if np.any(w < 0) or not w.sum() > 0:
+        raise ValueError(f"weights must be >= 0 and not all 0 (epochs per checkpoint), got {w}")
+    return np.einsum("e,ien->n", w, c) / (c.shape[0] * w.sum())
+
+
+def checkpoint_weights(steps: object, end: float) -> np.ndarray:
+    """The number of epochs (steps) each checkpoint of ``steps`` (increasing) stands for when
+    it is held until the next one and the last until ``end``: ``steps[k+1] − steps[k]``,
+    ``end − steps[-1]``; the ``weights`` of :func:`accessibility` for a sparse grid."""
+    s = as_real_array("steps", steps, ndim=1, numbers=True)
+    if s.size == 0 or np.any(np.diff(s) <= 0) or not float(end) > s[-1]:
+        raise ValueError(
+            f"steps must be increasing and end ({end}) after the last of them, got {s}"
+        )
+    return np.diff(np.append(s, float(end)))
 
 
 @dataclass(frozen=True)
@@ -701,12 +725,22 @@ def early_stopping_benefit(accuracy: object) -> tuple[float, int]:
 
 
 def convergence_epoch(
-    curve: object, threshold: float, direction: str = "above", epochs: object | None = None
+    curve: object,
+    threshold: float,
+    direction: str = "above",
+    epochs: object | None = None,
+    interpolate: bool = False,
 ) -> np.ndarray:
     r"""R30: the first epoch at which ``curve`` ``(..., E)`` reaches ``threshold``,
     ``curve >= threshold`` (``direction="above"``, accuracy) or ``<=`` (``"below"``, loss),
     as a float array ``(...)``: the matching entry of ``epochs`` (default ``0..E-1``), NaN
-    when never reached."""
+    when never reached.
+
+    ``interpolate``: on a sparse grid of checkpoints, the crossing of the straight line
+    between the last checkpoint before the first hit, ``(e_{k-1}, c_{k-1})``, and the hit
+    ``(e_k, c_k)``: ``e_{k-1} + (t − c_{k-1}) / (c_k − c_{k-1}) (e_k − e_{k-1})``, so two
+    curves that cross between the same two checkpoints are still ordered (the first entry
+    when it already reaches the threshold)."""
     c = as_real_array("curve", curve, numbers=True)
     if c.ndim < 1 or c.shape[-1] == 0:
         raise ValueError(f"curve must have epochs on its last axis, got shape {c.shape}")
@@ -719,4 +753,12 @@ def convergence_epoch(
     )
     hit = c >= t if direction == "above" else c <= t
     first = hit.argmax(-1)
-    return np.where(hit.any(-1), e[first], np.nan)
+    found = np.where(hit.any(-1), e[first], np.nan)
+    if not interpolate:
+        return found
+    before = np.maximum(first - 1, 0)
+    c0 = np.take_along_axis(c, before[..., None], -1)[..., 0]
+    c1 = np.take_along_axis(c, first[..., None], -1)[..., 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(first > 0, (t - c0) / (c1 - c0), 0.0)
+    return np.where(hit.any(-1), e[before] + fraction * (e[first] - e[before]), np.nan)

@@ -41,7 +41,10 @@ SAME_ACCURACY = 0.02
 """Largest difference of the final mean test accuracies counted as "the same"."""
 
 REACHED = 0.95
-"""Fraction of the final mean train accuracy whose first crossing times the convergence."""
+"""Fraction of the final mean train accuracy whose first crossing times the convergence,
+interpolated linearly between the two checkpoints around it (the log-spaced checkpoints are
+about 32% apart at the standard preset's crossing, too coarse to order two ensembles that
+cross between the same two)."""
 
 
 def _factor_errors(config: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -89,7 +92,7 @@ def _reach_step(results: RunResults, init: str) -> tuple[float, float]:
     acc = results.array(init, "train_accuracy").mean(0)
     steps = results.array(init, "steps")
     target = REACHED * float(acc[-1])
-    step = float(convergence_epoch(acc, target, "above", epochs=steps))
+    step = float(convergence_epoch(acc, target, "above", epochs=steps, interpolate=True))
     return (step if np.isfinite(step) else float("inf")), target
 
 
@@ -97,8 +100,9 @@ def _def3_faster(results: RunResults):
     s3, t3 = _reach_step(results, "def3")
     sg, tg = _reach_step(results, "glorot_uniform")
     detail = (
-        f"first GD step with mean train accuracy >= {REACHED:g} x its final value: Def. 3 "
-        f"{s3:g} (target {t3:.3g}), Glorot uniform {sg:g} (target {tg:.3g}); Def. 3 first?"
+        f"GD step where the mean train accuracy first reaches {REACHED:g} x its final value "
+        f"(interpolated between checkpoints): Def. 3 {s3:.4g} (target {t3:.3g}), Glorot "
+        f"uniform {sg:.4g} (target {tg:.3g}); Def. 3 first?"
     )
     return verdict(s3 < sg, {"def3_step": s3, "glorot_step": sg}, None, detail)
 
@@ -135,8 +139,8 @@ INIT_CLAIMS: list[Claim] = [
         "Fig. 12: with Def. 3 the network converges faster than with Glorot uniform, on train "
         "and test.",
         "002 §3.6 (Def. 3), Fig. 12",
-        f"first GD step where the mean train accuracy reaches {REACHED:g} x its final value: "
-        "Def. 3 < Glorot uniform (same μ)",
+        f"GD step where the mean train accuracy first reaches {REACHED:g} x its final value "
+        "(linear between the checkpoints around it): Def. 3 < Glorot uniform (same μ)",
         _def3_faster,
     ),
     Claim(
