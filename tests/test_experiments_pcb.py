@@ -238,9 +238,11 @@ def test_standard_presets_dry_run_from_the_debian_files(fashion_mnist_dir):
 
 
 def test_loc_stores_accessibility_and_its_correlations(runs):
-    """Accessibility lies in [0, 1] and moves in steps of 1/(N E); the stored LOC is the
-    Pearson correlation of the two ensembles' vectors (scipy, recomputed) and the shuffled
-    ensemble's labels differ from the real ones."""
+    """Accessibility lies in [0, 1] and is the mean correctness over every step of the
+    learning phase: each log-spaced checkpoint counts for the steps until the next (the
+    last for one), so it moves in steps of 1/(N W), W the window's steps; the stored LOC
+    is the Pearson correlation of the two ensembles' vectors (scipy, recomputed) and the
+    shuffled ensemble's labels differ from the real ones."""
     from scipy import stats
 
     run = runs["pcbias-loc"]
@@ -251,7 +253,10 @@ def test_loc_stores_accessibility_and_its_correlations(runs):
         window = d[f"window_{condition}"]
         assert access.shape[0] == 2 and not window[0] and window.sum() >= 2
         assert access.min() >= 0 and access.max() <= 1
-        grid = access * members * window.sum()
+        steps, weights = d[f"steps_{condition}"], d[f"weights_{condition}"]
+        held = [int(steps[steps <= s].max()) for s in range(1, int(steps[-1]) + 1)]
+        np.testing.assert_array_equal(weights[1:], [held.count(k) for k in steps[1:]])
+        grid = access * members * weights[window].sum()
         np.testing.assert_allclose(grid, np.round(grid), atol=1e-9)
         pearson = stats.pearsonr(access[0], access[1]).statistic
         assert float(d[f"pearson_{condition}"]) == pytest.approx(pearson, rel=1e-12)
