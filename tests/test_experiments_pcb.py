@@ -237,6 +237,35 @@ def test_standard_presets_dry_run_from_the_debian_files(fashion_mnist_dir):
     assert separable["epochs"] == 45 and separable["members"] == 10
 
 
+def test_amplified_images_are_renormalised_per_channel():
+    """PC amplification of grey images (paper 002 App. D.1) against a numpy reference: the
+    top PCs of the per-channel standardised training pixels (eigh of the centred covariance)
+    multiplied by 10, then one mean and one std for the whole channel (not per pixel),
+    fitted on the training split and applied to both."""
+    from collapselab.experiments.pcb._common import read_dataset
+
+    spec = {"name": "digits", "n_per_class": 30, "test_fraction": 0.25, "flatten": False}
+    plain = read_dataset(spec, None, 0)
+    amplify = {"fraction": 0.03, "factor": 10.0, "which": "top"}
+    got = read_dataset({**spec, "amplify": amplify}, None, 0)
+    x, x_test = plain.x, plain.x_test  # (n, 64), standardised per channel
+    mean = x.mean(0)
+    values, vectors = np.linalg.eigh((x - mean).T @ (x - mean))
+    rank = int(np.sum(values > 1e-9 * values.max()))
+    assert round(0.03 * rank) == 2  # 1.5-2.5: the count is not at a rounding edge
+    top = vectors[:, ::-1][:, :2]
+
+    def amplified(a):
+        return a + 9.0 * ((a - mean) @ top) @ top.T
+
+    train = amplified(x)
+    centre, scale = train.mean(), train.std()  # one channel: over every pixel of every image
+    np.testing.assert_allclose(got.x, (train - centre) / scale, atol=1e-9)
+    np.testing.assert_allclose(got.x_test, (amplified(x_test) - centre) / scale, atol=1e-9)
+    assert got.x.std() == pytest.approx(1.0, abs=1e-12)
+    assert np.ptp(got.x.std(0)) > 0.5  # per pixel the stds differ: no per-pixel rescaling
+
+
 def test_loc_stores_accessibility_and_its_correlations(runs):
     """Accessibility lies in [0, 1] and is the mean correctness over every step of the
     learning phase: each log-spaced checkpoint counts for the steps until the next (the

@@ -105,14 +105,15 @@ def _pool(x: torch.Tensor, factor: int) -> torch.Tensor:
 def read_dataset(spec: Mapping[str, Any], data_dir: str | None, seed: int) -> Inputs:
     """The dataset of ``spec`` (``name`` and its loader's options; ``pool``: average-pooling
     factor for images; ``pad``: images zero-padded to this size first; ``shuffle``: the
-    fraction of training labels shuffled; ``whiten``:
-    ZCA-whiten with training statistics, ``eps``; ``amplify``: the arguments of
-    :class:`~collapselab.data.pca.PCAmplification`, fitted on the training inputs and
-    applied to both splits; ``separable``: ``P``, the labels of both splits replaced by a
+    fraction of training labels shuffled; ``whiten``: ZCA-whiten with training statistics,
+    ``eps``; ``amplify``: the arguments of :class:`~collapselab.data.pca.PCAmplification`,
+    fitted on the training inputs and applied to both splits, on the images' shape so that
+    its renormalisation is per channel as the paper's (002 App. D.1, §4; per feature for
+    generated vectors); ``separable``: ``P``, the labels of both splits replaced by a
     least-squares separator's on the top ``P`` PCs, :class:`~collapselab.data.pca.
-    SeparableRelabel`, after any shuffling), inputs
-    standardised per channel with training statistics (paper 002 §4: one channel for grey
-    images, one per feature for generated vectors), cached per process."""
+    SeparableRelabel`, after any shuffling), inputs standardised per channel with training
+    statistics (paper 002 §4: one channel for grey images, one per feature for generated
+    vectors), cached per process."""
     key = json.dumps({"spec": dict(spec), "data_dir": data_dir, "seed": seed}, sort_keys=True)
     return _read_cached(key)
 
@@ -140,13 +141,13 @@ def _read_cached(key: str) -> Inputs:
     train_x, test_x = _pool(splits.train.x.double(), pool), _pool(splits.test.x.double(), pool)
     standard = Standardize().fit(train_x)
     train_x, test_x = standard.apply(train_x), standard.apply(test_x)
+    if amplify is not None:  # on the images' shape: renormalised per channel, not per pixel
+        gain = PCAmplification(**amplify).fit(train_x)
+        train_x, test_x = gain.apply(train_x), gain.apply(test_x)
     train_x, test_x = train_x.reshape(len(train_x), -1), test_x.reshape(len(test_x), -1)
     if whiten is not None:
         zca = ZCAWhitening(eps=float(whiten)).fit(train_x)
         train_x, test_x = zca.apply(train_x), zca.apply(test_x)
-    if amplify is not None:
-        gain = PCAmplification(**amplify).fit(train_x)
-        train_x, test_x = gain.apply(train_x), gain.apply(test_x)
     train_y, test_y = splits.train.y, splits.test.y
     if separable is not None:
         relabel = SeparableRelabel(int(separable)).fit(train_x, train_y, splits.n_classes)
