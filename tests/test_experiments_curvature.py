@@ -52,6 +52,11 @@ def test_tiny_runs_end_to_end_with_figures_spectra_and_claims(runs, experiment_i
     rows = run.metrics()
     assert {"nc1", "hessian_top_eigenvalue", "gradient_fraction_top"} <= set(rows["metric"])
     assert run.manifest["curvature"]["data"] == {"dataset": "digits"}
+    tpt = run.manifest["curvature"]["terminal_phase"]  # the criterion's record, and its line
+    nc1 = rows[(rows["metric"] == "nc1") & (rows["layer"] == tpt["nc1_layer"])]
+    assert tpt["final_epoch"] == 3
+    assert tpt["nc1_final"] == float(nc1[nc1["epoch"] == 3]["value"].iloc[-1])
+    assert run.manifest["terminal_phase"] == tpt["summary"]
 
 
 def test_figures_are_redrawn_from_the_stored_results(runs):

@@ -6,12 +6,15 @@ loss and records, with a :class:`~collapselab.track.Monitor`,
 * at every epoch of ``curvature_epochs`` the whole :class:`~collapselab.metrics.families.Curvature`
   family on every weight layer (rows per layer, spectra in ``arrays/curvature_step*.npz``),
   on a fixed balanced subset of ``curvature_samples`` training images;
-* NC1 and the NCC accuracy of the measured feature layers at the same epochs (the collapse
-  the curvature structure is explained by, paper 004);
+* NC1 and the NCC accuracy of the feature layers at the same epochs and, with
+  ``nc_every = n``, at every n-th epoch as well (the collapse the curvature structure is
+  explained by, paper 004);
 * the training loop's loss and accuracy every epoch.
 
-The manifest records the data used (``curvature.data``), the class count ``K`` and the
-weight layers.
+The manifest records the data used (``curvature.data``), the class count ``K``, the
+weight layers and whether the run entered the terminal phase
+(:mod:`~collapselab.experiments.curvature.terminal`: ``curvature.terminal_phase``, and its
+one-line ``terminal_phase`` for the report).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import torch
 
 from collapselab.experiments.curvature.networks import build_network, load_data
+from collapselab.experiments.curvature.terminal import terminal_phase
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics import NC
 from collapselab.metrics.families import Curvature
@@ -63,7 +67,7 @@ def run_curvature(run: Run, context: RunContext) -> None:
         model,
         data.train,
         families=[NC(["nc1", "ncc_accuracy"]), family],
-        schedule=[e for e in config["curvature_epochs"] if e > 0],
+        schedule=measurement_epochs(config),
         epochs=int(config["epochs"]),
         initial=0 in config["curvature_epochs"],
         run=run,
@@ -98,6 +102,22 @@ def run_curvature(run: Run, context: RunContext) -> None:
     finally:
         torch.set_num_threads(previous)
     run.flush()
+    record = terminal_phase(run.metrics(), model.penultimate, max(config["curvature_epochs"]))
+    run.update_manifest(
+        curvature={**run.manifest["curvature"], "terminal_phase": record},
+        terminal_phase=record["summary"],
+    )
+
+
+def measurement_epochs(config: dict[str, Any]) -> list[int]:
+    """The Monitor's epochs after the start: the curvature epochs and, with ``nc_every =
+    n``, every n-th epoch (where only NC is measured: the curvature family keeps to its
+    own epochs)."""
+    epochs = {int(e) for e in config["curvature_epochs"] if e > 0}
+    every = config.get("nc_every")
+    if every:
+        epochs |= set(range(int(every), int(config["epochs"]) + 1, int(every)))
+    return sorted(epochs)
 
 
 def final_value(results: Any, metric: str, layer: str) -> float:
