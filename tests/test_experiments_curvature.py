@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from collapselab.experiments import get_experiment, refresh_run, run_experiment
-from collapselab.experiments.curvature import CLAIMS, load_data
+from collapselab.experiments.curvature import CLAIMS, build_network, load_data
 from collapselab.experiments.curvature.presets import presets
 from collapselab.experiments.data_plan import plan_data
 
@@ -87,3 +87,8 @@ def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files(fash
         assert data.n_classes == 10 and tuple(data.input_shape) == (1, 28, 28)
         counts = torch.bincount(data.train.y, minlength=10)
         assert counts.tolist() == [config["n_train_per_class"]] * 10
+        # the measured layers are the classifier and the one before it, which the claims read
+        model = build_network(config, data)
+        weights = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+        assert config["curvature_layers"] == weights[-2:]
+        assert config["nc_every"] and max(config["curvature_epochs"]) == config["epochs"]

@@ -46,10 +46,12 @@ class SmallConvNet(nn.Module):
 
 
 def build_network(config: dict[str, Any], data: DataSplits) -> nn.Module:
-    """The configured network (``net``: ``"mlp"`` or ``"conv"``) for ``data``."""
+    """The configured network (``net``: ``"mlp"``, ``depth`` linear layers of ``width``
+    (default 3), or ``"conv"``) for ``data``."""
     shape = data.input_shape
     if config["net"] == "mlp":
-        return MLP(math.prod(shape), data.n_classes, width=config["width"], depth=3, bias=True)
+        depth = int(config.get("depth", 3))  # linear layers: 3 is 784-width-width-K
+        return MLP(math.prod(shape), data.n_classes, width=config["width"], depth=depth, bias=True)
     if config["net"] == "conv":
         if len(shape) != 3:
             raise ValueError(f"the conv net needs image inputs (C, H, W), got {shape}")
