@@ -17,7 +17,7 @@ from collapselab.experiments.curvature.networks import SmallConvNet, build_netwo
 from collapselab.experiments.curvature.training import run_curvature
 from collapselab.experiments.registry import Experiment, register
 
-_TITLES = {"mlp": "a 784-64-64-K MLP", "conv": "a two-convolution net"}
+_TITLES = {"mlp": "a ReLU MLP", "conv": "a two-convolution net"}
 _RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 2.8-3.1
     ("mlp", "ce"): "~20 s",
     ("mlp", "mse"): "~25 s",
@@ -31,11 +31,11 @@ _BUNDLED_RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 1.7
     ("conv", "ce"): "~16 s",
     ("conv", "mse"): "~19 s",
 }
-_STANDARD_RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 2.5-4.4
-    ("mlp", "ce"): "~1.4 min",
-    ("mlp", "mse"): "~2.8 min",
-    ("conv", "ce"): "~13.5 min",
-    ("conv", "mse"): "~27 min",
+_STANDARD_RUNTIMES = {  # measured 2026-11-25 on 2 shared cores, load average 5.5-7.7
+    ("mlp", "ce"): "~4 min",
+    ("mlp", "mse"): "~7.5 min",
+    ("conv", "ce"): "~7.5 min",
+    ("conv", "mse"): "~11.5 min",
 }
 
 EXPERIMENTS = {
