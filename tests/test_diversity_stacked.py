@@ -23,6 +23,7 @@ from collapselab.metrics.diversity import (
     column_cosine_means,
     mean_cosine_similarity,
     per_sample_pseudo_neuron_values,
+    pseudo_neuron_similarities,
     pseudo_neuron_similarity,
     stacked_mean_cosine_similarity,
     stacked_per_sample_pseudo_neuron_values,
@@ -156,6 +157,28 @@ def test_stacked_m4_functions_equal_the_layer_wise_ones():
             ref = per_sample_pseudo_neuron_values(g[i], a[i], rule)
             assert torch.equal(torch.isnan(got[i]), torch.isnan(ref))
             assert torch.equal(got[i][~torch.isnan(ref)], ref[~torch.isnan(ref)])
+
+
+def test_pseudo_neuron_similarities_of_named_changes_equal_one_at_a_time():
+    gen = torch.Generator().manual_seed(4)
+    changes = {
+        "a": torch.randn(6, 5, generator=gen),  # float32, as a recorder's update
+        "b": torch.randn(4, 6, generator=gen),
+        "c": torch.randn(6, 5, generator=gen),
+        "d": torch.randn(6, 5, generator=gen, dtype=torch.float64),  # float64 among float32s
+        "e": torch.randn(6, 5, generator=gen),
+    }
+    changes["c"][:, 1] = 0.0
+    for rule in ("exclude", "zero_cosine"):
+        got = pseudo_neuron_similarities(changes, rule)
+        assert list(got) == list(changes)
+        for name, w in changes.items():
+            assert got[name] == pseudo_neuron_similarity(w, rule), name
+    bad = dict(changes, c=torch.full((6, 5), float("inf")))
+    with pytest.raises(ValueError, match=r"delta_w contains NaN or Inf \(30 of 30 entries\)"):
+        pseudo_neuron_similarities(bad)
+    with pytest.raises(ValueError, match="delta_w"):
+        pseudo_neuron_similarities({"x": torch.ones(3)})
 
 
 class _Uneven(nn.Module):

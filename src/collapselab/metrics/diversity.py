@@ -36,6 +36,7 @@ zero, which is what a dead ReLU produces).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
@@ -47,6 +48,7 @@ from collapselab.checks import (
     as_matrix,
     as_real_tensor,
     check_choice,
+    check_finite_stack,
     check_float,
     check_int,
 )
@@ -74,7 +76,7 @@ from collapselab.metrics._pairwise import (
 )
 from collapselab.metrics._phases import PhaseDetection, detect_phases, select_window, smooth_curve
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
-from collapselab.stats.scratch import as_float64, scratch
+from collapselab.stats.scratch import as_float64, scratch, stacked_float64
 
 __all__ = [
     "CommonDirections",
@@ -100,6 +102,7 @@ __all__ = [
     "per_class_accuracy",
     "per_sample_pseudo_neuron_values",
     "primary_coefficients",
+    "pseudo_neuron_similarities",
     "pseudo_neuron_similarity",
     "pseudo_neuron_similarity_per_sample",
     "residual_singular_values",
@@ -320,6 +323,32 @@ def pseudo_neuron_similarity(
     atol = check_float("zero_atol", zero_atol, minimum=0.0)
     w = as_real_tensor("delta_w", delta_w, ndim=2, detach=True, allow_bool=True)
     return _column_cosine_mean(as_float64("m4_matrix", w), zero_vectors, atol)
+
+
+def pseudo_neuron_similarities(
+    delta_ws: Mapping[str, ArrayLike], zero_vectors: ZeroRule = "exclude", zero_atol: float = 0.0
+) -> dict[str, float]:
+    """:func:`pseudo_neuron_similarity` of several weight changes by name (the layers of a
+    network), those of equal shape in a few kernels together (:func:`column_cosine_means`):
+    the same values, and the same errors.
+
+    Args:
+        delta_ws: ``{name: (h, d) weight change}``.
+        zero_vectors, zero_atol: as in :func:`pseudo_neuron_similarity`.
+    """
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    atol = check_float("zero_atol", zero_atol, minimum=0.0)
+    groups: dict[tuple, list[tuple[str, torch.Tensor]]] = {}
+    for name, w in delta_ws.items():
+        t = as_real_tensor("delta_w", w, ndim=2, detach=True, allow_bool=True, finite=False)
+        groups.setdefault((tuple(t.shape), t.device), []).append((name, t))
+    out: dict[str, float] = {}
+    for members in groups.values():
+        stack = stacked_float64("m4_matrices", [t for _, t in members])
+        check_finite_stack("delta_w", stack)
+        values = column_cosine_means(stack, zero_vectors, atol)
+        out |= {name: v for (name, _), v in zip(members, values, strict=True)}
+    return {name: out[name] for name in delta_ws}
 
 
 def _column_cosine_mean(w: torch.Tensor, zero_vectors: ZeroRule, zero_atol: float) -> float:

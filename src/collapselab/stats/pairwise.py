@@ -24,7 +24,7 @@ import torch
 
 from collapselab.checks import ArrayLike, as_labels, as_matrix, check_float, check_int
 from collapselab.stats.accumulator import Accumulator
-from collapselab.stats.scratch import scratch
+from collapselab.stats.scratch import scratch, stacked_float64
 
 
 def _unit_rows(x: torch.Tensor, zero_atol: float) -> tuple[torch.Tensor, torch.Tensor, bool]:
@@ -210,9 +210,7 @@ def update_stacked(
             acc.update(v, labels)
         return
     device = first.device if stacked is None else stacked["unit_sums"].device
-    x = scratch("stacked_vectors", (len(vectors), *first.shape), first)
-    for row, v in zip(x, vectors, strict=True):
-        row.copy_(v.detach())  # float64 (booleans as 0/1), as as_matrix converts them
+    x = stacked_float64("stacked_vectors", vectors)  # as as_matrix converts each
     if x.device != device or not bool(torch.isfinite(x.sum())):
         for acc, v in zip(accs, vectors, strict=True):
             acc.update(v, labels)  # the stack's device, or a layer's error, one at a time

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 
 import torch
 
@@ -41,4 +42,13 @@ def as_float64(name: str, x: torch.Tensor) -> torch.Tensor:
         return x
     out = scratch(name, tuple(x.shape), x)
     out.copy_(x)
+    return out
+
+
+def stacked_float64(name: str, blocks: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The equal-shape ``blocks`` as one float64 stack ``(L, *shape)`` in a reused buffer
+    (booleans as 0/1; the same values as :func:`as_float64` of each). Detached."""
+    out = scratch(name, (len(blocks), *blocks[0].shape), blocks[0])
+    for row, block in zip(out, blocks, strict=True):
+        row.copy_(block.detach())
     return out

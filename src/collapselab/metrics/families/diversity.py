@@ -46,7 +46,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from collapselab.checks import check_bool, check_choice, check_finite, split_batch
+from collapselab.checks import check_bool, check_choice, check_finite_stack, split_batch
 from collapselab.metrics.diversity import (
     column_cosine_means,
     mean_cosine_similarity,
@@ -67,7 +67,7 @@ from collapselab.metrics.family import (
 )
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 from collapselab.stats.pairwise import stacked_sums, update_stacked
-from collapselab.stats.scratch import as_float64, scratch
+from collapselab.stats.scratch import as_float64, scratch, stacked_float64
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
 _SET_TEXT = {
@@ -329,10 +329,10 @@ class Diversity(Family):
             n_rows += cap.logits.shape[0]
             groups = groups or _equal_shape_linears(cap, names)
             for group in groups:
-                g = _stacked_float64("m4_g", [cap.pre_grads[n] for n in group])
-                a = _stacked_float64("m4_a", [cap.inputs[n] for n in group])
-                _check_finite_layers("pre_grads", g)
-                _check_finite_layers("inputs", a)
+                g = stacked_float64("m4_g", [cap.pre_grads[n] for n in group])
+                a = stacked_float64("m4_a", [cap.inputs[n] for n in group])
+                check_finite_stack("pre_grads", g)
+                check_finite_stack("inputs", a)
                 if per_sample:
                     vals = stacked_per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
                     ok = ~torch.isnan(vals)
@@ -355,7 +355,7 @@ class Diversity(Family):
                     )
             if probe_mean:
                 means = self._means[group].div_(n_rows)
-                _check_finite_layers("delta_w", means)
+                check_finite_stack("delta_w", means)
                 values = column_cosine_means(means, self.zero_vectors)
                 for n, value in zip(group, values, strict=True):
                     out[n]["pseudo_neuron_cosine_probe_mean"] = value
@@ -425,22 +425,6 @@ def _equal_shape_linears(cap: Any, names: list[str]) -> list[tuple[str, ...]]:
         shape = (int(cap.pre_grads[n].shape[1]), int(cap.inputs[n].shape[1]))
         groups.setdefault(shape, []).append(n)
     return [tuple(group) for group in groups.values()]
-
-
-def _stacked_float64(name: str, blocks: list[torch.Tensor]) -> torch.Tensor:
-    """The ``(n, k)`` blocks as one float64 stack ``(L, n, k)``, in a reused buffer."""
-    out = scratch(name, (len(blocks), *blocks[0].shape), blocks[0])
-    for row, block in zip(out, blocks, strict=True):
-        row.copy_(block)
-    return out
-
-
-def _check_finite_layers(name: str, stack: torch.Tensor) -> None:
-    """ValueError naming ``name`` when a layer of the stack holds NaN or Inf (one sum for
-    the whole stack; the layers one by one only then, as the layer-wise checks did)."""
-    if not bool(torch.isfinite(stack.sum())):
-        for layer in stack:
-            check_finite(name, layer)
 
 
 def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
