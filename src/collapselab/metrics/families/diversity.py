@@ -221,7 +221,8 @@ class Diversity(Family):
         by_layer = accs.get(signal)
         if not by_layer:
             return
-        for group in _equal_width_groups(by_layer, {n: int(v.shape[1]) for n, v in values.items()}):
+        widths = {n: int(v.shape[1]) for n, v in values.items()}
+        for group in _equal_width_groups(by_layer, widths):
             if len(group) > 1:
                 update_stacked([by_layer[n] for n in group], [values[n] for n in group], y)
             else:
@@ -241,13 +242,13 @@ class Diversity(Family):
         for signal, by_layer in accs.items():
             if signal not in _STACKABLE:
                 continue
-            dims = {
-                n: acc.dim
-                for n, acc in by_layer.items()
-                if isinstance(acc, CosineSimilarityAccumulator) and not acc.is_empty
-            }
-            for group in _equal_width_groups(by_layer, dims):
-                sums = stacked_sums([by_layer[n] for n in group]) if len(group) > 1 else None
+            stacks: dict[int, list[str]] = {}  # the members of each stack, in order
+            for n, acc in by_layer.items():
+                member = acc.stack if isinstance(acc, CosineSimilarityAccumulator) else None
+                if member is not None:
+                    stacks.setdefault(id(member[0]), []).append(n)
+            for group in stacks.values():
+                sums = stacked_sums([by_layer[n] for n in group])
                 if sums is None:
                     continue
                 values = stacked_mean_cosine_similarity(sums, "", zero)
