@@ -31,7 +31,7 @@ from collapselab.metrics.diversity import (
 from collapselab.metrics.families import Diversity
 from collapselab.metrics.family import Family
 from collapselab.probe import linear_factors
-from collapselab.stats import CosineSimilarityAccumulator
+from collapselab.stats import CosineSimilarityAccumulator, scratch
 from collapselab.stats.pairwise import stacked_sums, update_stacked
 from collapselab.track import Monitor
 
@@ -236,8 +236,21 @@ def _m4_reference(model, data, batch_size, lr_names):
     }
 
 
-@pytest.mark.parametrize("agreement", [False, True], ids=["cosines", "with_agreement"])
-def test_monitor_values_equal_the_layer_wise_path(agreement):
+def test_in_stacks_splits_by_bytes(monkeypatch):
+    monkeypatch.setattr(scratch, "STACK_BYTES", 100)
+    assert scratch.in_stacks(list("abcde"), 40) == [["a", "b"], ["c", "d"], ["e"]]
+    assert scratch.in_stacks(list("abc"), 1000) == [["a"], ["b"], ["c"]]
+    assert scratch.in_stacks([], 10) == []
+
+
+@pytest.mark.parametrize(
+    ("agreement", "stack_bytes"),
+    [(False, None), (True, None), (False, 700)],
+    ids=["cosines", "with_agreement", "stacks_of_two"],
+)
+def test_monitor_values_equal_the_layer_wise_path(agreement, stack_bytes, monkeypatch):
+    if stack_bytes is not None:  # 7-row blocks of width 6: two layers per stack
+        monkeypatch.setattr(scratch, "STACK_BYTES", stack_bytes)
     torch.manual_seed(0)
     model = _Uneven().double()
     gen = torch.Generator().manual_seed(5)

@@ -76,7 +76,7 @@ from collapselab.metrics._pairwise import (
 )
 from collapselab.metrics._phases import PhaseDetection, detect_phases, select_window, smooth_curve
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
-from collapselab.stats.scratch import as_float64, scratch, stacked_float64
+from collapselab.stats.scratch import as_float64, in_stacks, scratch, stacked_float64
 
 __all__ = [
     "CommonDirections",
@@ -329,8 +329,9 @@ def pseudo_neuron_similarities(
     delta_ws: Mapping[str, ArrayLike], zero_vectors: ZeroRule = "exclude", zero_atol: float = 0.0
 ) -> dict[str, float]:
     """:func:`pseudo_neuron_similarity` of several weight changes by name (the layers of a
-    network), those of equal shape in a few kernels together (:func:`column_cosine_means`):
-    the same values, and the same errors.
+    network), those of equal shape in a few kernels together (:func:`column_cosine_means`,
+    stacks of at most :data:`~collapselab.stats.scratch.STACK_BYTES`): the same values, and
+    the same errors.
 
     Args:
         delta_ws: ``{name: (h, d) weight change}``.
@@ -342,8 +343,13 @@ def pseudo_neuron_similarities(
     for name, w in delta_ws.items():
         t = as_real_tensor("delta_w", w, ndim=2, detach=True, allow_bool=True, finite=False)
         groups.setdefault((tuple(t.shape), t.device), []).append((name, t))
+    stacks = [
+        stack
+        for (shape, _), members in groups.items()
+        for stack in in_stacks(members, 8 * shape[0] * shape[1])
+    ]
     out: dict[str, float] = {}
-    for members in groups.values():
+    for members in stacks:
         stack = stacked_float64("m4_matrices", [t for _, t in members])
         check_finite_stack("delta_w", stack)
         values = column_cosine_means(stack, zero_vectors, atol)

@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
+from typing import TypeVar
 
 import torch
 
 _local = threading.local()
+T = TypeVar("T")
 
 
 def scratch(name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
@@ -52,3 +54,17 @@ def stacked_float64(name: str, blocks: Sequence[torch.Tensor]) -> torch.Tensor:
     for row, block in zip(out, blocks, strict=True):
         row.copy_(block.detach())
     return out
+
+
+STACK_BYTES = 2 << 20
+"""The most bytes of float64 blocks the stacked paths (several layers in one kernel) put in
+one stack: beyond the cache a larger stack costs more than the per-layer calls it saves
+(measured: M4 of 7 stacked 512 x 512 updates, 4.5 ms, one at a time 3.3 ms; 7 at
+128 x 128 together, faster)."""
+
+
+def in_stacks(items: Sequence[T], item_bytes: int) -> list[list[T]]:
+    """``items`` in consecutive stacks of as many as fit in :data:`STACK_BYTES` (at least
+    one each), for items of ``item_bytes`` bytes."""
+    size = max(1, STACK_BYTES // max(1, item_bytes))
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]

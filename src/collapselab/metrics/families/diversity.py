@@ -67,7 +67,7 @@ from collapselab.metrics.family import (
 )
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 from collapselab.stats.pairwise import stacked_sums, update_stacked
-from collapselab.stats.scratch import as_float64, scratch, stacked_float64
+from collapselab.stats.scratch import as_float64, in_stacks, scratch, stacked_float64
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
 _SET_TEXT = {
@@ -222,7 +222,7 @@ class Diversity(Family):
         if not by_layer:
             return
         widths = {n: int(v.shape[1]) for n, v in values.items()}
-        for group in _equal_width_groups(by_layer, widths):
+        for group in _equal_width_groups(by_layer, widths, int(y.shape[0])):
             if len(group) > 1:
                 update_stacked([by_layer[n] for n in group], [values[n] for n in group], y)
             else:
@@ -405,27 +405,40 @@ _STACKABLE = {
 while their accumulators are CosineSimilarityAccumulators: no agreement requested)."""
 
 
-def _equal_width_groups(by_layer: Mapping[str, Any], dims: Mapping[str, int]) -> list[list[str]]:
+def _equal_width_groups(
+    by_layer: Mapping[str, Any], dims: Mapping[str, int], rows: int
+) -> list[list[str]]:
     """The layers of ``by_layer`` with a known width, in order, grouped: the
-    :class:`~collapselab.stats.CosineSimilarityAccumulator` layers by width, every other
-    accumulator (a gating agreement's) alone."""
+    :class:`~collapselab.stats.CosineSimilarityAccumulator` layers by width, in stacks of
+    at most :data:`~collapselab.stats.scratch.STACK_BYTES` of float64 blocks of ``rows``
+    rows, every other accumulator (a gating agreement's) alone."""
     groups: dict[Any, list[str]] = {}
     for name, acc in by_layer.items():
         if name not in dims:
             continue
         key = dims[name] if isinstance(acc, CosineSimilarityAccumulator) else ("alone", name)
         groups.setdefault(key, []).append(name)
-    return list(groups.values())
+    out: list[list[str]] = []
+    for key, group in groups.items():
+        out += in_stacks(group, 8 * rows * key) if isinstance(key, int) else [group]
+    return out
 
 
 def _equal_shape_linears(cap: Any, names: list[str]) -> list[tuple[str, ...]]:
     """The linear layers ``names`` grouped by the shapes of their factors ``(h, d)``, in
-    order of first appearance."""
+    order of first appearance, in stacks of at most
+    :data:`~collapselab.stats.scratch.STACK_BYTES` (per layer, the larger of its factors
+    and its product ``(h, d)``)."""
     groups: dict[tuple[int, int], list[str]] = {}
     for n in names:
         shape = (int(cap.pre_grads[n].shape[1]), int(cap.inputs[n].shape[1]))
         groups.setdefault(shape, []).append(n)
-    return [tuple(group) for group in groups.values()]
+    rows = int(cap.logits.shape[0])
+    return [
+        tuple(stack)
+        for (h, d), group in groups.items()
+        for stack in in_stacks(group, 8 * max(rows * (h + d), h * d))
+    ]
 
 
 def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
