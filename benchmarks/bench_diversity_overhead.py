@@ -10,8 +10,9 @@ interleaved, on one torch thread, minima over ``--repeats``:
   steps (a callback only stops it at the budget);
 * measured: the same with :class:`~collapselab.experiments.fd.DiversityRecorder` every 10
   iterations (the Monitor's diversity family with gradients and M4 on a 200-sample probe
-  set, every hidden layer; the actual-update M4; the loss on the loss subset, or with
-  ``--loss-per-class 0`` on the probe set from the Monitor's forward pass).
+  set, every hidden layer; the actual-update M4; the loss on the probe set from the
+  Monitor's forward pass, as the presets take it, or with ``--loss-per-class 100`` on a
+  separate 1,000-sample subset, as the presets did before).
 
 Checks: the two runs end with identical weights (the measurement does not change
 training), and every recorded value of the phase layer is finite.
@@ -91,8 +92,8 @@ def main() -> None:
         "--loss-per-class",
         type=int,
         default=None,
-        help="size of the loss subset per class (default: the preset's; 0: the loss of "
-        "the probe set, from the Monitor's forward pass)",
+        help="size of the loss subset per class (default: the preset's, 0: the loss of "
+        "the probe set, from the Monitor's forward pass; 100: the earlier presets' subset)",
     )
     args = parser.parse_args()
     config = {**TWO_PHASE["quick"]["base"], "iterations": args.iterations, "width": args.width}

@@ -291,6 +291,15 @@ def check_finite(name: str, x: Array) -> None:
     )
 
 
+def check_finite_stack(name: str, stack: torch.Tensor) -> None:
+    """Every matrix of a stack ``(L, ...)`` holds no NaN or Inf: one sum for the whole
+    stack, and only when it is not finite :func:`check_finite` of each matrix in turn (the
+    error of the first bad one, as checking them one at a time gives)."""
+    if not bool(torch.isfinite(stack.sum())):
+        for item in stack:
+            check_finite(name, item)
+
+
 def as_real_tensor(
     name: str,
     x: object,

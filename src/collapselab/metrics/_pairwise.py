@@ -25,7 +25,8 @@ import torch
 
 @dataclass(frozen=True)
 class PairDotSums:
-    """Sums of ``<u_i, u_j>`` over ordered pairs ``i != j`` (float64 tensors)."""
+    """Sums of ``<u_i, u_j>`` over ordered pairs ``i != j`` (float64 tensors); with a
+    leading axis of ``L`` layers, ``(L, C)`` and ``(L,)``."""
 
     within: torch.Tensor  # (C,)
     cross: torch.Tensor  # ()
@@ -41,22 +42,26 @@ class PairDotSums:
 
 
 def pair_dot_sums(sums: torch.Tensor, sq_norms: torch.Tensor) -> PairDotSums:
-    """Pair sums from per-class vector sums ``(C, D)`` and squared-norm sums ``(C,)``."""
-    gram = sums @ sums.T
-    diag = torch.diagonal(gram)
-    total = gram.sum()
+    """Pair sums from per-class vector sums ``(C, D)`` and squared-norm sums ``(C,)``, or
+    from those of ``L`` layers at once, ``(L, C, D)`` and ``(L, C)`` (the same values)."""
+    gram = sums @ sums.mT
+    diag = torch.diagonal(gram, dim1=-2, dim2=-1)
+    total = gram.sum(dim=(-2, -1))
     return PairDotSums(
-        within=diag - sq_norms, cross=total - diag.sum(), all_pairs=total - sq_norms.sum()
+        within=diag - sq_norms,
+        cross=total - diag.sum(dim=-1),
+        all_pairs=total - sq_norms.sum(dim=-1),
     )
 
 
 def pair_counts(counts: torch.Tensor) -> PairDotSums:
-    """Numbers of ordered pairs ``i != j`` in each pair set, from per-class counts ``(C,)``."""
+    """Numbers of ordered pairs ``i != j`` in each pair set, from per-class counts ``(C,)``
+    (or ``(L, C)``)."""
     n = counts.to(torch.float64)
-    total = n.sum()
+    total = n.sum(dim=-1)
     within = n * (n - 1.0)
     return PairDotSums(
-        within=within, cross=total * total - (n * n).sum(), all_pairs=total * (total - 1.0)
+        within=within, cross=total * total - (n * n).sum(dim=-1), all_pairs=total * (total - 1.0)
     )
 
 
@@ -119,21 +124,45 @@ def similarity_from_sums(
     dots: PairDotSums, pairs: PairDotSums, counts: torch.Tensor, n_zero: int, n_excluded: int
 ) -> PairwiseSimilarity:
     """Divide pair sums by pair counts and package the result."""
+    one = similarities_from_sums(dots, pairs, counts[None], [n_zero], [n_excluded], stacked=False)
+    return one[0]
 
-    # Every ratio in one transfer: the per-class sums, then cross, pooled and all pairs.
-    def stacked(p: PairDotSums) -> torch.Tensor:
-        return torch.cat([p.within, torch.stack([p.cross, p.within.sum(), p.all_pairs])])
 
-    ratios = _ratio(stacked(dots), stacked(pairs))
-    per_class, (cross, pooled, all_pairs) = ratios[:-3], ratios[-3:]
-    defined = ~np.isnan(per_class)
-    return PairwiseSimilarity(
-        cross_class=float(cross),
-        within_class=float(per_class[defined].mean()) if defined.any() else float("nan"),
-        within_class_pooled=float(pooled),
-        all_pairs=float(all_pairs),
-        per_class=per_class,
-        counts=counts.detach().cpu().numpy().astype(np.int64),
-        n_zero=int(n_zero),
-        n_excluded=int(n_excluded),
-    )
+def similarities_from_sums(
+    dots: PairDotSums,
+    pairs: PairDotSums,
+    counts: torch.Tensor,
+    n_zero: list[int],
+    n_excluded: list[int],
+    *,
+    stacked: bool = True,
+) -> list[PairwiseSimilarity]:
+    """:func:`similarity_from_sums` of ``L`` layers at once: ``dots`` and ``pairs`` of
+    ``(L, C)`` and ``(L,)`` tensors (``stacked=False``: of one layer, ``(C,)`` and ``()``),
+    ``counts (L, C)``; one result per layer, every ratio in one transfer."""
+
+    # The per-class sums, then cross, pooled and all pairs, of every layer.
+    def rows(p: PairDotSums) -> torch.Tensor:
+        within = p.within if stacked else p.within[None]
+        rest = [p.cross, within.sum(dim=-1) if stacked else p.within.sum(), p.all_pairs]
+        return torch.cat([within, torch.stack(rest, dim=-1).reshape(within.shape[0], 3)], dim=-1)
+
+    ratios = _ratio(rows(dots), rows(pairs)).reshape(counts.shape[0], -1)
+    counts_np = counts.detach().cpu().numpy().astype(np.int64)
+    out = []
+    for i, row in enumerate(ratios):
+        per_class, (cross, pooled, all_pairs) = row[:-3], row[-3:]
+        defined = ~np.isnan(per_class)
+        out.append(
+            PairwiseSimilarity(
+                cross_class=float(cross),
+                within_class=float(per_class[defined].mean()) if defined.any() else float("nan"),
+                within_class_pooled=float(pooled),
+                all_pairs=float(all_pairs),
+                per_class=per_class.copy(),
+                counts=counts_np[i].copy(),
+                n_zero=int(n_zero[i]),
+                n_excluded=int(n_excluded[i]),
+            )
+        )
+    return out

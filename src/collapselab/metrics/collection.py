@@ -283,6 +283,37 @@ class Collection:
             if stats is not None:
                 stats.update_means(self._rescale(layer, block), labels)
 
+    def add_signal(self, signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor) -> None:
+        """Pass 1: one ``signal`` of several layers for a batch (``values[layer]`` ``(n,
+        D_layer)``), when the sweep has them together (a pass with per-sample gradients).
+
+        Each layer's class statistics (features) as :meth:`add` feeds them; the families
+        that read the signal get every layer's block of rows at once
+        (:meth:`~collapselab.metrics.family.Family.update_signal`), in blocks of
+        :meth:`StatsOptions.rows` for the layers' dimensions together.
+        """
+        if signal == "features":
+            for layer, h in values.items():
+                if layer in self.stats:
+                    self._add_to_stats(layer, h, y)
+        readers = self._readers.get(signal, ())
+        if not readers or not values:
+            return
+        n = next(iter(values.values())).shape[0]
+        step = self.options.rows(sum(v.shape[1] for v in values.values()), n)
+        for start in range(0, n, step):
+            blocks = {layer: v[start : start + step] for layer, v in values.items()}
+            labels = y[start : start + step]
+            for fam in readers:
+                fam.update_signal(self.family_accs[fam], signal, blocks, labels)
+
+    def _add_to_stats(self, layer: str, h: torch.Tensor, y: torch.Tensor) -> None:
+        """Pass 1 of one layer's class statistics, in blocks converted to float64."""
+        step = self.options.rows(h.shape[1], h.shape[0])
+        for start in range(0, h.shape[0], step):
+            block = as_float64("block", h[start : start + step])
+            self.stats[layer].update_means(self._rescale(layer, block), y[start : start + step])
+
     def _rescale(self, layer: str, block: torch.Tensor) -> torch.Tensor:
         """``block`` times the layer's scale (a power of two: exact), chosen from the first
         block of pass 1 when its largest entry lies outside ``[2^-400, 2^400]``.
@@ -400,14 +431,25 @@ class Collection:
         for fam in self.request.families:
             keys = self.request.keys(fam, self.split)
             accs = self.family_accs[fam]
-            for layer in layout.layers:
-                here = frozenset(k for k in keys if _applies(fam.key(k), layer, layout))
-                if here:
-                    where = f"{self.split} split, layer {layer!r}, family {fam.name!r}"
-                    values = _guarded(
-                        fam.compute_layer, (here, views[layer], accs), where, on_error, failures
-                    )
-                    out[layer].update(values)
+            here = {
+                layer: frozenset(k for k in keys if _applies(fam.key(k), layer, layout))
+                for layer in layout.layers
+            }
+            here = {layer: ks for layer, ks in here.items() if ks}
+            together: dict[str, Values] = {}
+            if here:
+                where = f"{self.split} split, family {fam.name!r} (layers together)"
+                together = _guarded(
+                    fam.compute_layers, (here, views, accs), where, on_error, failures
+                )
+            for layer, ks in here.items():
+                if layer in together:
+                    out[layer].update(together[layer])
+                    continue
+                where = f"{self.split} split, layer {layer!r}, family {fam.name!r}"
+                args = (ks, views[layer], accs)
+                values = _guarded(fam.compute_layer, args, where, on_error, failures)
+                out[layer].update(values)
             across = frozenset(k for k in keys if fam.key(k).where in ("path", "model"))
             if across:
                 view = SplitView(self.split, views, layout)

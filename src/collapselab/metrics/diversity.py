@@ -36,6 +36,7 @@ zero, which is what a dead ReLU produces).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
@@ -47,6 +48,7 @@ from collapselab.checks import (
     as_matrix,
     as_real_tensor,
     check_choice,
+    check_finite_stack,
     check_float,
     check_int,
 )
@@ -69,11 +71,12 @@ from collapselab.metrics._pairwise import (
     PairwiseSimilarity,
     pair_counts,
     pair_dot_sums,
+    similarities_from_sums,
     similarity_from_sums,
 )
 from collapselab.metrics._phases import PhaseDetection, detect_phases, select_window, smooth_curve
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
-from collapselab.stats.scratch import as_float64, scratch
+from collapselab.stats.scratch import as_float64, in_stacks, scratch, stacked_float64
 
 __all__ = [
     "CommonDirections",
@@ -84,6 +87,7 @@ __all__ = [
     "ResidualTrajectory",
     "SignConsistency",
     "check_probe_classes",
+    "column_cosine_means",
     "common_direction_decomposition",
     "common_directions",
     "deflation_directions",
@@ -98,6 +102,7 @@ __all__ = [
     "per_class_accuracy",
     "per_sample_pseudo_neuron_values",
     "primary_coefficients",
+    "pseudo_neuron_similarities",
     "pseudo_neuron_similarity",
     "pseudo_neuron_similarity_per_sample",
     "residual_singular_values",
@@ -105,6 +110,8 @@ __all__ = [
     "select_window",
     "sign_consistency",
     "smooth_curve",
+    "stacked_mean_cosine_similarity",
+    "stacked_per_sample_pseudo_neuron_values",
     "weight_change_from_factors",
 ]
 
@@ -141,17 +148,29 @@ def _cosine_from_sums(
     sums: dict[str, torch.Tensor], prefix: str, zero_vectors: ZeroRule
 ) -> PairwiseSimilarity:
     """Mean cosines from the unit-vector sums ``sums[prefix + ...]`` of an accumulator."""
+    stacked = {k: v[None] for k, v in sums.items() if k.startswith(prefix)}
+    return stacked_mean_cosine_similarity(stacked, prefix, zero_vectors)[0]
+
+
+def stacked_mean_cosine_similarity(
+    sums: dict[str, torch.Tensor], prefix: str = "", zero_vectors: ZeroRule = "exclude"
+) -> list[PairwiseSimilarity]:
+    """:func:`mean_cosine_similarity` of ``L`` layers at once, from the stacked sums of
+    :func:`collapselab.stats.pairwise.update_stacked` (``sums[prefix + "unit_sums"]``
+    ``(L, C, D)``, the others ``(L, C)``): a few kernels over the stack and one transfer,
+    the same values as one layer at a time."""
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
     n_zero_c = sums[prefix + "n_zero"]
-    n_zero = int(n_zero_c.sum())
+    n_zero = n_zero_c.sum(dim=-1).tolist()
     counts = sums[prefix + "n_nonzero"]
     if zero_vectors != "exclude":
         counts = counts + n_zero_c
-    return similarity_from_sums(
+    return similarities_from_sums(
         pair_dot_sums(sums[prefix + "unit_sums"], sums[prefix + "sq_norms"]),
         pair_counts(counts),
         counts,
         n_zero=n_zero,
-        n_excluded=n_zero if zero_vectors == "exclude" else 0,
+        n_excluded=n_zero if zero_vectors == "exclude" else [0] * len(n_zero),
     )
 
 
@@ -306,27 +325,70 @@ def pseudo_neuron_similarity(
     return _column_cosine_mean(as_float64("m4_matrix", w), zero_vectors, atol)
 
 
+def pseudo_neuron_similarities(
+    delta_ws: Mapping[str, ArrayLike], zero_vectors: ZeroRule = "exclude", zero_atol: float = 0.0
+) -> dict[str, float]:
+    """:func:`pseudo_neuron_similarity` of several weight changes by name (the layers of a
+    network), those of equal shape in a few kernels together (:func:`column_cosine_means`,
+    stacks of at most :data:`~collapselab.stats.scratch.STACK_BYTES`): the same values, and
+    the same errors.
+
+    Args:
+        delta_ws: ``{name: (h, d) weight change}``.
+        zero_vectors, zero_atol: as in :func:`pseudo_neuron_similarity`.
+    """
+    check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
+    atol = check_float("zero_atol", zero_atol, minimum=0.0)
+    groups: dict[tuple, list[tuple[str, torch.Tensor]]] = {}
+    for name, w in delta_ws.items():
+        t = as_real_tensor("delta_w", w, ndim=2, detach=True, allow_bool=True, finite=False)
+        groups.setdefault((tuple(t.shape), t.device), []).append((name, t))
+    stacks = [
+        stack
+        for (shape, _), members in groups.items()
+        for stack in in_stacks(members, 8 * shape[0] * shape[1])
+    ]
+    out: dict[str, float] = {}
+    for members in stacks:
+        stack = stacked_float64("m4_matrices", [t for _, t in members])
+        check_finite_stack("delta_w", stack)
+        values = column_cosine_means(stack, zero_vectors, atol)
+        out |= {name: v for (name, _), v in zip(members, values, strict=True)}
+    return {name: out[name] for name in delta_ws}
+
+
 def _column_cosine_mean(w: torch.Tensor, zero_vectors: ZeroRule, zero_atol: float) -> float:
-    """M4 of a float64 ``(h, d)`` matrix in a few whole-matrix kernels (it runs at every
-    measurement of a training run, for every layer): the unit columns ``u_i`` (zero columns
-    stay zero), ``S = sum_i u_i`` and ``(||S||^2 - sum_i ||u_i||^2) / (m (m - 1))`` over
-    the ``m`` counted columns; the pair identity of :mod:`collapselab.metrics._pairwise`
-    for one class. The ``(h, d)`` temporaries live in one reused buffer (a fresh one per
-    call costs page faults: :mod:`collapselab.stats.scratch`)."""
+    """M4 of a float64 ``(h, d)`` matrix (:func:`column_cosine_means` of one)."""
+    return column_cosine_means(w[None], zero_vectors, zero_atol)[0]
+
+
+def column_cosine_means(
+    w: torch.Tensor, zero_vectors: ZeroRule = "exclude", zero_atol: float = 0.0
+) -> list[float]:
+    """M4 (:func:`pseudo_neuron_similarity`) of each float64 matrix of a stack ``(L, h, d)``.
+
+    In a few whole-stack kernels (it runs at every measurement of a training run, for every
+    layer): the unit columns ``u_i`` (zero columns stay zero), ``S = sum_i u_i`` and
+    ``(||S||^2 - sum_i ||u_i||^2) / (m (m - 1))`` over the ``m`` counted columns; the pair
+    identity of :mod:`collapselab.metrics._pairwise` for one class. The two dot products are
+    taken per matrix (a batched dot sums in another order). The ``(L, h, d)`` temporaries
+    live in one reused buffer (a fresh one per call costs page faults:
+    :mod:`collapselab.stats.scratch`).
+    """
     buffer = scratch("m4_columns", tuple(w.shape), w)
-    norms = torch.mul(w, w, out=buffer).sum(dim=0).sqrt_()
+    norms = torch.mul(w, w, out=buffer).sum(dim=1).sqrt_()
     zero = norms <= zero_atol
-    n_zero = int(zero.sum())
-    u = torch.div(w, torch.where(zero, 1.0, norms), out=buffer)
-    if n_zero:  # a column under zero_atol (or one whose norm underflowed) adds nothing
-        u.masked_fill_(zero, 0.0)
-    total = u.sum(dim=1)
-    flat = u.reshape(-1)
-    m = float(w.shape[1] - n_zero if zero_vectors == "exclude" else w.shape[1])
-    pairs = m * (m - 1.0)
-    if pairs <= 0:
-        return float("nan")
-    return float((total @ total - flat @ flat) / pairs)
+    n_zero = zero.sum(dim=1).tolist()
+    u = torch.div(w, torch.where(zero, 1.0, norms).unsqueeze(1), out=buffer)
+    if any(n_zero):  # a column under zero_atol (or one whose norm underflowed) adds nothing
+        u.masked_fill_(zero.unsqueeze(1), 0.0)
+    totals = u.sum(dim=2)
+    out = []
+    for total, flat, zeros in zip(totals, u.reshape(w.shape[0], -1), n_zero, strict=True):
+        m = float(w.shape[2] - zeros if zero_vectors == "exclude" else w.shape[2])
+        pairs = m * (m - 1.0)
+        out.append(float((total @ total - flat @ flat) / pairs) if pairs > 0 else float("nan"))
+    return out
 
 
 def pseudo_neuron_similarity_per_sample(
@@ -380,14 +442,27 @@ def per_sample_pseudo_neuron_values(
         raise ValueError(
             f"inputs has {f.shape[0]} rows but pre_grads has {g.shape[0]}; expected one per sample"
         )
-    # (N, d) temporaries in one reused buffer (see _column_cosine_mean)
+    return stacked_per_sample_pseudo_neuron_values(g, f, zero_vectors, atol)
+
+
+def stacked_per_sample_pseudo_neuron_values(
+    pre_grads: torch.Tensor,
+    inputs: torch.Tensor,
+    zero_vectors: ZeroRule = "exclude",
+    zero_atol: float = 0.0,
+) -> torch.Tensor:
+    """:func:`per_sample_pseudo_neuron_values` of float64 ``(N, h)`` and ``(N, d)``
+    matrices, or of ``L`` layers at once, stacks ``(L, N, h)`` and ``(L, N, d)`` giving
+    ``(L, N)`` (row-wise kernels: the same values as one layer at a time). Not checked."""
+    f, g = inputs, pre_grads
+    # (N, d) temporaries in one reused buffer (see column_cosine_means)
     buffer = scratch("m4_per_sample", tuple(f.shape), f)
-    col_norms = torch.abs(f, out=buffer).mul_(torch.linalg.vector_norm(g, dim=1)[:, None])
-    nonzero = col_norms > atol
+    col_norms = torch.abs(f, out=buffer).mul_(torch.linalg.vector_norm(g, dim=-1).unsqueeze(-1))
+    nonzero = col_norms > zero_atol
     s = torch.sign(f, out=buffer).mul_(nonzero)
-    m = nonzero.sum(dim=1).to(torch.float64)
-    num = s.sum(dim=1) ** 2 - m
-    d = float(f.shape[1])
+    m = nonzero.sum(dim=-1).to(torch.float64)
+    num = s.sum(dim=-1) ** 2 - m
+    d = float(f.shape[-1])
     den = m * (m - 1.0) if zero_vectors == "exclude" else torch.full_like(m, d * (d - 1.0))
     ok = den > 0
     return torch.where(ok, num / torch.where(ok, den, 1.0), torch.nan)

@@ -38,6 +38,7 @@ import torch
 
 from collapselab.checks import check_choice
 from collapselab.stats import Accumulator, ClassStats
+from collapselab.stats.scratch import as_float64
 
 MODEL_LAYER = ""
 """The ``layer`` value of model-level rows (the outputs' accuracy, layer-path summaries)."""
@@ -275,8 +276,10 @@ class Family:
     (conventions such as ``ddof``) in ``__init__`` and implement :meth:`compute_layer`
     and/or :meth:`compute_split`. A family that keeps accumulators of its own (streaming
     sums of a per-sample signal) returns them from :meth:`accumulators` and feeds them in
-    :meth:`update` (one layer's signal) or :meth:`update_layers` (several layers of one
-    batch at once). Every accumulator is reduced over processes by the engine.
+    :meth:`update` (one layer's signal), :meth:`update_signal` (one signal of several
+    layers at once, when the sweep has them together) or :meth:`update_layers` (the kept
+    layers of one batch at once). Every accumulator is reduced over processes by the
+    engine. :meth:`compute_layers` may compute several layers' values together.
 
     Args:
         keys: the keys to compute (a subset of this family's keys, or keys of another
@@ -342,6 +345,18 @@ class Family:
     ) -> None:
         """Pass 1: one layer's ``signal`` for a block of rows (``values (n, D)``, labels ``y``)."""
 
+    def update_signal(
+        self, accs: dict[str, Any], signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor
+    ) -> None:
+        """Pass 1: one ``signal`` of several layers for the same block of rows
+        (``values[layer]`` ``(n, D_layer)`` in the sweep's dtype, e.g. float32 or bool;
+        labels ``y``), when the sweep has every layer's signals at once (a pass with
+        per-sample gradients). Default: :meth:`update` of each layer in turn, on a float64
+        copy. A family whose per-layer work is a few small kernels overrides it to do the
+        layers of equal shape together."""
+        for layer, block in values.items():
+            self.update(accs, layer, signal, as_float64("block", block), y)
+
     def update_layers(
         self, accs: dict[str, Any], features: Mapping[str, torch.Tensor], y: torch.Tensor
     ) -> None:
@@ -350,6 +365,20 @@ class Family:
     # ------------------------------------------------------------------ results
     def compute_layer(self, keys: frozenset[str], layer: LayerView, accs: dict[str, Any]) -> Values:
         """The values of ``keys`` (those that apply) for one layer of one split."""
+        return {}
+
+    def compute_layers(
+        self,
+        keys: Mapping[str, frozenset[str]],
+        layers: Mapping[str, LayerView],
+        accs: dict[str, Any],
+    ) -> dict[str, Values]:
+        """The values of several layers of one split at once, ``{layer: {key: value}}``
+        for ``keys[layer]``; the engine computes every layer left out with
+        :meth:`compute_layer` (default: none, every layer by :meth:`compute_layer`). A
+        family that computes layers of equal shape in a few kernels together overrides it;
+        a layer whose values may be undefined is best left to :meth:`compute_layer`, whose
+        errors the engine reports per layer."""
         return {}
 
     def compute_split(

@@ -109,7 +109,9 @@ def single_sample_feature_changes(
     For each sample x: ``θ' = θ - η ∇_θ ℓ(x)`` (its own loss, no momentum, no weight
     decay), ``ΔF = F^(l-1)(x; θ') - F^(l-1)(x; θ)``, the input of linear layer ``l``. The
     model is left exactly as it was (parameters restored, gradients untouched). One forward
-    and backward pass per sample: meant for probe sets of hundreds of samples.
+    and backward pass per sample: meant for probe sets of hundreds of samples. Only the
+    parameters before layer ``l`` are stepped and copied (the later ones cannot change its
+    input), and the passes that read the input stop at the layer.
 
     Args:
         model: a :class:`collapselab.models.MLP` (eval mode is used, flags restored).
@@ -135,37 +137,84 @@ def single_sample_feature_changes(
     y, _ = as_labels("labels", labels, x.shape[0], None, p0.device)
     idx = range(x.shape[0]) if samples is None else [check_int("sample", i) for i in samples]
     fn = _per_sample_loss(loss)
-    params = [p for p in model.parameters() if p.requires_grad]
-    seen: list[torch.Tensor] = []
-    handle = target.register_forward_hook(lambda _m, a, _o: seen.append(a[0]))
+    params = _parameters_before(model, layer)
+    probe = _LayerInput(target)
     out = []
     try:
         with eval_mode(model):
             for i in idx:
                 xi, yi = x[i : i + 1], y[i : i + 1]
-                out.append(_single_step_change(model, params, xi, yi, fn, lr, seen))
+                out.append(_single_step_change(model, params, xi, yi, fn, lr, probe))
     finally:
-        handle.remove()
+        probe.close()
     return torch.stack(out) if out else torch.zeros((0, target.in_features), dtype=torch.float64)
 
 
-def _single_step_change(model, params, xi, yi, loss_fn, lr, seen) -> torch.Tensor:
-    """The hooked layer's input after one SGD step on ``(xi, yi)`` minus before it; the
-    parameters are put back exactly, even when a forward pass fails."""
-    with torch.no_grad():
-        model(xi)
-    before = seen.pop().reshape(-1).to(torch.float64)
+def _parameters_before(model: nn.Module, layer: int) -> list[nn.Parameter]:
+    """The trainable parameters that the input of linear layer ``layer`` can depend on:
+    every one but those of the hidden layers from ``layer`` on and of the classifier (the
+    forward pass of an MLP runs its layers in order, so those come after that input)."""
+    after = {id(p) for block in model.layers[layer - 1 :] for p in block.parameters()}
+    after |= {id(p) for p in model.classifier.parameters()}
+    return [p for p in model.parameters() if p.requires_grad and id(p) not in after]
+
+
+class _Reached(Exception):
+    """Raised by :class:`_LayerInput` to end a forward pass at the hooked layer."""
+
+
+class _LayerInput:
+    """A forward pre-hook on ``module`` keeping its latest input; :meth:`of` runs the model
+    only up to that module (the layers after it cannot change its input)."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.value: torch.Tensor | None = None
+        self._stop = False
+        self._handle = module.register_forward_pre_hook(self._hook)
+
+    def _hook(self, _module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        self.value = args[0]
+        if self._stop:
+            raise _Reached
+
+    def of(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """The module's input for ``x``, flattened, in float64 (no gradient)."""
+        self._stop = True
+        try:
+            with torch.no_grad():
+                model(x)
+        except _Reached:
+            pass
+        finally:
+            self._stop = False
+        assert self.value is not None, "the forward pass did not reach the measured layer"
+        return self.value.reshape(-1).to(torch.float64)
+
+    def close(self) -> None:
+        self._handle.remove()
+
+
+def _single_step_change(model, params, xi, yi, loss_fn, lr, probe: _LayerInput) -> torch.Tensor:
+    """The hooked layer's input after one SGD step on ``(xi, yi)`` minus before it.
+
+    Only ``params`` (those before the layer, :func:`_parameters_before`) are stepped, copied
+    and put back exactly, even when a forward pass fails; the later ones cannot change the
+    input, and the gradients of the earlier ones do not depend on whether autograd also
+    computes the later ones'. Without any (the first layer, whose input is the sample) the
+    change is zero."""
+    before = probe.of(model, xi)
+    if not params:
+        return torch.zeros_like(before)
     with torch.enable_grad():
         grads = torch.autograd.grad(loss_fn(model(xi), yi).sum(), params, allow_unused=True)
-    seen.clear()
     copies = [p.detach().clone() for p in params]
     with torch.no_grad():
         try:
             for p, g in zip(params, grads, strict=True):
                 if g is not None:
                     p.sub_(lr * g)
-            model(xi)
+            after = probe.of(model, xi)
         finally:
             for p, c in zip(params, copies, strict=True):
                 p.copy_(c)
-    return seen.pop().reshape(-1).to(torch.float64) - before
+    return after - before

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
+from typing import TypeVar
 
 import torch
 
 _local = threading.local()
+T = TypeVar("T")
 
 
 def scratch(name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
@@ -42,3 +45,26 @@ def as_float64(name: str, x: torch.Tensor) -> torch.Tensor:
     out = scratch(name, tuple(x.shape), x)
     out.copy_(x)
     return out
+
+
+def stacked_float64(name: str, blocks: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The equal-shape ``blocks`` as one float64 stack ``(L, *shape)`` in a reused buffer
+    (booleans as 0/1; the same values as :func:`as_float64` of each). Detached."""
+    out = scratch(name, (len(blocks), *blocks[0].shape), blocks[0])
+    for row, block in zip(out, blocks, strict=True):
+        row.copy_(block.detach())
+    return out
+
+
+STACK_BYTES = 2 << 20
+"""The most bytes of float64 blocks the stacked paths (several layers in one kernel) put in
+one stack: beyond the cache a larger stack costs more than the per-layer calls it saves
+(measured: M4 of 7 stacked 512 x 512 updates, 4.5 ms, one at a time 3.3 ms; 7 at
+128 x 128 together, faster)."""
+
+
+def in_stacks(items: Sequence[T], item_bytes: int) -> list[list[T]]:
+    """``items`` in consecutive stacks of as many as fit in :data:`STACK_BYTES` (at least
+    one each), for items of ``item_bytes`` bytes."""
+    size = max(1, STACK_BYTES // max(1, item_bytes))
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]

@@ -240,12 +240,14 @@ class Sweep:
                     )
                 else:
                     self.factors, linear = None, None
+            # Every layer's signals at once: a family may take the layers of equal shape
+            # together (Family.update_signal).
+            coll.add_signal("features", g.features, y)
+            coll.add_signal("feature_gradients", g.gradients, y)
+            if g.preact_gradients:
+                coll.add_signal("preactivation_gradients", g.preact_gradients, y)
+                coll.add_signal("gates", g.gates, y)
             for name in s.layers:
-                coll.add(name, "features", g.features[name], y)
-                coll.add(name, "feature_gradients", g.gradients[name], y)
-                if name in g.preact_gradients:
-                    coll.add(name, "preactivation_gradients", g.preact_gradients[name], y)
-                    coll.add(name, "gates", g.gates[name], y)
                 if name in second:
                     cache.add(name, g.features[name])
             cache.end_batch()

@@ -58,7 +58,7 @@ from torch import nn
 
 from collapselab.checks import check_int
 from collapselab.data import DataSplits, LabeledData
-from collapselab.metrics.diversity import pseudo_neuron_similarity
+from collapselab.metrics.diversity import pseudo_neuron_similarities
 from collapselab.metrics.families import Diversity
 from collapselab.models import MLP
 from collapselab.probe import eval_mode
@@ -240,12 +240,12 @@ class DiversityRecorder:
         for layer in self.model.feature_layers:
             for key in DIVERSITY_KEYS:
                 row[f"{key}/{layer}"] = float(results[layer].get(key, np.nan))
+        # the layers of equal shape together (the values of pseudo_neuron_similarity)
+        m4_batch = pseudo_neuron_similarities(batch_update) if batch_update else {}
         for name in self.linears:
             for column, key in _FAMILY_M4.items():
                 row[f"{column}/{name}"] = float(results[name].get(key, np.nan))
-            row[f"m4_batch/{name}"] = (
-                pseudo_neuron_similarity(batch_update[name]) if batch_update else float("nan")
-            )
+            row[f"m4_batch/{name}"] = m4_batch.get(name, float("nan"))
         self.rows.append(row)
 
 

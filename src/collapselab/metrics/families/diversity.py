@@ -40,18 +40,20 @@ each process's own shard.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-from collapselab.checks import check_bool, check_choice, split_batch
+from collapselab.checks import check_bool, check_choice, check_finite_stack, split_batch
 from collapselab.metrics.diversity import (
+    column_cosine_means,
     mean_cosine_similarity,
     mean_gating_similarity,
-    per_sample_pseudo_neuron_values,
     pseudo_neuron_similarity,
+    stacked_mean_cosine_similarity,
+    stacked_per_sample_pseudo_neuron_values,
 )
 from collapselab.metrics.family import (
     SIGNALS,
@@ -64,7 +66,8 @@ from collapselab.metrics.family import (
     Values,
 )
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
-from collapselab.stats.scratch import as_float64, scratch
+from collapselab.stats.pairwise import stacked_sums, update_stacked
+from collapselab.stats.scratch import as_float64, in_stacks, scratch, stacked_float64
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
 _SET_TEXT = {
@@ -175,7 +178,8 @@ class Diversity(Family):
         super().__init__(keys)
         self.zero_vectors = check_choice("zero_vectors", zero_vectors, ("exclude", "zero_cosine"))
         self._previous: dict[str, tuple[int | None, torch.Tensor]] = {}
-        self._means: dict[str, torch.Tensor] = {}  # probe-mean M4's sums, reused buffers
+        # probe-mean M4's sums per group of equal-shape layers, reused buffers
+        self._means: dict[tuple[str, ...], torch.Tensor] = {}
 
     def default_keys(self) -> tuple[str, ...]:
         out = self.own_keys()
@@ -207,6 +211,62 @@ class Diversity(Family):
         acc = accs.get(signal, {}).get(layer)
         if acc is not None:
             acc.update(values, y)
+
+    def update_signal(
+        self, accs: dict[str, Any], signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor
+    ) -> None:
+        """The cosine sums of every layer of equal width in a few kernels together
+        (:func:`~collapselab.stats.pairwise.update_stacked`: the same values as one layer at
+        a time); the gating agreement's sums one layer at a time."""
+        by_layer = accs.get(signal)
+        if not by_layer:
+            return
+        widths = {n: int(v.shape[1]) for n, v in values.items()}
+        for group in _equal_width_groups(by_layer, widths, int(y.shape[0])):
+            if len(group) > 1:
+                update_stacked([by_layer[n] for n in group], [values[n] for n in group], y)
+            else:
+                by_layer[group[0]].update(as_float64("block", values[group[0]]), y)
+
+    def compute_layers(
+        self,
+        keys: Mapping[str, frozenset[str]],
+        layers: Mapping[str, LayerView],
+        accs: dict[str, Any],
+    ) -> dict[str, Values]:
+        """The cosine keys of the layers whose sums :meth:`update_signal` stacked, each
+        signal's stack in a few kernels (the same values as :meth:`compute_layer`); the
+        layers with any other requested key are left to :meth:`compute_layer`."""
+        zero = self.zero_vectors
+        results: dict[str, dict[str, Any]] = {}  # layer -> signal -> PairwiseSimilarity
+        for signal, by_layer in accs.items():
+            if signal not in _STACKABLE:
+                continue
+            stacks: dict[int, list[str]] = {}  # the members of each stack, in order
+            for n, acc in by_layer.items():
+                member = acc.stack if isinstance(acc, CosineSimilarityAccumulator) else None
+                if member is not None:
+                    stacks.setdefault(id(member[0]), []).append(n)
+            for group in stacks.values():
+                sums = stacked_sums([by_layer[n] for n in group])
+                if sums is None:
+                    continue
+                values = stacked_mean_cosine_similarity(sums, "", zero)
+                for n, value in zip(group, values, strict=True):
+                    results.setdefault(n, {})[signal] = value
+        out: dict[str, Values] = {}
+        for name, wanted in keys.items():
+            got = results.get(name, {})
+            signals = {s for s, group in accs.items() if name in group}
+            if not got or set(got) != signals:
+                continue  # some signal of this layer was not stacked: compute_layer
+            values: Values = {}
+            for signal, result in got.items():
+                values |= result.as_dict(_STACKABLE[signal])
+                if signal == "features":
+                    values["feature_zero_vectors"] = float(result.n_zero)
+            out[name] = {k: v for k, v in values.items() if k in wanted}
+        return out
 
     def compute_layer(self, keys: frozenset[str], layer: LayerView, accs: dict) -> Values:
         out: Values = {}
@@ -257,50 +317,67 @@ class Diversity(Family):
     def _factor_values(
         self, keys: frozenset[str], access: ModelAccess, names: list[str]
     ) -> dict[str, Values]:
-        """The per-sample and probe-mean M4 of every linear layer, from the factors."""
+        """The per-sample and probe-mean M4 of every linear layer, from the factors; the
+        layers of equal shape together, stacked (row-wise kernels: the same values as one
+        layer at a time)."""
         per_sample = "pseudo_neuron_cosine_per_sample" in keys
         probe_mean = "pseudo_neuron_cosine_probe_mean" in keys
         sums = {n: [0.0, 0] for n in names}  # per-sample M4: sum of defined values, count
-        started: set[str] = set()  # layers whose sum_x g_x a_xᵀ has a first batch
+        started: set[tuple[str, ...]] = set()  # groups whose sum_x g_x a_xᵀ has a first batch
+        groups: list[tuple[str, ...]] = []
         n_rows = 0
         for cap in _factor_batches(access, names):
             n_rows += cap.logits.shape[0]
-            for n in names:
-                g = as_float64("m4_g", cap.pre_grads[n])
-                a = as_float64("m4_a", cap.inputs[n])
+            groups = groups or _equal_shape_linears(cap, names)
+            for group in groups:
+                g = stacked_float64("m4_g", [cap.pre_grads[n] for n in group])
+                a = stacked_float64("m4_a", [cap.inputs[n] for n in group])
+                check_finite_stack("pre_grads", g)
+                check_finite_stack("inputs", a)
                 if per_sample:
-                    vals = per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
+                    vals = stacked_per_sample_pseudo_neuron_values(g, a, self.zero_vectors)
                     ok = ~torch.isnan(vals)
-                    sums[n][0] += float(vals[ok].sum())
-                    sums[n][1] += int(ok.sum())
+                    counts = ok.sum(dim=1).tolist()
+                    for n, v, defined, count in zip(group, vals, ok, counts, strict=True):
+                        sums[n][0] += float(v[defined].sum())
+                        sums[n][1] += count
                 if probe_mean:
-                    self._add_mean_product(n, g, a, first=n not in started)
-                    started.add(n)
+                    self._add_mean_product(group, g, a, first=group not in started)
+                    started.add(group)
         out: dict[str, Values] = {n: {} for n in names}
         if not n_rows:
             return out
-        for n in names:
+        for group in groups:
             if per_sample:
-                total, count = sums[n]
-                value = total / count if count else float("nan")
-                out[n]["pseudo_neuron_cosine_per_sample"] = value
+                for n in group:
+                    total, count = sums[n]
+                    out[n]["pseudo_neuron_cosine_per_sample"] = (
+                        total / count if count else float("nan")
+                    )
             if probe_mean:
-                out[n]["pseudo_neuron_cosine_probe_mean"] = pseudo_neuron_similarity(
-                    self._means[n].div_(n_rows), self.zero_vectors
-                )
+                means = self._means[group].div_(n_rows)
+                check_finite_stack("delta_w", means)
+                values = column_cosine_means(means, self.zero_vectors)
+                for n, value in zip(group, values, strict=True):
+                    out[n]["pseudo_neuron_cosine_probe_mean"] = value
         return out
 
-    def _add_mean_product(self, name: str, g: torch.Tensor, a: torch.Tensor, first: bool) -> None:
-        """``sum_x g_x a_xᵀ`` of layer ``name`` += ``gᵀ a``, in an ``(h, d)`` buffer kept for
-        the next measurement (a fresh multi-MiB result per layer costs page faults)."""
-        shape = (g.shape[1], a.shape[1])
-        buffer = self._means.get(name)
+    def _add_mean_product(
+        self, group: tuple[str, ...], g: torch.Tensor, a: torch.Tensor, first: bool
+    ) -> None:
+        """``sum_x g_x a_xᵀ`` of the layers ``group`` += ``gᵀ a`` (stacks ``(L, n, h)``,
+        ``(L, n, d)``), in an ``(L, h, d)`` buffer kept for the next measurement (a fresh
+        multi-MiB result per layer costs page faults). One product per layer: a batched
+        product of small matrices may sum in another order."""
+        shape = (g.shape[0], g.shape[2], a.shape[2])
+        buffer = self._means.get(group)
         if buffer is None or tuple(buffer.shape) != shape or buffer.device != g.device:
-            buffer = self._means[name] = torch.empty(shape, dtype=torch.float64, device=g.device)
-        if first:
-            torch.matmul(g.T, a, out=buffer)
-        else:
-            buffer.add_(torch.matmul(g.T, a, out=scratch("m4_product", shape, g)))
+            buffer = self._means[group] = torch.empty(shape, dtype=torch.float64, device=g.device)
+        product = buffer if first else scratch("m4_product", shape, g)
+        for g_i, a_i, out in zip(g, a, product, strict=True):
+            torch.matmul(g_i.T, a_i, out=out)
+        if not first:
+            buffer.add_(product)
 
     def _update_values(
         self, keys: frozenset[str], name: str, weight: torch.Tensor, step: int | None
@@ -316,6 +393,52 @@ class Diversity(Family):
             values["weight_change_steps"] = float(step - prev[0])
         self._previous[name] = (step, w_now)
         return {k: v for k, v in values.items() if k in keys}
+
+
+_STACKABLE = {
+    "features": "feature_cosine",
+    "gates": "gating_cosine",
+    "feature_gradients": "gradient_cosine",
+    "preactivation_gradients": "preact_gradient_cosine",
+}
+"""The signals whose cosine sums may be stacked, and their keys' prefixes (the gates only
+while their accumulators are CosineSimilarityAccumulators: no agreement requested)."""
+
+
+def _equal_width_groups(
+    by_layer: Mapping[str, Any], dims: Mapping[str, int], rows: int
+) -> list[list[str]]:
+    """The layers of ``by_layer`` with a known width, in order, grouped: the
+    :class:`~collapselab.stats.CosineSimilarityAccumulator` layers by width, in stacks of
+    at most :data:`~collapselab.stats.scratch.STACK_BYTES` of float64 blocks of ``rows``
+    rows, every other accumulator (a gating agreement's) alone."""
+    groups: dict[Any, list[str]] = {}
+    for name, acc in by_layer.items():
+        if name not in dims:
+            continue
+        key = dims[name] if isinstance(acc, CosineSimilarityAccumulator) else ("alone", name)
+        groups.setdefault(key, []).append(name)
+    out: list[list[str]] = []
+    for key, group in groups.items():
+        out += in_stacks(group, 8 * rows * key) if isinstance(key, int) else [group]
+    return out
+
+
+def _equal_shape_linears(cap: Any, names: list[str]) -> list[tuple[str, ...]]:
+    """The linear layers ``names`` grouped by the shapes of their factors ``(h, d)``, in
+    order of first appearance, in stacks of at most
+    :data:`~collapselab.stats.scratch.STACK_BYTES` (per layer, the larger of its factors
+    and its product ``(h, d)``)."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for n in names:
+        shape = (int(cap.pre_grads[n].shape[1]), int(cap.inputs[n].shape[1]))
+        groups.setdefault(shape, []).append(n)
+    rows = int(cap.logits.shape[0])
+    return [
+        tuple(stack)
+        for (h, d), group in groups.items()
+        for stack in in_stacks(group, 8 * max(rows * (h + d), h * d))
+    ]
 
 
 def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
