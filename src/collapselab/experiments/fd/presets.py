@@ -25,8 +25,8 @@ the boundary read
 on the third linear layer's output (the paper's "third linear layer", A.1); the plateau ends
 when the loss is 5% below its initial value.
 
-``standard`` (aimed at about 45 minutes on 2 quiet cores; measured: 1 h 30 min at load
-4.6 to 8.4, docs/diversity.md) moves toward the paper's regime on Fashion-MNIST:
+``standard`` (measured: 17.7 min on 2 quiet cores, load 1.2 to 2.1; 1 h 30 min at load
+4.6 to 8.4; docs/diversity.md) moves toward the paper's regime on Fashion-MNIST:
 the paper's 9-layer, 512-wide MLPs (§3, App. A.1, A.11-A.13, Fig. 4, Table 1) trained on the
 whole training set (60 000 images; the paper trained on whole datasets) with the paper's
 optimiser (SGD η = 0.1, batch 100, no momentum, no L2), every sweep on it; the batch-size and
