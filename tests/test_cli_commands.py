@@ -86,7 +86,7 @@ def test_list_shows_the_demo_at_80_columns() -> None:
     assert "[presets: quick]" in result.output
     text = " ".join(result.output.split())
     assert "Runtimes: wall time of the quick preset (beside the id) and of the other" in text
-    assert "standard ~30 min (2 cores, load 3-4)" in text  # pfc-training-conv
+    assert "standard ~15.6 min (2 cores, load 1-1.5)" in text  # pfc-training-conv
     assert "measured on 2 CPU cores" in text
 
 
