@@ -243,6 +243,19 @@ def test_in_stacks_splits_by_bytes(monkeypatch):
     assert scratch.in_stacks([], 10) == []
 
 
+def test_stacks_by_groups_by_key_in_order_of_first_appearance(monkeypatch):
+    monkeypatch.setattr(scratch, "STACK_BYTES", 100)
+    items = [("a", 3), ("b", 5), ("c", 3), ("d", 3), ("e", 5), ("f", 3)]
+    stacks = scratch.stacks_by(items, key=lambda item: item[1], item_bytes=lambda k: 10 * k)
+    # width 3: 30 bytes, three per stack; width 5: 50 bytes, two per stack
+    assert [[name for name, _ in stack] for stack in stacks] == [
+        ["a", "c", "d"],
+        ["f"],
+        ["b", "e"],
+    ]
+    assert scratch.stacks_by([], key=len, item_bytes=lambda k: 1) == []
+
+
 @pytest.mark.parametrize(
     ("agreement", "stack_bytes"),
     [(False, None), (True, None), (False, 700)],

@@ -76,7 +76,7 @@ from collapselab.metrics._pairwise import (
 )
 from collapselab.metrics._phases import PhaseDetection, detect_phases, select_window, smooth_curve
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
-from collapselab.stats.scratch import as_float64, in_stacks, scratch, stacked_float64
+from collapselab.stats.scratch import as_float64, scratch, stacked_float64, stacks_by
 
 __all__ = [
     "CommonDirections",
@@ -339,15 +339,15 @@ def pseudo_neuron_similarities(
     """
     check_choice("zero_vectors", zero_vectors, _ZERO_RULES)
     atol = check_float("zero_atol", zero_atol, minimum=0.0)
-    groups: dict[tuple, list[tuple[str, torch.Tensor]]] = {}
-    for name, w in delta_ws.items():
-        t = as_real_tensor("delta_w", w, ndim=2, detach=True, allow_bool=True, finite=False)
-        groups.setdefault((tuple(t.shape), t.device), []).append((name, t))
-    stacks = [
-        stack
-        for (shape, _), members in groups.items()
-        for stack in in_stacks(members, 8 * shape[0] * shape[1])
+    tensors = [
+        (name, as_real_tensor("delta_w", w, ndim=2, detach=True, allow_bool=True, finite=False))
+        for name, w in delta_ws.items()
     ]
+    stacks = stacks_by(
+        tensors,
+        key=lambda member: (tuple(member[1].shape), member[1].device),
+        item_bytes=lambda key: 8 * key[0][0] * key[0][1],
+    )
     out: dict[str, float] = {}
     for members in stacks:
         stack = stacked_float64("m4_matrices", [t for _, t in members])

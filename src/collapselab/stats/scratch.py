@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 import torch
 
 _local = threading.local()
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 def scratch(name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
@@ -68,3 +69,15 @@ def in_stacks(items: Sequence[T], item_bytes: int) -> list[list[T]]:
     one each), for items of ``item_bytes`` bytes."""
     size = max(1, STACK_BYTES // max(1, item_bytes))
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def stacks_by(
+    items: Iterable[T], key: Callable[[T], K], item_bytes: Callable[[K], int]
+) -> list[list[T]]:
+    """``items`` grouped by ``key`` (the groups in order of first appearance, the items in
+    order), each group in consecutive stacks of :func:`in_stacks` for items of
+    ``item_bytes(key)`` bytes: the stacks of equal-shape blocks the stacked paths take."""
+    groups: dict[K, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return [stack for k, group in groups.items() for stack in in_stacks(group, item_bytes(k))]

@@ -67,7 +67,7 @@ from collapselab.metrics.family import (
 )
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 from collapselab.stats.pairwise import stacked_sums, update_stacked
-from collapselab.stats.scratch import as_float64, in_stacks, scratch, stacked_float64
+from collapselab.stats.scratch import as_float64, scratch, stacked_float64, stacks_by
 
 _SETS = ("cross_class", "within_class", "within_class_pooled", "all")
 _SET_TEXT = {
@@ -412,16 +412,16 @@ def _equal_width_groups(
     :class:`~collapselab.stats.CosineSimilarityAccumulator` layers by width, in stacks of
     at most :data:`~collapselab.stats.scratch.STACK_BYTES` of float64 blocks of ``rows``
     rows, every other accumulator (a gating agreement's) alone."""
-    groups: dict[Any, list[str]] = {}
-    for name, acc in by_layer.items():
-        if name not in dims:
-            continue
-        key = dims[name] if isinstance(acc, CosineSimilarityAccumulator) else ("alone", name)
-        groups.setdefault(key, []).append(name)
-    out: list[list[str]] = []
-    for key, group in groups.items():
-        out += in_stacks(group, 8 * rows * key) if isinstance(key, int) else [group]
-    return out
+
+    def key(name: str) -> Any:
+        stackable = isinstance(by_layer[name], CosineSimilarityAccumulator)
+        return dims[name] if stackable else ("alone", name)
+
+    return stacks_by(
+        [name for name in by_layer if name in dims],
+        key,
+        lambda k: 8 * rows * k if isinstance(k, int) else 0,  # an "alone" group has one
+    )
 
 
 def _equal_shape_linears(cap: Any, names: list[str]) -> list[tuple[str, ...]]:
@@ -429,16 +429,13 @@ def _equal_shape_linears(cap: Any, names: list[str]) -> list[tuple[str, ...]]:
     order of first appearance, in stacks of at most
     :data:`~collapselab.stats.scratch.STACK_BYTES` (per layer, the larger of its factors
     and its product ``(h, d)``)."""
-    groups: dict[tuple[int, int], list[str]] = {}
-    for n in names:
-        shape = (int(cap.pre_grads[n].shape[1]), int(cap.inputs[n].shape[1]))
-        groups.setdefault(shape, []).append(n)
     rows = int(cap.logits.shape[0])
-    return [
-        tuple(stack)
-        for (h, d), group in groups.items()
-        for stack in in_stacks(group, 8 * max(rows * (h + d), h * d))
-    ]
+    stacks = stacks_by(
+        names,
+        key=lambda n: (int(cap.pre_grads[n].shape[1]), int(cap.inputs[n].shape[1])),
+        item_bytes=lambda hd: 8 * max(rows * (hd[0] + hd[1]), hd[0] * hd[1]),
+    )
+    return [tuple(stack) for stack in stacks]
 
 
 def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
