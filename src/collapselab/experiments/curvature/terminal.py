@@ -31,14 +31,20 @@ NC1_FRACTION = 0.5
 fraction of its value at the entry into the terminal phase (it at least halves there)."""
 
 
+def _train_accuracy(metrics: pd.DataFrame) -> pd.Series:
+    """The training accuracy by epoch (rows ``metric="accuracy"``, ``split="train"``; the
+    last row of an epoch), in epoch order; empty when there is none."""
+    rows = metrics[(metrics["metric"] == "accuracy") & (metrics["split"] == "train")]
+    return rows.groupby("epoch")["value"].last().sort_index()
+
+
 def zero_error_from(metrics: pd.DataFrame) -> int | None:
     """The first epoch from which training accuracy is exactly 1 at every evaluated epoch
     to the end (rows ``metric="accuracy"``, ``split="train"``); ``None`` when the last
     evaluation is below 1 or there is none."""
-    rows = metrics[(metrics["metric"] == "accuracy") & (metrics["split"] == "train")]
-    if rows.empty:
+    by_epoch = _train_accuracy(metrics)
+    if by_epoch.empty:
         return None
-    by_epoch = rows.groupby("epoch")["value"].last().sort_index()
     below = by_epoch[by_epoch < 1.0]
     if below.empty:
         return int(by_epoch.index[0])
@@ -58,12 +64,8 @@ def terminal_phase(metrics: pd.DataFrame, penultimate: str, final_epoch: int) ->
     """
     nc1 = metrics[(metrics["metric"] == "nc1") & (metrics["layer"] == penultimate)]
     nc1 = nc1.groupby("epoch")["value"].last().sort_index()
-    accuracy = metrics[(metrics["metric"] == "accuracy") & (metrics["split"] == "train")]
-    final_accuracy = (
-        float(accuracy.sort_values("epoch", kind="stable")["value"].iloc[-1])
-        if not accuracy.empty
-        else None
-    )
+    accuracy = _train_accuracy(metrics)
+    final_accuracy = float(accuracy.iloc[-1]) if not accuracy.empty else None
     e0 = zero_error_from(metrics)
     record: dict[str, Any] = {
         "zero_error_from": e0,
