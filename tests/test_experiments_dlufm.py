@@ -233,6 +233,20 @@ def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):
     assert np.allclose(stored, expected, atol=1e-9 * expected[0])
 
 
+def test_the_mlp_follows_its_presets_step_schedule(runs):
+    """The preset's ``schedule``/``milestones`` reach training: the recorded rate is
+    ``lr`` until the first milestone, then divided by 10 after each."""
+    run = runs["dlufm-mlp"]
+    c = run.config
+    rows = run.metrics()
+    lr = rows[(rows["split"] == "train") & (rows["metric"] == "lr")].set_index("epoch")["value"]
+    first, second = c["milestones"]
+    assert c["schedule"] == "step"
+    assert lr[first] == pytest.approx(c["lr"], rel=1e-12)
+    assert lr[second] == pytest.approx(c["lr"] / 10, rel=1e-12)
+    assert lr[c["epochs"]] == pytest.approx(c["lr"] / 100, rel=1e-12)
+
+
 def test_the_curvature_family_measures_the_same_layer_hessian_as_app_f(runs):
     """Issue 13 x issue 12: on the trained MLP, the curvature family's top eigenvalue (Lanczos
     on the network's own Hessian-vector products) equals App. F's dense formula's, and the

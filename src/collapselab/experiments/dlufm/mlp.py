@@ -148,6 +148,8 @@ def run_mlp(run: Run, context: RunContext) -> None:
     config = TrainConfig(
         epochs=int(c["epochs"]), lr=float(c["lr"]), batch_size=int(c["batch_size"]),
         momentum=float(c["momentum"]), weight_decay=float(c["weight_decay"]), loss="mse",
+        schedule=c["schedule"],
+        milestones=tuple(int(m) for m in c["milestones"]) if c["milestones"] else None,
         mse_reduction="sum_classes", seed=context.seed, eval_every=int(c["eval_every"]),
         checkpoint_every=int(c["eval_every"]),  # a checkpoint per epoch costs more than training
         device=context.device,
