@@ -70,6 +70,17 @@ def test_help_lists_every_command() -> None:
         assert command in result.output
 
 
+@pytest.mark.parametrize("command", ["run", "reproduce", "sweep"])
+def test_help_names_the_extras_to_install(command: str) -> None:
+    """Rich reads ``[tracking]`` as a markup tag and drops it unless escaped: the help must
+    print the whole install command."""
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "'collapselab[ray]'" in result.output
+    if command != "sweep":
+        assert "'collapselab[tracking]'" in result.output
+
+
 def test_list_shows_the_demo_at_80_columns() -> None:
     from collapselab.experiments import all_experiments
 

@@ -66,15 +66,16 @@ MirrorOption = Annotated[
     list[str] | None,
     typer.Option(
         "--mirror",
+        # "\\[" keeps Rich from reading "[tracking]" as a markup tag and dropping it
         help="Also send every metric to tensorboard, mlflow or wandb (repeatable; "
-        "pip install 'collapselab[tracking]').",
+        "pip install 'collapselab\\[tracking]').",
     ),
 ]
 ExecutorOption = Annotated[
     str,
     typer.Option(
         help="Where sweeps run: local (a process pool), serial (one after another) or ray "
-        "(pip install 'collapselab[ray]'); all give the same results."
+        "(pip install 'collapselab\\[ray]'); all give the same results."
     ),
 ]
 WorkersOption = Annotated[
