@@ -30,7 +30,7 @@ from collapselab.experiments import (
     unregister,
 )
 from collapselab.experiments.claims import RunResults
-from collapselab.experiments.data_plan import config_datasets
+from collapselab.experiments.data_plan import DataDirError, config_datasets
 from collapselab.store import Run
 from tests._idx_files import write_idx_dataset
 
@@ -205,6 +205,31 @@ def test_claims_of_a_failed_run_do_not_repeat_its_error(tmp_path, experiments):
     html = (run.path / "report.html").read_text()
     claims_section = html[html.index("<h2>Claims") :].split("<h2>", 2)[1]
     assert "a long error message" in html and "a long error message" not in claims_section
+
+
+@pytest.mark.parametrize("kind", ["missing", "a file"])
+def test_a_data_dir_that_is_not_a_folder_stops_before_any_run(
+    tmp_path, experiments, debian_fashion, kind
+):
+    """A typo in --data-dir is an error naming it, not a silent fallback to bundled data
+    (quick) or a 'dataset not found' (standard) while the Debian files are installed."""
+    bad = tmp_path / "typo"
+    if kind == "a file":
+        bad.write_text("not a folder")
+    state = "does not exist" if kind == "missing" else "is not a folder"
+    for preset in ("quick", "standard"):
+        with pytest.raises(DataDirError, match=f"--data-dir {bad} {state}"):
+            run_experiment("t-plan-train", preset, root=tmp_path, data_dir=bad)
+    assert CALLS == [] and not list(tmp_path.glob("t-plan-*"))
+    for command in (["run", "t-plan-train"], ["reproduce", "t-paper-plan"],
+                    ["sweep", "t-plan-train", "--seeds", "0-1"]):  # fmt: skip
+        result = CliRunner().invoke(
+            app, [*command, "--data-dir", str(bad), "--out", str(tmp_path)]
+        )
+        assert result.exit_code == 2, (command, result.output)
+        (line,) = [line for line in result.stderr.splitlines() if line.strip()]
+        assert line.startswith(f"error: --data-dir {bad} {state}") and "Traceback" not in line
+    assert CALLS == []
 
 
 def test_data_dir_given_to_a_preset_that_reads_no_files_says_so(tmp_path, experiments):

@@ -21,9 +21,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collapselab.data import DatasetFileError
+from collapselab.data.locations import DATA_DIR_ENV
 from collapselab.data.registry import DataOrigin, data_origin
 
 if TYPE_CHECKING:
@@ -168,6 +170,31 @@ def _origins(
     return tuple(origins), missing
 
 
+class DataDirError(NotADirectoryError, ValueError):
+    """A ``data_dir`` that was given is not a folder (both exception types catch it)."""
+
+
+def check_data_dir(data_dir: str | os.PathLike[str] | None) -> None:
+    """A ``data_dir`` that is given must be a folder.
+
+    A typo must stop the run: otherwise a quick preset would fall back to bundled data and
+    a standard one would report the dataset missing, both without naming the typo.
+
+    Raises:
+        DataDirError: ``data_dir`` does not exist or is not a folder.
+    """
+    if data_dir is None:
+        return
+    path = Path(data_dir).expanduser()
+    if not path.is_dir():
+        state = "does not exist" if not path.exists() else "is not a folder"
+        raise DataDirError(
+            f"--data-dir {data_dir} {state}: give the folder that holds the dataset files, or "
+            f"leave it out to search ${DATA_DIR_ENV} and the system package folders "
+            "(docs/data.md)"
+        )
+
+
 def plan_data(
     experiment: Experiment, preset: str, data_dir: str | os.PathLike[str] | None = None
 ) -> DataPlan:
@@ -177,8 +204,10 @@ def plan_data(
         KeyError: ``preset`` is not one of the experiment's presets.
         MissingDataError: a dataset is missing and the preset has no fallback (or the
             fallback's data is missing too).
+        DataDirError: ``data_dir`` is given but is not a folder.
     """
     given = None if data_dir is None else str(data_dir)
+    check_data_dir(data_dir)
     origins, missing = _origins(experiment.config(preset), data_dir)
     if not missing:
         return DataPlan(experiment.id, preset, preset, origins, None, given)
