@@ -221,11 +221,13 @@ def test_a_data_dir_that_is_not_a_folder_stops_before_any_run(
         with pytest.raises(DataDirError, match=f"--data-dir {bad} {state}"):
             run_experiment("t-plan-train", preset, root=tmp_path, data_dir=bad)
     assert CALLS == [] and not list(tmp_path.glob("t-plan-*"))
-    for command in (["run", "t-plan-train"], ["reproduce", "t-paper-plan"],
-                    ["sweep", "t-plan-train", "--seeds", "0-1"]):  # fmt: skip
-        result = CliRunner().invoke(
-            app, [*command, "--data-dir", str(bad), "--out", str(tmp_path)]
-        )
+    commands = [
+        ["run", "t-plan-train"],
+        ["reproduce", "t-paper-plan"],
+        ["sweep", "t-plan-train", "--seeds", "0-1"],
+    ]
+    for command in commands:
+        result = CliRunner().invoke(app, [*command, "--data-dir", str(bad), "--out", str(tmp_path)])
         assert result.exit_code == 2, (command, result.output)
         (line,) = [line for line in result.stderr.splitlines() if line.strip()]
         assert line.startswith(f"error: --data-dir {bad} {state}") and "Traceback" not in line
