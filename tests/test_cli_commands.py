@@ -83,6 +83,7 @@ def test_help_names_the_extras_to_install(command: str) -> None:
 
 def test_list_shows_the_demo_at_80_columns() -> None:
     from collapselab.experiments import all_experiments
+    from collapselab.experiments.runtimes import measured, quick_campaigns
 
     result = runner.invoke(app, ["list"], env={"COLUMNS": "80"})
     assert result.exit_code == 0
@@ -96,9 +97,12 @@ def test_list_shows_the_demo_at_80_columns() -> None:
         ), experiment.id
     assert "[presets: quick]" in result.output
     text = " ".join(result.output.split())
-    assert "Runtimes: wall time of the quick preset (beside the id) and of the other" in text
-    assert "standard ~15.6 min (2 cores, load 1-1.5)" in text  # pfc-training-conv
-    assert "measured on 2 CPU cores" in text
+    assert "Runtimes: measured wall times of the quick preset (beside the id)" in text
+    # the times and the machine are the measured file's (collapselab.experiments.runtimes)
+    conv = measured("pfc-training-conv", "standard")
+    assert f"standard {conv.text()}" in text and "2 cores, load" in conv.text()
+    for campaign in quick_campaigns():
+        assert campaign.describe() in text
 
 
 def test_list_metrics_shows_every_key_of_the_catalogue() -> None:

@@ -149,7 +149,7 @@ def list_experiments(
 
     from collapselab.experiments import all_experiments, find_paper
     from collapselab.experiments.papers import paper_label
-    from collapselab.experiments.registry import RUNTIME_MACHINE
+    from collapselab.experiments.runtimes import quick_campaigns
 
     # A block per experiment rather than a table: ids and runtimes stay on one line (easy
     # to copy) and the title wraps under them at any width, 80 columns included.
@@ -179,10 +179,12 @@ def list_experiments(
         if errata:
             shown += f" [{errata} of the claims demonstrate errata]"
         console.print(Padding(Text(shown, style="dim"), (0, 0, 0, 6)))
+    measured_by = "; ".join(c.describe() for c in quick_campaigns())
     console.print(
         Text(
-            "Runtimes: wall time of the quick preset (beside the id) and of the other "
-            f"presets (beside their names), measured on {RUNTIME_MACHINE}."
+            "Runtimes: measured wall times of the quick preset (beside the id) and of the "
+            "other presets (beside their names, with the cores and the 1-minute load "
+            f"average they ran under); the quick ones by {measured_by}."
         )
     )
 

@@ -23,6 +23,8 @@ Public API:
 - :func:`dry_run_experiment`, :class:`DryRunResult`: build a preset's data pipelines, models
   and schedules from local files without training.
 - :data:`PAPERS`, :func:`find_paper`: the five papers and their names.
+- :mod:`collapselab.experiments.runtimes`: the measured wall times of the built-in
+  experiments (``runtimes.json``, written by ``benchmarks/record_runtimes.py``).
 """
 
 from collapselab.experiments.claims import (

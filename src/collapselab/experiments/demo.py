@@ -28,6 +28,7 @@ from collapselab.experiments.claims import (
     value_above,
 )
 from collapselab.experiments.registry import Experiment, RunContext, register
+from collapselab.experiments.runtimes import stated_runtimes
 from collapselab.metrics import PFC, PFC_KEYS
 from collapselab.models import MLP
 from collapselab.report import plot_panels, plot_training_curves
@@ -192,7 +193,7 @@ DEMO = register(
         paper="demo",
         title="an MLP on digits: training and per-layer collapse (PFC1-3)",
         presets=PRESETS,
-        runtime_quick="~6 s",
+        **stated_runtimes("demo"),
         run=run_demo,
         figures=["collapse", "training"],
         figure="collapse and training curves",

@@ -38,13 +38,6 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
 )
 """Modules imported (when present) to register the built-in experiments, one per paper."""
 
-RUNTIME_MACHINE = (
-    "2 CPU cores (x86-64, Python 3.11, torch 2.13 CPU) shared with other work "
-    "(load average 1 to 4), 2026-11-24"
-)
-"""Where the :attr:`Experiment.runtime_quick` and :attr:`Experiment.runtimes` times were
-measured (shown by ``list``)."""
-
 
 @dataclass
 class RunContext:
@@ -89,7 +82,9 @@ class Experiment:
             see :mod:`collapselab.experiments.papers`), ``"demo"`` for the demo.
         title: what it shows.
         presets: configuration per preset name; ``quick`` is mandatory.
-        runtime_quick: measured wall time of the quick preset on 2 CPU cores, as text.
+        runtime_quick: measured wall time of the quick preset on 2 CPU cores, as text
+            (the built-in experiments take theirs from
+            :mod:`~collapselab.experiments.runtimes`).
         runtimes: measured wall times of the other presets, as text, by preset (the machine
             and load they were measured under belong in the text, e.g. ``"~50 min (2
             cores, load 2)"``; ``"GPU"`` where no CPU time applies).

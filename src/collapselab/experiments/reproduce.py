@@ -29,6 +29,7 @@ from collapselab.experiments.papers import PAPERS, find_paper, paper_label
 from collapselab.experiments.progress import ProgressDisplay
 from collapselab.experiments.registry import Experiment, all_experiments, experiments_for_paper
 from collapselab.experiments.runner import run_experiment, run_id_for
+from collapselab.experiments.runtimes import measured as measured_runtime
 from collapselab.experiments.sweeps.executors import Executor, make_executor
 from collapselab.store import DamagedRunError, Mirror, Run
 
@@ -42,7 +43,10 @@ class ExperimentOutcome:
     ``outcome``: ``"completed"`` (ran now), ``"skipped"`` (had already completed),
     ``"failed"`` or ``"not run"`` (another experiment of its paper lacks its data);
     ``claims``: the verdict counts of its ``claims.json``'s empirical claims, if any;
-    ``notes``: remarks of its data plan (a fallback preset, an unused ``--data-dir``).
+    ``notes``: remarks of its data plan (a fallback preset, an unused ``--data-dir``);
+    ``load``: the machine's 1-minute load average when it started and when it ended (it
+    counts the experiment's own processes: about 1 to 2 on two cores that run it alone), so
+    that a measured time says how busy the machine was.
     """
 
     experiment: str
@@ -53,6 +57,7 @@ class ExperimentOutcome:
     error: str | None = None
     claims: dict[str, int] | None = None
     notes: list[str] | None = None
+    load: list[float | None] | None = None
 
 
 @dataclass
@@ -148,6 +153,7 @@ def reproduce(
     sweeps = {"executor": executor, "workers": workers}
     root = Path(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
+    load_at_start = load_average()
     t0 = time.perf_counter()
     outcomes: list[ExperimentOutcome] = []
     plans, blocked = _plan_all(chosen, preset, data_dir)
@@ -195,6 +201,8 @@ def reproduce(
             "started": started_at.isoformat(timespec="seconds"),
             "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": wall,
+            "load": [load_at_start, load_average()],
+            "machine": machine_facts(),
             "experiments": [asdict(o) for o in outcomes],
         }
         index_html, index_json = write_index(root, reproduce=record)
@@ -254,6 +262,7 @@ def _run_one(
     # The run is the fallback preset's when the requested preset's data is missing.
     run_id = run_id_for(experiment.id, plan.preset if plan is not None else preset, seed)
     already = _completed(root / run_id)
+    load_at_start = load_average()
     t0 = time.perf_counter()
     try:
         run = run_experiment(
@@ -279,16 +288,41 @@ def _run_one(
             notes=notes,
         )
     seconds = time.perf_counter() - t0
+    load = [load_at_start, load_average()]
     claims = claim_counts(run)
     if run.status != "completed":
         error = run.manifest.get("error") or f"run ended with status {run.status}"
         return ExperimentOutcome(
-            experiment.id, run.id, "failed", seconds, str(run.path), error, claims, notes
+            experiment.id, run.id, "failed", seconds, str(run.path), error, claims, notes, load
         )
     outcome: Outcome = "skipped" if already else "completed"
     return ExperimentOutcome(
-        experiment.id, run.id, outcome, seconds, str(run.path), None, claims, notes
+        experiment.id, run.id, outcome, seconds, str(run.path), None, claims, notes, load
     )
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average, or ``None`` where the platform keeps none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # Windows has no getloadavg
+        return None
+
+
+def machine_facts() -> dict[str, Any]:
+    """What a measured time depends on: CPU count, torch's threads, platform, versions."""
+    import platform
+
+    import torch
+
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
 
 
 def _completed(path: Path) -> bool:
@@ -316,8 +350,9 @@ def estimated_seconds(
 
     0 when its run under ``root`` already completed (it is skipped); else the most recent
     measured ``total_s`` of a completed run of the same experiment and preset under
-    ``root`` (any seed); else the preset's registered runtime
-    (:meth:`~Experiment.runtime`, measured on 2 CPU cores); else ``None``.
+    ``root`` (any seed); else the preset's measured runtime
+    (:mod:`~collapselab.experiments.runtimes` for the built-in experiments, else
+    :meth:`~Experiment.runtime`, both measured on 2 CPU cores); else ``None``.
     """
     root = Path(root)
     if _completed(root / run_id_for(experiment.id, preset, seed)):
@@ -335,6 +370,9 @@ def estimated_seconds(
             measured.append((finished, float(total)))
     if measured:
         return max(measured)[1]
+    recorded = measured_runtime(experiment.id, preset)  # a built-in's measured time
+    if recorded is not None:
+        return recorded.seconds
     return runtime_seconds(experiment.runtime(preset))
 
 

@@ -240,7 +240,8 @@ def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
         f"<p>Paper <b>{esc(reproduce.get('paper'))}</b>, preset <b>{esc(reproduce.get('preset'))}"
         f"</b>, seed {esc(reproduce.get('seed'))}, device {esc(reproduce.get('device'))}; "
         f"finished {esc(reproduce.get('finished'))} after "
-        f"{esc(fmt_seconds(reproduce.get('wall_s')))}.</p>"
+        f"{esc(fmt_seconds(reproduce.get('wall_s')))}"
+        f"{esc(_machine_text(reproduce.get('machine'), reproduce.get('load')))}.</p>"
     )
     rows = [
         (
@@ -248,12 +249,32 @@ def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
             esc(item.get("run_id")),
             esc(item.get("outcome")),
             f'<td class="num">{esc(fmt_seconds(item.get("seconds")))}</td>',
+            f'<td class="num">{esc(_load_text(item.get("load")))}</td>',
             esc(item.get("error") or ""),
         )
         for item in reproduce.get("experiments") or []
     ]
-    body = table(("experiment", "run", "outcome", "time", "error"), rows, wrap=(4,))
+    columns = ("experiment", "run", "outcome", "time", "load (start, end)", "error")
+    body = table(columns, rows, wrap=(5,))
     return "<h2>Last reproduce</h2>\n" + head + body
+
+
+def _load_text(load: object) -> str:
+    # The 1-minute load averages at the start and the end ("" for records that have none).
+    if not isinstance(load, (list, tuple)) or not all(isinstance(x, (int, float)) for x in load):
+        return ""
+    return ", ".join(f"{x:.1f}" for x in load)
+
+
+def _machine_text(machine: object, load: object) -> str:
+    if not isinstance(machine, Mapping):
+        return ""
+    m = machine.get
+    text = (
+        f" on {m('cpus')} CPUs ({m('processor')}, torch {m('torch')}, {m('torch_threads')} threads)"
+    )
+    loads = _load_text(load)
+    return text + (f", load average {loads} at the start and the end" if loads else "")
 
 
 def _runs_table(runs: list[Mapping[str, Any]]) -> str:

@@ -16,28 +16,9 @@ from collapselab.experiments.curvature.figures import CAPTIONS, FIGURES, draw
 from collapselab.experiments.curvature.networks import SmallConvNet, build_network, load_data
 from collapselab.experiments.curvature.training import run_curvature
 from collapselab.experiments.registry import Experiment, register
+from collapselab.experiments.runtimes import stated_runtimes
 
 _TITLES = {"mlp": "a ReLU MLP", "conv": "a two-convolution net"}
-_RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 2.8-3.1
-    ("mlp", "ce"): "~20 s",
-    ("mlp", "mse"): "~25 s",
-    ("conv", "ce"): "~2 min",
-    ("conv", "mse"): "~2.5 min",
-}
-
-_BUNDLED_RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 1.7-2.0
-    ("mlp", "ce"): "~10 s",
-    ("mlp", "mse"): "~12 s",
-    ("conv", "ce"): "~16 s",
-    ("conv", "mse"): "~19 s",
-}
-_STANDARD_RUNTIMES = {  # measured 2026-11-25 on 2 shared cores, load average 5.5-7.7
-    ("mlp", "ce"): "~4 min",
-    ("mlp", "mse"): "~7.5 min",
-    ("conv", "ce"): "~7.5 min",
-    ("conv", "mse"): "~11.5 min",
-}
-
 EXPERIMENTS = {
     (net, loss): register(
         Experiment(
@@ -48,11 +29,7 @@ EXPERIMENTS = {
                 f"{_TITLES[net]} trained with {loss.upper()} on Fashion-MNIST"
             ),
             presets=presets.presets(net, loss),
-            runtime_quick=_RUNTIMES[(net, loss)],
-            runtimes={
-                "quick-bundled": _BUNDLED_RUNTIMES[(net, loss)],
-                "standard": _STANDARD_RUNTIMES[(net, loss)],
-            },
+            **stated_runtimes(f"curvature-{net}-{loss}"),
             fallbacks={"quick": "quick-bundled"},
             run=run_curvature,
             figures=list(FIGURES),

@@ -48,6 +48,7 @@ from collapselab.experiments.dlufm.sweeps import (
     run_regularisation,
 )
 from collapselab.experiments.registry import Experiment, register
+from collapselab.experiments.runtimes import stated_runtimes
 
 LINEAR = register(
     Experiment(
@@ -55,8 +56,7 @@ LINEAR = register(
         paper=PAPER,
         title="deep linear UFM by gradient descent: Hessian, Papyan, gradient, weights, App. E",
         presets=presets.LINEAR,
-        runtime_quick="~6 s",
-        runtimes={"standard": "~30 s (2 cores, load 5)"},
+        **stated_runtimes("dlufm-linear"),
         run=run_linear,
         figures=list(LINEAR_CAPTIONS),
         figure="Figs 3-8, 12-14",
@@ -73,8 +73,7 @@ RELU = register(
         paper=PAPER,
         title="deep ReLU UFM over widths and seeds: outliers, knockouts, weights, Tables 1-4",
         presets=presets.RELU,
-        runtime_quick="~70 s",
-        runtimes={"standard": "~17 min (2 cores, load 5-8)"},
+        **stated_runtimes("dlufm-relu"),
         run=run_relu,
         figures=list(RELU_CAPTIONS),
         figure="Figs 9-11, Tables 1-4",
@@ -91,8 +90,7 @@ REGULARISATION = register(
         paper=PAPER,
         title="across the threshold of condition (2): the optimum collapses to zero",
         presets=presets.REGULARISATION,
-        runtime_quick="~22 s",
-        runtimes={"standard": "~6 min (2 cores, load 5-9)"},
+        **stated_runtimes("dlufm-regularisation"),
         run=run_regularisation,
         figures=list(REGULARISATION_CAPTIONS),
         figure="§3.2, condition (2)",
@@ -109,8 +107,7 @@ LAYERS = register(
         paper=PAPER,
         title="unequal λ, K ≠ 3, several L: λ_out(l) ∝ λ_W(l) and every theorem verified",
         presets=presets.LAYERS,
-        runtime_quick="~10 s",
-        runtimes={"standard": "~1 min (2 cores, load 8-9)"},
+        **stated_runtimes("dlufm-layers"),
         run=run_layers,
         figures=list(LAYER_CAPTIONS),
         figure="Theorem 4.1 (layer sweep)",
@@ -127,8 +124,7 @@ MLP = register(
         paper=PAPER,
         title="beyond the paper: a trained MLP's last layers against the deep UFM's predictions",
         presets=presets.MLP,
-        runtime_quick="~20 s",
-        runtimes={"standard": "~2.4 min (2 cores, load 7-8)"},
+        **stated_runtimes("dlufm-mlp"),
         dry_run=mlp_dry_run,
         run=run_mlp,
         figures=list(MLP_CAPTIONS),

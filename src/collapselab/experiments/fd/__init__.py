@@ -47,6 +47,7 @@ from collapselab.experiments.fd.operations import (
 from collapselab.experiments.fd.training import dry_run, dry_run_directions, run_member
 from collapselab.experiments.fd.two_phase import TWO_PHASE_CLAIMS, run_two_phase
 from collapselab.experiments.registry import Experiment, register
+from collapselab.experiments.runtimes import stated_runtimes
 
 TWO_PHASE = register(
     Experiment(
@@ -54,11 +55,7 @@ TWO_PHASE = register(
         paper=PAPER,
         title="two-phase training of a deep plain MLP: loss plateau while M2, M3, M4 rise",
         presets=presets.TWO_PHASE,
-        runtime_quick="~6 s",
-        runtimes={
-            "quick-bundled": "~32 s (2 cores, load 6)",
-            "standard": "~1.3 min (2 cores, load 1-2)",
-        },
+        **stated_runtimes("fd-two-phase"),
         run=run_two_phase,
         dry_run=dry_run,
         figures=list(TWO_PHASE_CAPTIONS),
@@ -76,8 +73,7 @@ OPERATIONS = register(
         paper=PAPER,
         title="the four operations (normalisation, momentum, init variance, L2) and stuck runs",
         presets=presets.OPERATIONS,
-        runtime_quick="~15 s",
-        runtimes={"standard": "~11.4 min (2 cores, load 1-2)"},
+        **stated_runtimes("fd-operations"),
         run=run_operations,
         dry_run=dry_run,
         figures=list(OPERATION_CAPTIONS),
@@ -94,8 +90,7 @@ ROBUSTNESS = register(
         paper=PAPER,
         title="the two phases across depth, width, learning rate, batch size and activation",
         presets=presets.ROBUSTNESS,
-        runtime_quick="~23 s",
-        runtimes={"standard": "~3.4 min (2 cores, load 1-2)"},
+        **stated_runtimes("fd-robustness"),
         run=run_robustness,
         dry_run=dry_run,
         figures=list(ROBUSTNESS_CAPTIONS),
@@ -112,8 +107,7 @@ DIRECTIONS = register(
         paper=PAPER,
         title="common directions over phase 1: s_i, Theorem 1's S_primary vs S_k, ΔV, o^(l)",
         presets=presets.DIRECTIONS,
-        runtime_quick="~11 s",
-        runtimes={"standard": "~1.7 min (2 cores, load 1-2)"},
+        **stated_runtimes("fd-directions"),
         run=run_directions,
         dry_run=dry_run_directions,
         figures=list(DIRECTION_CAPTIONS),

@@ -50,6 +50,7 @@ from collapselab.experiments.mse_nc.theory import (
 )
 from collapselab.experiments.mse_nc.training import run_training
 from collapselab.experiments.registry import Experiment, register
+from collapselab.experiments.runtimes import stated_runtimes
 
 COLLAPSE = register(
     Experiment(
@@ -57,8 +58,7 @@ COLLAPSE = register(
         paper="003",
         title="neural collapse, the central path and robustness under MSE vs cross-entropy",
         presets=COLLAPSE_PRESETS,
-        runtime_quick="~10 min",
-        runtimes={"quick-bundled": "~2 min", "standard": "~40 min (2 cores, load 3-4)"},
+        **stated_runtimes("mse-nc-collapse"),
         run=run_training,
         figures=list(FIGURES),
         figure="Figs. 2-12, Table 1",
@@ -76,8 +76,7 @@ THEORY = register(
         paper="003",
         title="SNR dynamics on the central path (published vs corrected) and the UFM Fig. 2",
         presets=THEORY_PRESETS,
-        runtime_quick="~7 s",
-        runtimes={"standard": "~22 s (2 cores, load 3-4)"},
+        **stated_runtimes("mse-nc-theory"),
         run=run_theory,
         figures=list(THEORY_FIGURES),
         figure="Prop. 2, Cor. 1, Lemma 6; Fig. 2 (UFM analogue)",

@@ -56,6 +56,7 @@ from collapselab.experiments.pfc.theorems import THEOREM_CLAIMS, run_theorems
 from collapselab.experiments.pfc.toy import TOY_CLAIMS, run_toy, toy_instance
 from collapselab.experiments.pfc.training import TRAINING_CLAIMS, run_training
 from collapselab.experiments.registry import Experiment, register
+from collapselab.experiments.runtimes import stated_runtimes
 
 TOY = register(
     Experiment(
@@ -63,8 +64,7 @@ TOY = register(
         paper=PAPER,
         title="straight-line trajectories of 2-D features to simplex-ETF class means",
         presets=presets.TOY,
-        runtime_quick="~1 s",
-        runtimes={"standard": "~0.4 s (2 cores, load 1-1.5)"},
+        **stated_runtimes("pfc-toy"),
         run=run_toy,
         figures=["toy"],
         figure="Fig. 1",
@@ -109,8 +109,7 @@ TRAINING_FC = register(
         paper=PAPER,
         title="progressive collapse in a fully connected ResNet (PFC1-3 per layer, geodesic)",
         presets=presets.TRAINING_FC,
-        runtime_quick="~40 s",
-        runtimes={"quick-bundled": "~1 min", "standard": "~6.1 min (2 cores, load 1-1.5)"},
+        **stated_runtimes("pfc-training-fc"),
         run=run_training,
         figures=_TRAINING_FIGURES,
         figure="Figs 2-3 (a)",
@@ -128,8 +127,7 @@ TRAINING_CONV = register(
         paper=PAPER,
         title="progressive collapse in a conv ResNet's last stage (PFC1-3 per block, geodesic)",
         presets=presets.TRAINING_CONV,
-        runtime_quick="~1 min",
-        runtimes={"quick-bundled": "~45 s", "standard": "~15.6 min (2 cores, load 1-1.5)"},
+        **stated_runtimes("pfc-training-conv"),
         run=run_training,
         figures=_TRAINING_FIGURES,
         figure="Figs 2-3 (b-e)",
@@ -147,8 +145,7 @@ MUFM = register(
         paper=PAPER,
         title="UFM vs MUFM optima vs the data (literal and converged solvers)",
         presets=presets.MUFM,
-        runtime_quick="~8 s",
-        runtimes={"standard": "~6 s (2 cores, load 1-1.5)"},
+        **stated_runtimes("pfc-mufm"),
         run=run_mufm,
         figures=["ufm_vs_mufm"],
         figure="Fig. 4",
@@ -172,8 +169,7 @@ LAMBDA_SWEEP = register(
         paper=PAPER,
         title="MUFM optima against λ/λ_W from 0.1 to 4",
         presets=presets.LAMBDA_SWEEP,
-        runtime_quick="~25 s",
-        runtimes={"standard": "~1.1 min (2 cores, load 1-1.5)"},
+        **stated_runtimes("pfc-lambda-sweep"),
         run=run_lambda_sweep,
         figures=["lambda_sweep"],
         figure="Fig. 5",
@@ -196,8 +192,7 @@ THEOREMS = register(
         paper=PAPER,
         title="numerical checks of Theorems 1-4 (Monte-Carlo and solved instances)",
         presets=presets.THEOREMS,
-        runtime_quick="~7 s",
-        runtimes={"standard": "~12 s (2 cores, load 1-1.5)"},
+        **stated_runtimes("pfc-theorems"),
         run=run_theorems,
         figures=["theorems"],
         figure="§III, Theorems 1-4",

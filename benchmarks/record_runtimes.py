@@ -1,0 +1,93 @@
+"""Record the wall times of a measured reproduction in collapselab's ``runtimes.json``.
+
+    collapselab reproduce all --preset standard --root RUNS      # the measurement
+    python benchmarks/record_runtimes.py RUNS --campaign standard-2026-11-27 \
+        --repo /path/to/the/measured/checkout --note "nothing else running"
+
+reads ``RUNS/index.json`` (the ``reproduce`` record: each experiment's wall time, the load
+average when it started and ended, the machine) and writes one measurement per experiment
+that *ran* in that reproduction (a skipped, failed or not-run experiment measured nothing)
+under the named campaign, replacing that experiment's earlier time for the preset.
+Campaigns no measurement refers to any more are dropped. ``collapselab list`` and the
+progress estimates read the file (``collapselab.experiments.runtimes``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from collapselab.experiments.runtimes import RUNTIMES_FILE, measurements
+
+
+def campaign_of(record: dict[str, Any], repo: Path | None, note: str) -> dict[str, Any]:
+    """The campaign entry of a ``reproduce`` record: command, date, commit, machine."""
+    machine = record.get("machine") or {}
+    if not machine:
+        raise SystemExit("the index's reproduce record has no machine facts (an older index)")
+    commit = ""
+    if repo is not None:
+        commit = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    return {
+        "command": f"collapselab reproduce {record['paper']} --preset {record['preset']}",
+        "date": str(record["started"])[:10],
+        "commit": commit,
+        "cpus": int(machine["cpus"]),
+        "machine": (
+            f"{machine['cpus']} CPU cores ({machine['processor']}, Python {machine['python']}, "
+            f"torch {machine['torch']}, {machine['torch_threads']} threads)"
+        ),
+        "note": note,
+    }
+
+
+def record(root: Path, campaign: str, repo: Path | None, note: str, target: Path) -> int:
+    """Write the measurements of ``root``'s last reproduction into ``target``; returns how
+    many were written."""
+    index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    reproduced = index.get("reproduce")
+    if not reproduced:
+        raise SystemExit(f"{root}/index.json records no reproduction")
+    document = json.loads(target.read_text(encoding="utf-8"))
+    document["campaigns"][campaign] = campaign_of(reproduced, repo, note)
+    preset, written = reproduced["preset"], 0
+    for outcome in reproduced["experiments"]:
+        if outcome["outcome"] != "completed":
+            continue
+        entry = {"seconds": round(float(outcome["seconds"]), 1), "campaign": campaign}
+        if outcome.get("load") and None not in outcome["load"]:
+            entry["load"] = [round(float(x), 2) for x in outcome["load"]]
+        document["runtimes"].setdefault(outcome["experiment"], {})[preset] = entry
+        written += 1
+    used = {e["campaign"] for presets in document["runtimes"].values() for e in presets.values()}
+    document["campaigns"] = {k: v for k, v in document["campaigns"].items() if k in used}
+    target.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    measurements.cache_clear()
+    measurements(target)  # the file must still read
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", type=Path, help="the --root of the measured reproduction")
+    parser.add_argument("--campaign", required=True, help="a name for this measurement")
+    parser.add_argument("--repo", type=Path, help="the checkout that was measured (its commit)")
+    parser.add_argument("--note", default="", help="what else ran beside it, if anything")
+    parser.add_argument("--file", type=Path, default=RUNTIMES_FILE, help="the runtimes file")
+    args = parser.parse_args(argv)
+    written = record(args.root, args.campaign, args.repo, args.note, args.file)
+    print(f"{written} runtimes written to {args.file} under campaign {args.campaign!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

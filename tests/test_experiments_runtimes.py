@@ -1,0 +1,156 @@
+"""Measured runtimes: one file (``runtimes.json``) behind every time that ``list``, the
+progress estimates and the README state, written from a reproduction's index by
+``benchmarks/record_runtimes.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from collapselab.experiments import all_experiments, estimated_seconds, reproduce
+from collapselab.experiments.runtimes import (
+    format_duration,
+    measured,
+    measurements,
+    stated_runtimes,
+)
+from tests._experiments import experiment, registered
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record_script():
+    path = ROOT / "benchmarks" / "record_runtimes.py"
+    spec = importlib.util.spec_from_file_location("record_runtimes", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.4, "<1 s"),
+        (6.2, "6 s"),
+        (85.4, "85 s"),
+        (102.0, "1.7 min"),
+        (1390.0, "23 min"),
+        (3600.0, "1 h"),
+        (5940.0, "1 h 39 min"),
+    ],
+)
+def test_format_duration(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+
+
+def _write(path: Path, runtimes: dict, campaigns: dict | None = None) -> Path:
+    campaigns = campaigns or {
+        "c1": {"command": "collapselab reproduce all --preset quick", "date": "2026-11-27",
+               "commit": "abc1234", "cpus": 2, "machine": "2 CPU cores (x86_64)", "note": ""}
+    }  # fmt: skip
+    path.write_text(json.dumps({"about": "", "campaigns": campaigns, "runtimes": runtimes}))
+    return path
+
+
+def test_measurements_read_the_file_and_say_cores_and_load(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "r.json",
+        {"x": {"quick": {"seconds": 6.2, "campaign": "c1", "load": [1.04, 1.43]},
+               "standard": {"seconds": 102.0, "campaign": "c1", "load": [1.0, 1.04]},
+               "paper": {"seconds": 7200.0, "campaign": "c1"}}},
+    )  # fmt: skip
+    found = measurements(path)["x"]
+    assert found["quick"].text(with_load=False) == "~6 s"
+    assert found["quick"].text() == "~6 s (2 cores, load 1.0-1.4)"
+    assert found["standard"].text() == "~1.7 min (2 cores, load 1.0)"
+    assert found["paper"].text() == "~2 h (2 cores)"
+    assert found["quick"].campaign.commit == "abc1234"
+
+
+def test_a_measurement_must_name_a_described_campaign(tmp_path: Path) -> None:
+    path = _write(tmp_path / "r.json", {"x": {"quick": {"seconds": 1.0, "campaign": "nope"}}})
+    with pytest.raises(ValueError, match="names campaign 'nope'"):
+        measurements(path)
+
+
+def test_every_builtin_experiment_states_measured_times() -> None:
+    """What list shows is what the file says, for every built-in experiment: the quick time
+    and, where the experiment has one, the standard preset's."""
+    for exp in all_experiments():
+        quick = measured(exp.id, "quick")
+        assert quick is not None, exp.id
+        assert (
+            exp.runtime("quick")
+            == quick.text(with_load=False)
+            == stated_runtimes(exp.id)["runtime_quick"]
+        )
+        if "standard" in exp.presets:
+            standard = measured(exp.id, "standard")
+            assert standard is not None, exp.id
+            assert exp.runtime("standard") == standard.text()
+        for preset in exp.runtimes:
+            assert preset in exp.presets, (exp.id, preset)
+
+
+def test_estimates_of_a_builtin_come_from_its_measurement(tmp_path: Path) -> None:
+    exp = next(e for e in all_experiments() if e.id == "dlufm-linear")
+    assert (
+        estimated_seconds(exp, "standard", tmp_path, seed=0)
+        == measured("dlufm-linear", "standard").seconds
+    )
+
+
+def test_reproduce_records_load_and_machine(tmp_path: Path) -> None:
+    with registered(experiment("t-rt-a", lambda run, ctx: None, paper="t-paper-rt")):
+        result = reproduce("t-paper-rt", root=tmp_path)
+    record = json.loads(result.index_json.read_text())["reproduce"]
+    (outcome,) = record["experiments"]
+    assert len(outcome["load"]) == 2 and all(x >= 0 for x in outcome["load"])
+    assert record["machine"]["cpus"] >= 1 and record["machine"]["torch_threads"] >= 1
+    html = result.index_html.read_text()
+    assert "load (start, end)" in html and "torch threads" not in html and " threads)" in html
+
+
+def test_record_script_writes_what_ran_and_drops_unused_campaigns(tmp_path: Path) -> None:
+    record_runtimes = _record_script()
+    target = _write(
+        tmp_path / "runtimes.json",
+        {"a": {"quick": {"seconds": 9.0, "campaign": "old"},
+               "standard": {"seconds": 99.0, "campaign": "old"}},
+         "b": {"quick": {"seconds": 5.0, "campaign": "old"}}},
+        {"old": {"command": "c", "date": "2026-11-24", "commit": "", "cpus": 2, "machine": "m",
+                 "note": ""}},
+    )  # fmt: skip
+    root = tmp_path / "runs"
+    root.mkdir()
+    machine = {"cpus": 2, "processor": "x86_64", "python": "3.11.7", "torch": "2.13.0+cpu",
+               "torch_threads": 2}  # fmt: skip
+    outcomes = [
+        {"experiment": "a", "outcome": "completed", "seconds": 11.26, "load": [1.0, 1.5]},
+        {"experiment": "b", "outcome": "completed", "seconds": 4.0, "load": [1.5, 1.2]},
+        {"experiment": "c", "outcome": "skipped", "seconds": 0.01, "load": [1.2, 1.2]},
+        {"experiment": "d", "outcome": "failed", "seconds": 3.0, "load": [1.2, 1.2]},
+    ]
+    reproduced = {"paper": "all", "preset": "quick", "started": "2026-11-27T10:00:00+00:00",
+                  "machine": machine, "experiments": outcomes}  # fmt: skip
+    (root / "index.json").write_text(json.dumps({"reproduce": reproduced}))
+    assert record_runtimes.record(root, "quick-1", None, "quiet", target) == 2
+    written = measurements(target)
+    assert written["a"]["quick"].seconds == 11.3 and written["a"]["quick"].load == (1.0, 1.5)
+    assert written["a"]["standard"].campaign.name == "old"  # other presets kept
+    assert written["b"]["quick"].campaign.name == "quick-1" and "c" not in written
+    quick = written["a"]["quick"].campaign
+    assert quick.command == "collapselab reproduce all --preset quick"
+    assert quick.machine == "2 CPU cores (x86_64, Python 3.11.7, torch 2.13.0+cpu, 2 threads)"
+    assert quick.date == "2026-11-27" and quick.note == "quiet"
+    # once nothing refers to it, the old campaign goes
+    (root / "index.json").write_text(
+        json.dumps({"reproduce": {**reproduced, "preset": "standard"}})
+    )
+    record_runtimes.record(root, "std-1", None, "", target)
+    assert set(json.loads(target.read_text())["campaigns"]) == {"quick-1", "std-1"}
