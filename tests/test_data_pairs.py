@@ -53,3 +53,14 @@ def test_bad_input_is_refused():
         least_squares_confusion(np.ones((2, 2)), np.array([0, 2]), 2)
     with pytest.raises(ValueError, match="square"):
         most_confused_pair(np.zeros((2, 3)))
+
+
+def test_the_fashion_mnist_pair_of_the_presets_is_the_rules(fashion_mnist_dir):
+    """The pair paper 002's standard preset trains as its binary problem is what the rule
+    gives on the Debian package's Fashion-MNIST training split (pullover and coat)."""
+    from collapselab.data import dataset_confused_pair
+    from collapselab.experiments.pcb.presets import FASHION_PAIR
+
+    pair, confusion = dataset_confused_pair("fashion_mnist")
+    assert pair == FASHION_PAIR == (2, 4)
+    assert confusion.sum() == 60000 and confusion[2, 4] + confusion[4, 2] == 1427

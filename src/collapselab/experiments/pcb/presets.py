@@ -82,6 +82,14 @@ CONVERGENCE: dict[str, dict[str, Any]] = {
 """``pcbias-convergence`` (Figs. 2 left, 4a, 4c): natural and ZCA-whitened ensembles."""
 
 
+FASHION_PAIR = (2, 4)
+"""Fashion-MNIST's pullover (2) and coat (4): the analogue of paper 002's cats and dogs, the
+pair the least-squares classifier ``W_opt`` on all 60000 per-channel standardised training
+images confuses most (:mod:`collapselab.data.pairs`; 458 + 969 = 1427 confusions, then
+T-shirt/top and shirt with 340 + 976 = 1316). Rule committed before this pair was computed
+(docs/pcbias.md), pair committed before any experiment ran on it."""
+
+
 def _fashion(n_train: int, n_test: int, pool: int) -> dict[str, Any]:
     return {"name": "fashion_mnist", "n_train_per_class": n_train, "n_test_per_class": n_test,
             "pool": pool}  # fmt: skip
