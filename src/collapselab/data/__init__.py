@@ -4,6 +4,11 @@ from collapselab.data.bundled import digits, mnist1d
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
 from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_dataset, frequency_function
+from collapselab.data.pairs import (
+    dataset_confused_pair,
+    least_squares_confusion,
+    most_confused_pair,
+)
 from collapselab.data.pca import (
     PCA,
     PCAmplification,
@@ -55,13 +60,16 @@ __all__ = [
     "available_datasets",
     "balanced_subset",
     "center_crop",
+    "dataset_confused_pair",
     "digits",
     "frequency_dataset",
     "frequency_function",
     "gaussian_mixture",
     "gaussian_mixture_means",
+    "least_squares_confusion",
     "load_dataset",
     "mnist1d",
+    "most_confused_pair",
     "pad_to_size",
     "read_cifar10",
     "read_cifar100",

@@ -52,7 +52,7 @@ from collapselab.experiments.pcb.figures import (
 )
 from collapselab.experiments.pcb.frequency import FREQUENCY_CLAIMS, run_frequency
 from collapselab.experiments.pcb.initialisation import INIT_CLAIMS, run_init
-from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, run_loc
+from collapselab.experiments.pcb.learning_order import LOC_CLAIMS, loc_dry_run, run_loc
 from collapselab.experiments.pcb.manipulations import (
     AMPLIFICATION_CLAIMS,
     SEPARABLE_CLAIMS,
@@ -153,7 +153,7 @@ LOC = register(
         **stated_runtimes("pcbias-loc"),
         fallbacks={"quick": "quick-bundled"},
         run=run_loc,
-        dry_run=linear_dry_run,
+        dry_run=loc_dry_run,
         figures=list(LOC_CAPTIONS),
         figure="Figs. 7a, 10",
         claims=LOC_CLAIMS,

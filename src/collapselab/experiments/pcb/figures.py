@@ -248,17 +248,17 @@ RELU_CAPTIONS = {
 
 
 def draw_loc(run: Run) -> None:
-    """Fig. 7a (LOC bars) and Fig. 10 (real vs shuffled learning curves) from ``loc.npz`` and
-    ``labels.npz``."""
+    """Fig. 7a (LOC bars, learning phases, the rate search) and Fig. 10 (real vs shuffled
+    learning curves) from ``loc.npz``, ``rates.npz`` and ``labels.npz``."""
     d = run.load_array("loc")
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.5), constrained_layout=True)
     width = 0.35
     for i, (suffix, label) in enumerate((("", "all examples"), ("_fastest", "fastest 20%"))):
         values = [float(d[f"pearson_{c}{suffix}"]) for c in ("natural", "whitened")]
         axes[0].bar(np.arange(2) + (i - 0.5) * width, values, width, label=label)
     axes[0].set_xticks(np.arange(2), ["natural", "ZCA-whitened"])
     axes[0].set(ylabel="LOC: Pearson r of two ensembles' accessibility",
-                title="Fig. 7a: learning-order constancy, linear nets")  # fmt: skip
+                title="Fig. 7a: learning-order constancy, one-layer linear nets")  # fmt: skip
     axes[0].axhline(0, color="k", lw=0.8)
     axes[0].legend(fontsize="small")
     for color, condition in (("C0", "natural"), ("C1", "whitened")):
@@ -269,9 +269,20 @@ def draw_loc(run: Run) -> None:
                          label=f"{condition}, ensemble {k + 1}")  # fmt: skip
         axes[1].axvspan(x[window].min(), x[window].max(), color=color, alpha=0.08)
     axes[1].axhline(float(d["level"]), color="k", ls=":", lw=1, label="end of learning phase")
-    axes[1].set(xscale="log", xlabel="GD step + 1", ylabel="mean train accuracy",
+    axes[1].set(xscale="log", xlabel="SGD step + 1", ylabel="mean train accuracy",
                 title="learning phases over which accessibility is averaged")  # fmt: skip
     axes[1].legend(fontsize="small")
+    rates = run.load_array("rates")
+    for style, setup, name in (("-o", "loc", "1 layer"), ("--s", "labels", "2 layers")):
+        for color, condition in (("C0", "natural"), ("C1", "whitened")):
+            key = f"{setup}_{condition}"
+            axes[2].plot(rates[f"{key}_rates"], rates[f"{key}_errors"], style, color=color,
+                         label=f"{name}, {condition}")  # fmt: skip
+            axes[2].plot(float(rates[f"{key}_chosen"]),
+                         rates[f"{key}_errors"].min(), "k*", ms=10)  # fmt: skip
+    axes[2].set(xscale="log", xlabel="learning rate", ylabel="test error after the last epoch",
+                title="the rate search (*: chosen)")  # fmt: skip
+    axes[2].legend(fontsize="small")
     for ax in axes:
         ax.grid(alpha=0.3)
     save_run_figure(run, fig, "fig7_loc")
@@ -284,29 +295,27 @@ def draw_loc(run: Run) -> None:
             x = steps_on_log_axis(labels[f"{key}_steps"])
             axes[0, col].plot(x, labels[f"{key}_accuracy"].mean(0), color=color,
                               label=f"{kind} labels")  # fmt: skip
-            axes[1, col].plot(x, labels[f"{key}_excess"].mean(0), "-", color=color,
+            axes[1, col].plot(x, labels[f"{key}_loss"].mean(0), color=color,
                               label=f"{kind} labels")  # fmt: skip
-            axes[1, col].plot(x, labels[f"{key}_predicted"].mean(0), "--", color=color, lw=1)
         axes[0, col].set(xscale="log", title=f"Fig. 10: {condition}")
-        axes[1, col].set(xscale="log", yscale="log", xlabel="GD step + 1")
-        axes[1, col].legend(fontsize="small", title="GD (—), Eq. 10 (--)")
-        axes[0, col].legend(fontsize="small")
+        axes[1, col].set(xscale="log", xlabel="SGD step + 1")
         for ax in axes[:, col]:
+            ax.legend(fontsize="small")
             ax.grid(alpha=0.3, which="both")
     axes[0, 0].set_ylabel("mean train accuracy")
-    axes[1, 0].set_ylabel("(L(s) − L*) / (L(0) − L*), mean over networks")
+    axes[1, 0].set_ylabel("mean train cross-entropy")
     save_run_figure(run, fig, "fig10_labels")
 
 
 LOC_CAPTIONS = {
     "fig7_loc": "Fig. 7a analogue. Left: learning-order constancy (Pearson r between the "
-    "accessibility vectors of two independent ensembles of one-layer linear nets), natural vs "
-    "ZCA-whitened data, on all examples and on the 20% fastest learned. Right: the ensembles' "
-    "mean train accuracy; shaded: the learning phase over which accessibility is averaged.",
-    "fig10_labels": "Fig. 10 analogue: one-layer linear nets with real (blue) and shuffled "
-    "(red) labels on natural (left) and whitened (right) data: train accuracy (top) and loss "
-    "excess over the optimum relative to its start (bottom; dashed: Eq. 10's loss curve, "
-    "exact for one layer). The claims time the rise of the accuracy.",
+    "accessibility vectors of two independent ensembles of one-layer linear nets, SGD with "
+    "dropout), natural vs ZCA-whitened data, on all examples and on the 20% fastest learned. "
+    "Middle: the ensembles' mean train accuracy; shaded: the learning phase over which "
+    "accessibility is averaged. Right: the grid search of the learning rate per setup.",
+    "fig10_labels": "Fig. 10 analogue: two-layer linear nets (SGD with dropout) with real "
+    "(blue) and shuffled (red) labels on natural (left) and whitened (right) data: train "
+    "accuracy (top) and cross-entropy (bottom). The claims time the rise of the accuracy.",
 }
 
 

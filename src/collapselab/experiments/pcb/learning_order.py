@@ -1,57 +1,77 @@
 r"""``pcbias-loc``: learning-order constancy of linear nets, natural vs whitened data, and
 real vs shuffled labels (paper 002 Fig. 7a, Fig. 10; note 002 §5 items 6-7, §7 items 9, 16).
 
-One-layer linear networks are trained by full-batch GD (:mod:`~collapselab.experiments.pcb.
-training`; exact Eq. 5 dynamics, for which Eq. 10 is exact with ``c = 1``). Per condition
-(natural data, ZCA-whitened data) two independent ensembles give two accessibility vectors
-over the training examples (:func:`~collapselab.metrics.pc_bias.accessibility`); their
-correlation is the LOC score, on all examples and on the fastest 20%
-(:func:`~collapselab.metrics.pc_bias.loc_correlation`; Pearson and Spearman).
+The networks are the paper's linear FC nets trained as the paper trains them (§3.1, App. D;
+:mod:`~collapselab.experiments.pcb.linear_sgd`): Glorot uniform, 0.5 dropout before the
+output layer, minibatch SGD without momentum or weight decay on cross-entropy, the learning
+rate coarsely grid-searched per setup to minimise a validation error.
 
-Time matching (note §7 item 9, which the paper leaves open: it grid-searched the rate per
-setting): each condition has its own ``lr`` (``lr_natural``, ``lr_whitened``: fractions of
-its stability limit, chosen so that both reach 95% of their final training accuracy after a
-similar number of steps), and accessibility is the mean correctness over the **learning
-phase**: the steps after step 0 where the ensemble's mean training accuracy is below
-95% of the lower of the two conditions' final accuracies (after that every network has
-learnt what it will learn and the average only dilutes the order). One full-batch GD step
-is one epoch, and the paper's accessibility is the mean over every epoch (002 §4); the
-checkpoints are log-spaced, so each is weighted by the steps it stands for, held until the
-next checkpoint (:func:`~collapselab.metrics.pc_bias.checkpoint_weights`), not counted
-once (which would give the first few steps most of the weight).
+* Fig. 7a (§4.3: "4 ensembles of N=10 1-layered linear networks on the cats and dogs
+  dataset, 2 with and 2 without ZCA-whitening"): per condition (natural, ZCA-whitened) two
+  independent ensembles of one-layer nets give two accessibility vectors over the training
+  examples (:func:`~collapselab.metrics.pc_bias.accessibility`); their correlation is the
+  LOC score, on all examples and on the fastest 20%
+  (:func:`~collapselab.metrics.pc_bias.loc_correlation`; Pearson and Spearman).
+* Fig. 10 (App. D: "10 2-layers fully connected linear networks trained over the cats and
+  dogs dataset"): per condition one ensemble of two-layer nets (``hidden_labels``, 1024 at
+  ``standard``) on the real labels and one, from the same initial weights and batch order,
+  on fully shuffled training labels; the claims time the rise of their mean training
+  accuracy (the crossing interpolated between the checkpoints around it).
 
-The networks start from Glorot uniform, the paper's initialisation of every linear FC
-network (002 App. D "Linear fully connected network"; §3.1).
+The learning rate (§3.1: "coarsely grid-searched to minimize a validation error"; App. D:
+"in every experimental setup"): per setup, i.e. architecture (one layer, Fig. 7a; two
+layers, Fig. 10) and data (natural, whitened), one network per rate of the grid ``rates``
+(factors of 10) is trained on the real labels for the same ``epochs`` as the ensembles; the
+rate whose network has the smallest error on the test split after the last epoch is used
+(:func:`~collapselab.experiments.pcb.linear_sgd.select_rate`: ties to the smaller rate; a
+diverged network counts as error 1). The test split serves as the validation set: no claim
+of this experiment reads a test accuracy. The shuffled-label ensemble takes its condition's
+rate (with shuffled labels every rate's validation error is chance; Fig. 10 compares the
+same networks on the same images). This replaces the earlier time matching (rates as
+fractions of the stability limit of exact GD), which note 002 §7 item 9 left to the
+implementer and the paper settles by its grid search.
 
-Fig. 10: one more ensemble per condition on fully shuffled training labels; the learning
-curves (loss excess over the optimum, ``(L(s) − L*)/(L(0) − L*)``) of real and shuffled
-labels, with Eq. 10's loss curve (exact for one layer) drawn over them, and the training
-accuracy curves, whose rise times the two (the crossing interpolated between the
-checkpoints around it). The paper's Fig. 10 trains 2-layered nets; these are the one-layer
-nets of Fig. 7a: a 2-layer net of width 1024 on the 784 pixels costs 5 times a one-layer
-net per step (1000 steps 10.3 s vs 2.1 s, one core at load 7), about 17 more minutes for
-the 40 networks of the standard preset.
+Accessibility is the mean correctness over the **learning phase**: the checkpoints after
+step 0 where the ensemble's mean training accuracy is below 95% of the lowest of the four
+LOC ensembles' final accuracies; the checkpoints are log-spaced SGD steps, each weighted by
+the steps it stands for, held until the next (:func:`~collapselab.metrics.pc_bias.
+checkpoint_weights`): the paper's mean over epochs, at a finer resolution than an epoch.
 
 Stored: ``arrays/loc.npz`` (per condition ``accessibility_<cond>`` ``(2, n)``,
 ``window_<cond>`` the learning-phase mask, ``steps_<cond>``, ``weights_<cond>`` the
 steps each checkpoint stands for, ``accuracy_<cond>`` ``(2, S)``
 ensemble means, ``pearson_<cond>``, ``spearman_<cond>`` and ``..._fastest`` on the 20%
 ranked by the first ensemble; ``pearson_<cond>_fastest_mean_rank`` ranked by both ensembles'
-mean, the reading that biases the correlation down);
-``arrays/labels.npz`` (per ``<cond>_<labels>``: ``steps``, ``excess`` ``(N, S)``,
-``predicted``, ``accuracy`` ``(N, S)``); rows of split ``loc`` (``layer`` the condition).
+mean, the reading that biases the correlation down; ``steps_per_epoch``);
+``arrays/labels.npz`` (per ``<cond>_<labels>``: ``steps``, ``accuracy``, ``loss``
+(cross-entropy) and ``test_accuracy`` ``(N, S)``); ``arrays/rates.npz`` (per
+``<setup>_<cond>``, setup ``loc`` or ``labels``: ``rates``, ``errors``, ``chosen``); rows of
+split ``loc`` (``layer`` the condition).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
-from collapselab.experiments.pcb._common import run_ensembles, verdict, whitened
-from collapselab.experiments.pcb.training import data_frame, deep_linear_member
+from collapselab.experiments.pcb._common import (
+    member_base,
+    members,
+    read_dataset,
+    run_ensembles,
+    run_members,
+    verdict,
+    whitened,
+)
+from collapselab.experiments.pcb.linear_sgd import (
+    linear_sgd_member,
+    select_rate,
+    sgd_checkpoints,
+)
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import (
     accessibility,
@@ -59,12 +79,15 @@ from collapselab.metrics.pc_bias import (
     convergence_epoch,
     loc_correlation,
 )
+from collapselab.models import DeepLinear
 from collapselab.store import Run
-from collapselab.theory.pc_bias import predicted_loss
 
-__all__ = ["CONDITIONS", "LOC_CLAIMS", "run_loc"]
+__all__ = ["CONDITIONS", "LOC_CLAIMS", "SETUPS", "loc_dry_run", "run_loc"]
 
 CONDITIONS = ("natural", "whitened")
+
+SETUPS = ("loc", "labels")
+"""Fig. 7a's one-layer nets and Fig. 10's two-layer nets: each has its own rate search."""
 
 PHASE = 0.95
 """The learning phase ends at this fraction of the lower final mean training accuracy."""
@@ -80,8 +103,8 @@ DROP = 0.2
 
 CONVERGED = 0.9
 """Fraction of its final gain in training accuracy (over step 0) whose first crossing times
-convergence. (The loss is no clock here: from Def. 3's init the initial weights' noise
-dominates the excess loss, the same for real and shuffled labels.)"""
+convergence (the accuracy, not the loss: the claims compare how fast the examples are
+classified, and the loss of shuffled labels is dominated by its noise floor)."""
 
 SLOWER = 2.0
 """Smallest ratio of shuffled to real labels' convergence steps counted as slower."""
@@ -97,53 +120,92 @@ def _spec(config: dict[str, Any], condition: str, shuffle: bool = False) -> dict
     return spec if condition == "natural" else whitened(spec, float(config["zca_eps"]))
 
 
-def _configs(base: dict[str, Any], condition: str, seed: int, shuffle: bool = False):
-    return {**base, "seed": seed, "lr": float(base[f"lr_{condition}"]),
-            "record_correct": not shuffle,
-            "datasets": {"main": _spec(base, condition, shuffle)}}  # fmt: skip
+def _hidden(config: dict[str, Any], setup: str) -> list[int]:
+    return [] if setup == "loc" else [int(w) for w in config["hidden_labels"]]
 
 
-def _excess(config: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """Measured and Eq. 10-predicted excess-loss fractions of every member, ``(N, S)``."""
-    frame, _ = data_frame(config)
-    steps, mu = results[0]["steps"], float(results[0]["mu"])
-    w0 = np.stack([r["w_pc"][0] for r in results])  # (N, K, q)
-    best = frame.optimal_loss()
-    loss = np.stack([r["loss"] for r in results])
-    predicted = predicted_loss(frame, w0, mu, 1.0, steps).T  # one layer: c = 1 exactly
-    return {"steps": steps, "excess": (loss - best) / (loss[:, :1] - best),
-            "predicted": (predicted - best) / (predicted[:, :1] - best),
-            "accuracy": np.stack([r["train_accuracy"] for r in results])}  # fmt: skip
+def _setup(base: dict[str, Any], setup: str, condition: str, **extra: Any) -> dict[str, Any]:
+    return {**base, "hidden": _hidden(base, setup),
+            "datasets": {"main": _spec(base, condition, extra.pop("shuffle", False))},
+            **extra}  # fmt: skip
+
+
+def _search_rates(base: dict[str, Any], run: Run, context: RunContext) -> dict[str, Any]:
+    """The grid search: one network per (setup, condition, rate), trained on the real
+    labels, its test error after the last epoch; the chosen rate per setup and condition."""
+    rates = [float(r) for r in base["rates"]]
+    configs, keys = [], []
+    for setup in SETUPS:
+        for condition in CONDITIONS:
+            for rate in rates:  # one seed for the whole grid: the rates see the same init
+                probe = _setup(base, setup, condition, lr=rate, seed=4 * base["seed"] + 3,
+                               allow_divergence=True)  # fmt: skip
+                configs += members(probe, 1)
+                keys.append(f"{setup}_{condition}")
+    with serial_threads():
+        found = run_members(linear_sgd_member, configs, run, context, "rates")
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(keys):
+        errors = [r["test_error"] for r, k in zip(found, keys, strict=True) if k == key]
+        out[f"{key}_rates"] = np.asarray(rates)
+        out[f"{key}_errors"] = np.asarray(errors)
+        out[f"{key}_chosen"] = np.float64(select_rate(rates, errors))
+    return out
 
 
 def run_loc(run: Run, context: RunContext) -> None:
-    """Two ensembles per condition for LOC, one shuffled-label ensemble per condition."""
-    c = context.config
-    base = {**c, "data_seed": context.seed, "data_dir": context.data_dir_text, "hidden": []}
+    """The rate search, then two one-layer ensembles per condition for LOC and a real- and a
+    shuffled-label two-layer ensemble per condition for Fig. 10."""
+    base = member_base(context)
+    chosen = _search_rates(base, run, context)
+    run.save_array("rates", **chosen)
+    seed = 4 * context.seed
     ensembles = {}
     for condition in CONDITIONS:
         for k in range(2):
-            ensembles[f"{condition}_{k}"] = _configs(base, condition, 2 * context.seed + k)
-        ensembles[f"{condition}_shuffled"] = _configs(base, condition, 2 * context.seed, True)
+            ensembles[f"loc_{condition}_{k}"] = _setup(
+                base, "loc", condition, lr=float(chosen[f"loc_{condition}_chosen"]),
+                seed=seed + k, record_correct=True)  # fmt: skip
+        for kind in ("real", "shuffled"):
+            ensembles[f"labels_{condition}_{kind}"] = _setup(
+                base, "labels", condition, lr=float(chosen[f"labels_{condition}_chosen"]),
+                seed=seed + 2, shuffle=kind == "shuffled")  # fmt: skip
     with serial_threads():
-        found = run_ensembles(deep_linear_member, ensembles, run, context)
-    correct, curves, labels = {}, {}, {}
+        found = run_ensembles(linear_sgd_member, ensembles, run, context)
+    labels = {f"{condition}_{kind}": _curves(found[f"labels_{condition}_{kind}"])
+              for condition in CONDITIONS for kind in ("real", "shuffled")}  # fmt: skip
+    run.save_array("loc", **_learning_order(found, run))
+    run.save_array("labels", **{f"{k}_{key}": v for k, d in labels.items() for key, v in d.items()})
+    run.flush()
+
+
+def _curves(results: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """One ensemble's learning curves, ``(N, S)`` each, and its checkpoints."""
+    return {"steps": results[0]["steps"],
+            "accuracy": np.stack([r["train_accuracy"] for r in results]),
+            "loss": np.stack([r["train_loss"] for r in results]),
+            "test_accuracy": np.stack([r["test_accuracy"] for r in results])}  # fmt: skip
+
+
+def _learning_order(found: dict[str, list[dict[str, Any]]], run: Run) -> dict[str, Any]:
+    """Accessibility over the learning phase and the LOC correlations of each condition."""
+    correct, curves = {}, {}
     for condition in CONDITIONS:
         for k in range(2):
-            results = found[f"{condition}_{k}"]
+            results = found[f"loc_{condition}_{k}"]
             correct[condition, k] = np.stack([r["correct"] for r in results])  # (N, S, n)
             curves[condition, k] = np.stack([r["train_accuracy"] for r in results]).mean(0)
-        for kind, label in (("real", f"{condition}_0"), ("shuffled", f"{condition}_shuffled")):
-            labels[f"{condition}_{kind}"] = _excess(ensembles[label], found[label])
     level = PHASE * min(float(curve[-1]) for curve in curves.values())
-    arrays: dict[str, Any] = {"level": np.float64(level)}
+    first = found[f"loc_{CONDITIONS[0]}_0"][0]
+    arrays: dict[str, Any] = {"level": np.float64(level),
+                              "steps_per_epoch": np.int64(first["steps_per_epoch"])}  # fmt: skip
     for condition in CONDITIONS:
         window = np.all([curves[condition, k] < level for k in range(2)], axis=0)
         window[0] = False  # step 0: the untrained networks
         if window.sum() < 2:
             raise ValueError(f"{condition}: fewer than 2 checkpoints in the learning phase; "
-                             "give more checkpoints or a smaller lr")  # fmt: skip
-        steps = labels[f"{condition}_real"]["steps"]
+                             "give more checkpoints")  # fmt: skip
+        steps = found[f"loc_{condition}_0"][0]["steps"]
         weights = checkpoint_weights(steps, steps[-1] + 1)  # the last: the final step only
         access = np.stack([accessibility(correct[condition, k][:, window], weights[window])
                            for k in range(2)])  # fmt: skip
@@ -168,9 +230,29 @@ def run_loc(run: Run, context: RunContext) -> None:
                          "loc_pearson_fastest": fastest.pearson,
                          "loc_spearman_fastest": fastest.spearman},
                      split="loc", layer=condition)  # fmt: skip
-    run.save_array("loc", **arrays)
-    run.save_array("labels", **{f"{k}_{key}": v for k, d in labels.items() for key, v in d.items()})
-    run.flush()
+    return arrays
+
+
+def loc_dry_run(
+    config: dict[str, Any], data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """What ``pcbias-loc`` would train, without training (the paper preset's check on local
+    files): the data read, standardised and whitened, one network of each setup built."""
+    base = {**config, "seed": seed, "data_seed": seed,
+            "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
+    inputs = read_dataset(_spec(base, "whitened"), base["data_dir"], seed)
+    q, k = inputs.x.shape[1], inputs.n_classes
+    built = {setup: [q, *_hidden(base, setup), k] for setup in SETUPS}
+    nets = [DeepLinear(w, init=str(config["init"]), dropout=float(config["dropout"]))
+            for w in built.values()]  # fmt: skip
+    marks, per_epoch = sgd_checkpoints(base, len(inputs.y))
+    return {"dataset": config["datasets"]["main"]["name"], "n_train": int(inputs.x.shape[0]),
+            "n_test": int(inputs.x_test.shape[0]), "widths": built["loc"],
+            "widths_labels": built["labels"],
+            "parameters": [sum(p.numel() for p in net.parameters()) for net in nets],
+            "members": int(config["members"]), "epochs": int(config["epochs"]),
+            "steps": int(marks[-1]), "steps_per_epoch": per_epoch,
+            "rates": [float(r) for r in config["rates"]]}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------

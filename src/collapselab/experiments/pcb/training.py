@@ -41,6 +41,7 @@ __all__ = [
     "linear_dry_run",
     "pc_gd_step",
     "sgd_epoch",
+    "sgd_step",
     "step_size",
 ]
 
@@ -171,12 +172,22 @@ def sgd_epoch(
     ``order``; a non-finite loss stops it with a clear error (R14: no momentum, no weight
     decay unless the optimiser has them)."""
     for idx in torch.randperm(len(y), generator=order).split(int(batch_size)):
-        optimiser.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"the loss became {float(loss)} (lr too large?)")
-        loss.backward()
-        optimiser.step()
+        sgd_step(net, x[idx], y[idx], optimiser)
+
+
+def sgd_step(
+    net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, optimiser: torch.optim.Optimizer
+) -> float:
+    r"""One optimiser step on the batch's mean cross-entropy
+    ``−(1/B) Σ_i log softmax(f(x_i))_{y_i}`` (the net in whatever mode it is: dropout acts in
+    training mode); returns the batch loss. A non-finite loss raises before the step."""
+    optimiser.zero_grad()
+    loss = torch.nn.functional.cross_entropy(net(x), y)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"the loss became {float(loss.detach())} (lr too large?)")
+    loss.backward()
+    optimiser.step()
+    return float(loss.detach())
 
 
 def linear_dry_run(
