@@ -208,8 +208,12 @@ def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
         assert built.built["input_dim"] == 3072 and built.built["n_train"] == 20
     relu = dry_run_experiment(get_experiment("pcbias-relu"), "paper", data_dir=tmp_path)
     assert relu.ok and relu.built is None  # generated data: nothing to read
-    missing = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=tmp_path / "no")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=empty)
     assert not missing.ok and "cifar10 not found" in missing.error
+    typo = dry_run_experiment(get_experiment("pcbias-init"), "paper", data_dir=tmp_path / "no")
+    assert not typo.ok and f"--data-dir {tmp_path / 'no'} does not exist" in typo.error
 
 
 def test_every_experiment_states_its_measured_standard_runtime():

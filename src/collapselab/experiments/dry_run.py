@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collapselab.data import DatasetFileError
-from collapselab.experiments.data_plan import MissingDataError, plan_data
+from collapselab.experiments.data_plan import DataDirError, MissingDataError, plan_data
 from collapselab.experiments.registry import Experiment
 
 
@@ -61,6 +61,8 @@ def dry_run_experiment(
         plan = plan_data(experiment, preset, data_dir)
     except MissingDataError as error:
         return DryRunResult(experiment.id, preset, "missing", error=error.one_line())
+    except DataDirError as error:
+        return DryRunResult(experiment.id, preset, "missing", error=str(error))
     result = DryRunResult(experiment.id, plan.preset, plan.summary(), notes=plan.notes())
     if experiment.dry_run is None:
         return result
