@@ -132,7 +132,8 @@ class Curvature(Family):
         _key("ggn_outliers_without_within", "outliers of G_class + G_cross", "004 Figs 5-6"),
         _key(
             "kronecker_alignment_mean",
-            "mean over k,k' of a(v_kk'), v_kk' = h̄^(l+1)_k ⊗ h̄^(l)_k' (linear layers)",
+            "mean over k,k' of a(v_kk'), v_kk' = h̄^(l+1)_k ⊗ h̄^(l)_k' (linear layers; h^(l+1)"
+            " the next weight layer's input)",
             "004 M11, Thm 4.1",
         ),
         _key(
@@ -357,12 +358,7 @@ def _measure_layer(
             arrays["hessian_density_nodes"] = density.nodes
             arrays["hessian_density_weights"] = density.weights
         if need & set(KRONECKER_KEYS) and isinstance(module, nn.Linear):
-            h_in, h_out = cv.module_class_means(obj, module, K)
-            v = cv.kronecker_vectors(h_out, h_in).reshape(K * K, -1).T
-            align = cv.eigenvector_alignment(H, v).cpu().numpy()
-            arrays["kronecker_alignment"] = align.reshape(K, K)
-            values["kronecker_alignment_mean"] = float(align.mean())
-            values["kronecker_alignment_min"] = float(align.min())
+            _kronecker(H, obj, model, module, K, values, arrays)
     if need & {*GGN_KEYS, *PAPYAN_KEYS}:
         if need & set(PAPYAN_KEYS):
             dec = cv.papyan_decomposition(obj, centring=fam.centring, n_classes=K)
@@ -394,6 +390,43 @@ def _measure_layer(
         arrays["feature_covariance_eigenvalues"] = spectrum
         values["feature_covariance_top_eigenvalue"] = float(spectrum[0])
     return {k: v for k, v in values.items() if k in keys}, arrays
+
+
+def _kronecker(
+    H: Any,
+    obj: Any,
+    model: nn.Module,
+    module: nn.Linear,
+    K: int,
+    values: dict[str, float],
+    arrays: dict[str, np.ndarray],
+) -> None:
+    """Alignment ``a(v_kk')`` of the ``K²`` vectors ``v_kk' = h̄^(l+1)_k ⊗ h̄^(l)_k'`` (note
+    004 Thm 4.1, M11). ``h^(l+1)`` is the input of the next weight layer ``W_{l+1}``, i.e.
+    ``σ(W_l h^(l) + b_l)`` after an activation (note 004 §2; the rows of ``W_{L:l+1}`` are
+    proportional to its class means at collapse, DNC3), not the layer's pre-activation
+    output; the last weight layer's is its output ``f``. Nothing is written when the next
+    weight layer reads a different number of features (a reshape or pooling between)."""
+    from collapselab import curvature as cv
+
+    following = _next_weight_layer(model, module)
+    h_in, h_out = cv.module_class_means(obj, module, K, next_module=following)
+    if h_out.shape[1] != module.out_features:
+        return
+    v = cv.kronecker_vectors(h_out, h_in).reshape(K * K, -1).T
+    align = cv.eigenvector_alignment(H, v).cpu().numpy()
+    arrays["kronecker_alignment"] = align.reshape(K, K)
+    values["kronecker_alignment_mean"] = float(align.mean())
+    values["kronecker_alignment_min"] = float(align.min())
+
+
+def _next_weight_layer(model: nn.Module, module: nn.Module) -> nn.Module | None:
+    """The ``nn.Linear`` / ``nn.Conv*d`` module registered after ``module`` (the forward
+    order of the sequential networks measured here), or ``None`` after the last one."""
+    kinds = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+    layers = [m for m in model.modules() if isinstance(m, kinds)]
+    index = next(i for i, m in enumerate(layers) if m is module)
+    return layers[index + 1] if index + 1 < len(layers) else None
 
 
 def _papyan(
