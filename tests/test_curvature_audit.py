@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from collapselab.curvature import count_outliers, counted_spectrum, top_eigenpairs
+from collapselab.curvature.operators import CurvatureOperator
 from collapselab.data import LabeledData
 from collapselab.metrics.families import Curvature
 from collapselab.models import MLP
@@ -104,3 +106,53 @@ def test_kronecker_vectors_use_the_next_layers_input_not_the_pre_activation(loss
     old = _alignment(H, means["pre"], means["in"])
     assert abs(expected - old) > 1e-2  # the two definitions differ here
     assert got == pytest.approx(expected, abs=1e-10)
+
+
+class _Dense(CurvatureOperator):
+    """A dense symmetric matrix as an operator."""
+
+    def __init__(self, A: torch.Tensor) -> None:
+        self.A, self.dim, self.dtype, self.device = A, A.shape[0], A.dtype, A.device
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        return self.A @ V
+
+
+def _smooth_spectrum(P: int = 400, rate: float = 0.1, seed: int = 0) -> torch.Tensor:
+    """A matrix whose eigenvalues decay geometrically (``10^(-rate·j)``, jittered): no gap
+    structure, the values below ``1e-3 λ_1`` from ``j ≈ 30`` on (as a CE layer's)."""
+    g = torch.Generator().manual_seed(seed)
+    j = torch.arange(P, dtype=torch.float64)
+    lam = 10 ** (-rate * j) * torch.exp(0.1 * torch.randn(P, generator=g, dtype=torch.float64))
+    Q, _ = torch.linalg.qr(torch.randn(P, P, generator=g, dtype=torch.float64))
+    return (Q * lam) @ Q.T
+
+
+def test_counted_spectra_are_resolved_down_to_the_values_the_gap_rule_reads():
+    """Resolution fixed by the audit: at ``tol = 1e-3`` Lanczos's residual bound
+    ``tol · λ_1`` does not resolve values far below it, and the unresolved ones fell short,
+    making a largest log-gap where the exact spectrum has none."""
+    A = _smooth_spectrum(seed=2)
+    m = 60
+    exact = torch.linalg.eigvalsh(A).flip(0)[:m].numpy()
+    truth = ref.count_by_gap(exact)
+    old = top_eigenpairs(_Dense(A), m, tol=1e-3, seed=0)
+    assert count_outliers(old.values.numpy()) != truth  # what the family counted before
+    spectrum = counted_spectrum(_Dense(A), m, tol=1e-3, seed=0)
+    assert spectrum.tol < 1e-3
+    assert spectrum.outliers() == truth
+    compared = m // 2 + 1
+    assert np.allclose(spectrum.values.numpy()[:compared], exact[:compared], rtol=1e-2)
+
+
+@pytest.mark.parametrize(("loss", "seed"), [("ce", 0), ("mse", 2)])
+def test_the_familys_outlier_counts_equal_the_references_at_a_coarse_tolerance(loss, seed):
+    x, y = blobs(n=60, d=5, seed=1)
+    torch.manual_seed(seed)
+    model = MLP(5, 3, width=16, depth=3, bias=True).double()  # 256 weights: Lanczos, not dense
+    family = Curvature(["hessian_outliers"], samples=60, batch_size=60, tol=3e-2)
+    monitor = Monitor(model, LabeledData(x, y, 3), families=[family], schedule=None, loss=loss)
+    got = monitor.measure_now(epoch=0)["train"]["layers.1.linear"]["hessian_outliers"]
+    layer = model.layers[1].linear
+    system = ref.gram_system(ref.layer_samples(model, layer, x, y, loss), loss)
+    assert got == ref.count_by_gap(system.values.numpy()[: 2 * 9 + 3])

@@ -327,16 +327,24 @@ def _measure_layer(
     def eig(op: Any, k: int = top) -> Any:
         return cv.top_eigenpairs(op, min(k, P - 1), tol=fam.tol, seed=fam.seed)
 
+    def counted(op: Any, quantity: str) -> Any:
+        """The top eigenpairs of a spectrum whose outliers are counted, resolved down to
+        the values the gap rule reads (:func:`~collapselab.curvature.counted_spectrum`);
+        the tolerance reached is kept with the values."""
+        spectrum = cv.counted_spectrum(op, top, tol=fam.tol, seed=fam.seed)
+        arrays[quantity] = spectrum.values.detach().cpu().numpy()
+        arrays[f"{quantity}_tol"] = np.float64(spectrum.tol)
+        return spectrum
+
     need = set(keys)
     wants_hessian = need & {*HESSIAN_KEYS, *ALIGNMENT_KEYS, *KRONECKER_KEYS}
     if wants_hessian:
         H = cv.HessianOperator(obj)
         if need & {"hessian_top_eigenvalue", "hessian_outliers", *ALIGNMENT_KEYS}:
-            pairs = eig(H)
-            vals = pairs.values.detach().cpu().numpy()
-            arrays["hessian_eigenvalues"] = vals
-            values["hessian_top_eigenvalue"] = float(vals[0])
-            values["hessian_outliers"] = float(cv.count_outliers(vals))
+            spectrum = counted(H, "hessian_eigenvalues")
+            pairs = spectrum.pairs
+            values["hessian_top_eigenvalue"] = float(pairs.values[0])
+            values["hessian_outliers"] = float(spectrum.outliers())
             k = min(fam.fraction_k or K, pairs.vectors.shape[1])
             top_vectors = pairs.vectors[:, :k]
             if need & set(ALIGNMENT_KEYS):
@@ -363,14 +371,13 @@ def _measure_layer(
         if need & set(PAPYAN_KEYS):
             dec = cv.papyan_decomposition(obj, centring=fam.centring, n_classes=K)
             G = dec.ggn
-            _papyan(dec, need, values, arrays, eig)
+            _papyan(dec, need, values, arrays, eig, counted)
         else:
             G = cv.GGNOperator(obj)
         if need & {"ggn_top_eigenvalue", "ggn_outliers"}:
-            vals = eig(G).values.detach().cpu().numpy()
-            arrays["ggn_eigenvalues"] = vals
-            values["ggn_top_eigenvalue"] = float(vals[0])
-            values["ggn_outliers"] = float(cv.count_outliers(vals))
+            spectrum = counted(G, "ggn_eigenvalues")
+            values["ggn_top_eigenvalue"] = float(spectrum.values[0])
+            values["ggn_outliers"] = float(spectrum.outliers())
         if "ggn_trace" in need:
             values["ggn_trace"] = cv.hutchpp(G, fam.trace_products, seed=fam.seed).value
     if need & set(WEIGHT_KEYS):
@@ -430,7 +437,12 @@ def _next_weight_layer(model: nn.Module, module: nn.Module) -> nn.Module | None:
 
 
 def _papyan(
-    dec: Any, need: set[str], values: dict[str, float], arrays: dict[str, np.ndarray], eig: Any
+    dec: Any,
+    need: set[str],
+    values: dict[str, float],
+    arrays: dict[str, np.ndarray],
+    eig: Any,
+    counted: Any,
 ) -> None:
     from collapselab import curvature as cv
 
@@ -455,10 +467,10 @@ def _papyan(
         if part == "within":  # low rank: its exact spectrum, then its zero bulk
             vals = knocked.eigenpairs()[0].cpu().numpy()
             vals = np.concatenate([vals, np.zeros(max(vals.size, 1))])
+            arrays[f"ggn_without_{part}_eigenvalues"] = vals
+            values[key] = float(cv.count_outliers(vals))
         else:
-            vals = eig(knocked).values.detach().cpu().numpy()
-        arrays[f"ggn_without_{part}_eigenvalues"] = vals
-        values[key] = float(cv.count_outliers(vals))
+            values[key] = float(counted(knocked, f"ggn_without_{part}_eigenvalues").outliers())
 
 
 def _layer_inputs(obj: Any, module: nn.Module) -> torch.Tensor:
