@@ -152,8 +152,8 @@ def main() -> None:
     parser.add_argument("--step", choices=("first", "last"), default="last")
     parser.add_argument("--save", type=Path, default=None, help="npz of the spectra")
     args = parser.parse_args()
+    model, manifest, data = load_model(args.run, args.step)  # float32 draws, as the run's
     torch.set_default_dtype(torch.float64)
-    model, manifest, data = load_model(args.run, args.step)
     config = manifest["config"]
     info = manifest["curvature"]
     K = int(info["n_classes"])

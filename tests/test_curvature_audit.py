@@ -15,7 +15,7 @@ from collapselab.metrics.families import Curvature
 from collapselab.models import MLP
 from collapselab.track import Monitor
 from tests import _curvature_reference as ref
-from tests._curvature import blobs
+from tests._curvature import blobs, ufm_at_dnc
 
 
 def _relu_mlp(seed: int = 0) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
@@ -156,3 +156,44 @@ def test_the_familys_outlier_counts_equal_the_references_at_a_coarse_tolerance(l
     layer = model.layers[1].linear
     system = ref.gram_system(ref.layer_samples(model, layer, x, y, loss), loss)
     assert got == ref.count_by_gap(system.values.numpy()[: 2 * 9 + 3])
+
+
+def test_f_top_on_the_k2_outlier_space_is_one_at_collapse_and_matches_the_reference():
+    """Protocol aligned by the audit: paper 004 (Thm 4.3, App. C; note M14) puts the gradient
+    in the span of Theorem 4.1's ``K²`` outliers, which are equal at collapse, so their top
+    ``K`` (Gur-Ari et al.'s cross-entropy choice) is an arbitrary part of that space. On the
+    deep linear UFM at deep neural collapse ``f_top`` is 1 on the ``K²`` space and not on
+    the top ``K``; the MSE experiments use ``K²``, the CE ones ``K``."""
+    K = 3
+    model, x, y = ufm_at_dnc(K=K, L=3)
+    data = LabeledData(x, y, K)
+    got = {}
+    for k in ("K", "K^2"):
+        family = Curvature(
+            ["gradient_fraction_top"], loss="mse_half", samples=len(y), tol=1e-12, fraction_k=k
+        )
+        monitor = Monitor(model, data, families=[family], schedule=None, loss="mse")
+        got[k] = monitor.measure_now(epoch=0)["train"]["layers.2"]["gradient_fraction_top"]
+    assert got["K^2"] == pytest.approx(1.0, abs=1e-10)
+    assert got["K"] < 0.9
+    # a ReLU network (no degeneracy): the family's value is the reference's
+    model, x, y = _relu_mlp()
+    family = Curvature(["gradient_fraction_top"], samples=24, tol=1e-12, fraction_k="K^2")
+    monitor = Monitor(model, LabeledData(x, y, K), families=[family], schedule=None, loss="mse")
+    value = monitor.measure_now(epoch=0)["train"]["layers.1.linear"]["gradient_fraction_top"]
+    layer = model.layers[1].linear
+    samples = ref.layer_samples(model, layer, x, y, "mse")
+    system = ref.gram_system(samples, "mse")
+    g = torch.einsum("nco,nc,ni->oi", samples.jac, samples.grad_f, samples.x) / len(y)
+    coords = (system.vectors.T @ system.apply_t(g)) / system.values.sqrt()
+    assert value == pytest.approx(float((coords[: K * K] ** 2).sum() / (g * g).sum()), abs=1e-10)
+
+
+def test_the_curvature_presets_project_on_k2_for_mse_and_k_for_ce():
+    from collapselab.experiments.curvature.presets import presets
+
+    for net in ("mlp", "conv"):
+        for loss, k in (("mse", "K^2"), ("ce", "K")):
+            assert {p["fraction_k"] for p in presets(net, loss).values()} == {k}
+    with pytest.raises(ValueError, match="fraction_k"):
+        Curvature(fraction_k="K^3")

@@ -95,6 +95,9 @@ def _preset(
         "curvature_batch_size": 250,
         # CE: Papyan's class part in the class centring (the logit centring vanishes for CE)
         "centring": "logit" if loss == "mse" else "class",
+        # f_top's top eigenspace: Theorem 4.1's K² outliers for MSE (paper 004 Thm 4.3,
+        # App. C, note M14); the top K for CE (Gur-Ari et al., who observed it with CE)
+        "fraction_k": "K^2" if loss == "mse" else "K",
         "tol": 1e-3,
         "curvature_keys": None,  # every key of the family
         "density_steps": 40,

@@ -76,8 +76,10 @@ class Curvature(Family):
             default: the Monitor's loss, which must then be given by name.
         top: eigenvalues computed per spectrum (default ``2K² + K``, at most ``P − 1``):
             the outlier counts look for the largest gap in their first half.
-        fraction_k: the top eigenvectors of ``f_top`` and of the subspace overlap (default
-            ``K``, Gur-Ari et al.'s choice; note 004 uses ``K²``).
+        fraction_k: the top eigenvectors of ``f_top`` and of the subspace overlap: a count,
+            ``"K"`` (the default, Gur-Ari et al.'s choice for cross-entropy: the number of
+            classes) or ``"K^2"`` (note 004 M14: Theorem 4.1's ``K²`` outliers span the top
+            eigenspace Theorem 4.3 puts the gradient in).
         centring: Papyan's centring, ``"logit"`` or ``"class"`` (note 004 §3.9).
         tol: relative residual tolerance of Lanczos.
         trace_products: products of the Hutch++ trace estimates (a multiple of 3).
@@ -171,7 +173,7 @@ class Curvature(Family):
         layers: str | Sequence[str] = "auto",
         loss: str | None = None,
         top: int | None = None,
-        fraction_k: int | None = None,
+        fraction_k: int | str | None = None,
         centring: str = "logit",
         tol: float = 1e-4,
         trace_products: int = 30,
@@ -193,9 +195,7 @@ class Curvature(Family):
         self.layers = layers if layers == "auto" else list(layers)
         self.loss = loss
         self.top = None if top is None else check_int("top", top, minimum=2)
-        self.fraction_k = (
-            None if fraction_k is None else check_int("fraction_k", fraction_k, minimum=1)
-        )
+        self.fraction_k = _check_fraction_k(fraction_k)
         self.centring = check_choice("centring", centring, ("logit", "class"))
         self.tol = check_float("tol", tol, minimum=0.0, strict=True)
         self.trace_products = check_int("trace_products", trace_products, minimum=3)
@@ -305,6 +305,23 @@ class Curvature(Family):
         )
 
 
+FRACTION_K = {"K": 1, "K^2": 2}
+"""The symbolic ``fraction_k`` values and the power of ``K`` each stands for."""
+
+
+def _check_fraction_k(fraction_k: int | str | None) -> int | str:
+    if isinstance(fraction_k, str):
+        if fraction_k not in FRACTION_K:
+            raise ValueError(f"fraction_k must be a count, 'K' or 'K^2', got {fraction_k!r}")
+        return fraction_k
+    return "K" if fraction_k is None else check_int("fraction_k", fraction_k, minimum=1)
+
+
+def _top_k(fraction_k: int | str, K: int) -> int:
+    """The number of top eigenvectors ``f_top`` projects on: ``K``, ``K²`` or a count."""
+    return K ** FRACTION_K[fraction_k] if isinstance(fraction_k, str) else fraction_k
+
+
 def _measure_layer(
     fam: Curvature,
     keys: frozenset[str],
@@ -345,7 +362,7 @@ def _measure_layer(
             pairs = spectrum.pairs
             values["hessian_top_eigenvalue"] = float(pairs.values[0])
             values["hessian_outliers"] = float(spectrum.outliers())
-            k = min(fam.fraction_k or K, pairs.vectors.shape[1])
+            k = min(_top_k(fam.fraction_k, K), pairs.vectors.shape[1])
             top_vectors = pairs.vectors[:, :k]
             if need & set(ALIGNMENT_KEYS):
                 g = obj.gradient()
