@@ -10,6 +10,7 @@ import torch
 
 from collapselab.curvature import count_outliers, counted_spectrum, top_eigenpairs
 from collapselab.curvature.operators import CurvatureOperator, LowRankOperator
+from collapselab.curvature.outliers import RESOLUTION_MARGIN, finer_tolerance
 from collapselab.data import LabeledData
 from collapselab.metrics.families import Curvature
 from collapselab.models import MLP
@@ -139,7 +140,8 @@ def test_counted_spectra_are_resolved_down_to_the_values_the_gap_rule_reads():
     old = top_eigenpairs(_Dense(A), m, tol=1e-3, seed=0)
     assert count_outliers(old.values.numpy()) != truth  # what the family counted before
     spectrum = counted_spectrum(_Dense(A), m, tol=1e-3, seed=0)
-    assert spectrum.tol < 1e-3
+    assert 1e-5 <= spectrum.tol < 1e-3  # at most ten times finer per pass, and resolved:
+    assert spectrum.values[m // 2] >= RESOLUTION_MARGIN * spectrum.tol * spectrum.values[0]
     assert spectrum.outliers() == truth
     compared = m // 2 + 1
     assert np.allclose(spectrum.values.numpy()[:compared], exact[:compared], rtol=1e-2)
@@ -217,3 +219,14 @@ def test_low_rank_spectra_keep_every_genuine_eigenvalue_of_float32_factors():
     assert np.allclose(values.double().numpy(), exact, rtol=1e-5)
     overlap = float(torch.linalg.matrix_norm(vectors.T.double() @ U, ord=2))
     assert overlap == pytest.approx(1.0, abs=1e-5)  # the image is the whole column space
+
+
+def test_each_refinement_is_at_most_ten_times_finer_and_stops_at_the_dtypes_floor():
+    values = torch.tensor([1.0] + [1e-9] * 20, dtype=torch.float64)  # unresolved: tiny values
+    assert finer_tolerance(values, 1e-3, torch.float64) == pytest.approx(1e-4)
+    assert finer_tolerance(values, 1e-3, torch.float32) == pytest.approx(1e-4)
+    assert finer_tolerance(values, 1e-5, torch.float32) is None  # float32's finest
+    resolved = torch.tensor([1.0] + [0.05] * 20, dtype=torch.float64)
+    assert finer_tolerance(resolved, 1e-3, torch.float64) is None
+    partly = torch.tensor([1.0] + [0.015] * 20, dtype=torch.float64)  # its own ratio / 10
+    assert finer_tolerance(partly, 1e-2, torch.float64) == pytest.approx(1.5e-3)
