@@ -31,11 +31,11 @@ _BUNDLED_RUNTIMES = {  # measured 2026-11-24 on 2 shared cores, load average 1.7
     ("conv", "ce"): "~16 s",
     ("conv", "mse"): "~19 s",
 }
-_STANDARD_RUNTIMES = {  # measured 2026-11-25 on 2 shared cores, load average 5.5-7.7
-    ("mlp", "ce"): "~4 min",
-    ("mlp", "mse"): "~7.5 min",
-    ("conv", "ce"): "~7.5 min",
-    ("conv", "mse"): "~11.5 min",
+_STANDARD_RUNTIMES = {  # measured 2026-11-27 on 2 shared cores, load average 2.6-3.1
+    ("mlp", "ce"): "~4.5 min",
+    ("mlp", "mse"): "~7 min",
+    ("conv", "ce"): "~8 min",
+    ("conv", "mse"): "~10.5 min",
 }
 
 EXPERIMENTS = {
