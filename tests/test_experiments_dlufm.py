@@ -250,7 +250,10 @@ def test_the_mlp_follows_its_presets_step_schedule(runs):
 def test_the_curvature_family_measures_the_same_layer_hessian_as_app_f(runs):
     """Issue 13 x issue 12: on the trained MLP, the curvature family's top eigenvalue (Lanczos
     on the network's own Hessian-vector products) equals App. F's dense formula's, and the
-    family's f_top and outliers are logged beside the theory module's."""
+    family's f_top and outliers are logged beside the theory module's. The family's Kronecker
+    alignment is the theory module's mean ``a(v)``: both build ``v_kk'`` from the class means
+    of ``h^(l+1) = σ(W_l h^(l))``, the next layer's input (the family read the pre-activation
+    before the curvature audit, docs/curvature.md)."""
     run = runs["dlufm-mlp"]
     rows = run.metrics()
     rows = rows[rows["split"] == "mlp"]
@@ -258,8 +261,11 @@ def test_the_curvature_family_measures_the_same_layer_hessian_as_app_f(runs):
         for ell in run.config["layers"]:
             at = rows[rows["layer"] == f"{stage}:W{ell}"].set_index("metric")["value"]
             assert at["family_gap"] < 1e-8, (stage, ell, at["family_gap"])
-            top = run.load_array(f"mlp_{stage}_layer{ell}")["hessian"][0]
+            snapshot = run.load_array(f"mlp_{stage}_layer{ell}")
+            top = snapshot["hessian"][0]
             assert at["family_hessian_top_eigenvalue"] == pytest.approx(top, rel=1e-8)
+            alignment = float(snapshot["alignment"].mean())
+            assert at["family_kronecker_alignment_mean"] == pytest.approx(alignment, abs=1e-8)
             assert 0.0 <= at["family_gradient_fraction_top"] <= 1.0 + 1e-12
             assert at["family_hessian_outliers"] >= 1
 

@@ -15,7 +15,8 @@ dependency. Modules, one per concept:
 - :mod:`~collapselab.curvature.eigen`: :func:`top_eigenpairs` (restarted block Lanczos).
 - :mod:`~collapselab.curvature.trace`: :func:`hutchinson`, :func:`hutchpp`.
 - :mod:`~collapselab.curvature.density`: :func:`slq` (stochastic Lanczos quadrature).
-- :mod:`~collapselab.curvature.outliers`: :func:`count_outliers`.
+- :mod:`~collapselab.curvature.outliers`: :func:`count_outliers`, and
+  :func:`counted_spectrum` (top eigenpairs resolved for a count).
 - :mod:`~collapselab.curvature.papyan`: :func:`papyan_decomposition`, :func:`image_overlap`.
 - :mod:`~collapselab.curvature.alignment`: :func:`top_fraction`, :func:`subspace_overlap`,
   :func:`gradient_coefficients`, :func:`kronecker_vectors`, :func:`eigenvector_alignment`,
@@ -45,7 +46,7 @@ from collapselab.curvature.operators import (
     LowRankOperator,
     gradient_covariance,
 )
-from collapselab.curvature.outliers import count_outliers
+from collapselab.curvature.outliers import CountedSpectrum, count_outliers, counted_spectrum
 from collapselab.curvature.papyan import (
     ClassPairMeans,
     PapyanDecomposition,
@@ -65,6 +66,7 @@ from collapselab.curvature.weights import (
 __all__ = [
     "LOSSES",
     "ClassPairMeans",
+    "CountedSpectrum",
     "CurvatureOperator",
     "Eigenpairs",
     "EmpiricalFisherOperator",
@@ -80,6 +82,7 @@ __all__ = [
     "TraceEstimate",
     "class_pair_means",
     "count_outliers",
+    "counted_spectrum",
     "covariance_spectrum",
     "eigenvector_alignment",
     "gradient_coefficients",

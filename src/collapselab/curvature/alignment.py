@@ -9,8 +9,12 @@ r"""Alignment of gradients and predicted eigenvectors with curvature (paper 004 
 * :func:`gradient_coefficients` (M16): :math:`\langle g/\lVert g\rVert, u_j\rangle`.
 * :func:`kronecker_vectors` (Theorem 4.1): for a linear layer ``W_l (d_out, d_in)``, the
   ``K²`` predicted eigenvectors :math:`v_{kk'} = \bar h^{(l+1)}_k \otimes \bar h^{(l)}_{k'}`
-  from the class means of the layer's output and input (``vec_row`` order: PyTorch's
-  flattening of ``W_l``);
+  from the class means of ``h^{(l+1)}`` and of the layer's input ``h^{(l)}`` (``vec_row``
+  order: PyTorch's flattening of ``W_l``). ``h^{(l+1)}`` is the input of the next weight
+  layer ``W_{l+1}`` (note 004 §2: :math:`h^{(l+1)} = \sigma(W_l h^{(l)})` in a ReLU
+  network; the rows of :math:`W_{L:l+1}` are proportional to its class means, DNC3), which
+  :func:`module_class_means` reads with ``next_module``; in a linear network it is the
+  layer's output;
 * :func:`eigenvector_alignment` (M11): :math:`a(v) = \langle Av, v\rangle /
   (\lVert Av\rVert\,\lVert v\rVert)`, 1 exactly when ``v`` is an eigenvector with a positive
   eigenvalue.
@@ -71,30 +75,45 @@ def eigenvector_alignment(op: CurvatureOperator, vectors: torch.Tensor) -> torch
 
 
 def module_class_means(
-    objective: Objective, module: nn.Module, n_classes: int
+    objective: Objective,
+    module: nn.Module,
+    n_classes: int,
+    next_module: nn.Module | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class means of the (flattened) input and output of ``module`` over the objective's
-    data, at the objective's parameters: ``(K, d_in)``, ``(K, d_out)`` in float64."""
+    """Class means over the objective's data, at its parameters, of the (flattened) input
+    ``h^{(l)}`` of ``module`` and of ``h^{(l+1)}``: the input of ``next_module`` (the next
+    weight layer: after an activation, ``σ(W_l h^{(l)})``, note 004 §2) or, without one, the
+    output of ``module``. Returns ``(K, d_in)``, ``(K, d_out)`` in float64."""
     sums: dict[str, torch.Tensor] = {}
     counts = torch.zeros(n_classes, dtype=torch.float64)
     labels: list[torch.Tensor] = []
 
-    def hook(_: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+    def add(name: str, t: torch.Tensor) -> None:
         y = labels[-1]
-        for name, t in (("in", inputs[0]), ("out", output)):
-            flat = t.detach().reshape(t.shape[0], -1).to(torch.float64)
-            onehot = (y[:, None] == torch.arange(n_classes, device=y.device)).to(flat)
-            part = onehot.T @ flat
-            sums[name] = sums[name] + part.cpu() if name in sums else part.cpu()
+        flat = t.detach().reshape(t.shape[0], -1).to(torch.float64)
+        onehot = (y[:, None] == torch.arange(n_classes, device=y.device)).to(flat)
+        part = onehot.T @ flat
+        sums[name] = sums[name] + part.cpu() if name in sums else part.cpu()
 
-    handle = module.register_forward_hook(hook)
+    def own(_: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+        add("in", inputs[0])
+        if next_module is None:
+            add("out", output)
+
+    def following(_: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+        add("out", inputs[0])
+
+    handles = [module.register_forward_hook(own)]
+    if next_module is not None:
+        handles.append(next_module.register_forward_hook(following))
     try:
         for x, y in objective.batches():
             labels.append(y)
             counts += torch.bincount(y.cpu(), minlength=n_classes).to(torch.float64)
             objective.forward(objective.theta, x)
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
     if bool((counts == 0).any()):
         raise ValueError("every class needs a sample for its class means")
     return sums["in"] / counts[:, None], sums["out"] / counts[:, None]

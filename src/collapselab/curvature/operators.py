@@ -328,21 +328,25 @@ class LowRankOperator(CurvatureOperator):
 
         With :math:`w \\ge 0`: :math:`A\\,\\mathrm{diag}(w)A^\\top = BB^\\top`,
         :math:`B = A\\,\\mathrm{diag}(\\sqrt{w})`, whose non-zero eigenvalues are those of
-        :math:`B^\\top B` and eigenvectors :math:`B u/\\sqrt{\\lambda}`. Eigenvalues at most
-        ``rtol · λ_max`` (default ``r · P · ε``) count as zero and are dropped. Returns
-        ``(values (k,) descending, vectors (P, k))``.
+        :math:`B^\\top B` and eigenvectors :math:`B u/\\sqrt{\\lambda}`. The Gram matrix and
+        its eigendecomposition are float64 whatever the factors' dtype, and eigenvalues at
+        most ``rtol · λ_max`` (default ``r · P · ε₆₄``) count as zero and are dropped: a
+        float32 ``ε`` there (``r · P · 1.2e-7``, 0.6 for 100 factors of 50,176 weights)
+        dropped genuine eigenvalues, not only rounding. Returns ``(values (k,) descending,
+        vectors (P, k))`` in the factors' dtype.
         """
         if bool((self.weights < 0).any()):
             raise ValueError("eigenpairs of a LowRankOperator need non-negative weights")
-        B = self.factors * self.weights.sqrt()[None, :]
+        B = self.factors.to(torch.float64) * self.weights.to(torch.float64).sqrt()[None, :]
         gram = B.T @ B
         vals, vecs = torch.linalg.eigh(gram)
         vals, vecs = vals.flip(0), vecs.flip(1)
         top = float(vals[0]) if vals.numel() else 0.0
-        tol = (rtol if rtol is not None else B.shape[1] * self.dim * _eps(self.dtype)) * top
+        tol = (rtol if rtol is not None else B.shape[1] * self.dim * _eps(torch.float64)) * top
         keep = vals > max(tol, 0.0)
         vals, vecs = vals[keep], vecs[:, keep]
-        return vals, (B @ vecs) / vals.sqrt()[None, :]
+        vectors = (B @ vecs) / vals.sqrt()[None, :]
+        return vals.to(self.dtype), vectors.to(self.dtype)
 
 
 class LinearCombination(CurvatureOperator):

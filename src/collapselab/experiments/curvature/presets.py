@@ -24,9 +24,10 @@ curvature of the classifier and the layer before it on 300 training images at ep
 error; on 100 all four do (from epochs 151, 166, 47, 107: MLP-MSE, MLP-CE, conv-CE,
 conv-MSE), but NC1 of the penultimate features does not halve after it in any of them
 (ratios 0.54, 0.99, 1.18, 0.79). No stand-in data: it needs the Fashion-MNIST files.
-Measured wall times, one run after the other (2 shared cores, load average 5.5-7.7,
-2026-11-25): MLP 3.8 min (CE) and 7.4 min (MSE), conv net 7.5 min (CE) and 11.6 min
-(MSE); 30 min for the four.
+Measured wall times, one run after the other (2 shared cores, load average 2.6-3.1,
+2026-11-27, with the counted spectra resolved as docs/curvature.md's audit describes):
+MLP 4.6 min (CE) and 6.8 min (MSE), conv net 8.1 min (CE) and 10.6 min (MSE); 30 min for
+the four.
 
 ``tiny`` is the test-suite's: seconds, every claim evaluable.
 """
@@ -95,6 +96,9 @@ def _preset(
         "curvature_batch_size": 250,
         # CE: Papyan's class part in the class centring (the logit centring vanishes for CE)
         "centring": "logit" if loss == "mse" else "class",
+        # f_top's top eigenspace: Theorem 4.1's K² outliers for MSE (paper 004 Thm 4.3,
+        # App. C, note M14); the top K for CE (Gur-Ari et al., who observed it with CE)
+        "fraction_k": "K^2" if loss == "mse" else "K",
         "tol": 1e-3,
         "curvature_keys": None,  # every key of the family
         "density_steps": 40,

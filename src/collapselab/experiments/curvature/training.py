@@ -47,6 +47,7 @@ def run_curvature(run: Run, context: RunContext) -> None:
         samples=int(config["curvature_samples"]),
         batch_size=int(config["curvature_batch_size"]),
         centring=config["centring"],
+        fraction_k=config.get("fraction_k"),
         tol=float(config["tol"]),
         layers=config.get("curvature_layers") or "auto",
     )

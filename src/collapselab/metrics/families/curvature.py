@@ -76,8 +76,10 @@ class Curvature(Family):
             default: the Monitor's loss, which must then be given by name.
         top: eigenvalues computed per spectrum (default ``2K² + K``, at most ``P − 1``):
             the outlier counts look for the largest gap in their first half.
-        fraction_k: the top eigenvectors of ``f_top`` and of the subspace overlap (default
-            ``K``, Gur-Ari et al.'s choice; note 004 uses ``K²``).
+        fraction_k: the top eigenvectors of ``f_top`` and of the subspace overlap: a count,
+            ``"K"`` (the default, Gur-Ari et al.'s choice for cross-entropy: the number of
+            classes) or ``"K^2"`` (note 004 M14: Theorem 4.1's ``K²`` outliers span the top
+            eigenspace Theorem 4.3 puts the gradient in).
         centring: Papyan's centring, ``"logit"`` or ``"class"`` (note 004 §3.9).
         tol: relative residual tolerance of Lanczos.
         trace_products: products of the Hutch++ trace estimates (a multiple of 3).
@@ -132,7 +134,8 @@ class Curvature(Family):
         _key("ggn_outliers_without_within", "outliers of G_class + G_cross", "004 Figs 5-6"),
         _key(
             "kronecker_alignment_mean",
-            "mean over k,k' of a(v_kk'), v_kk' = h̄^(l+1)_k ⊗ h̄^(l)_k' (linear layers)",
+            "mean over k,k' of a(v_kk'), v_kk' = h̄^(l+1)_k ⊗ h̄^(l)_k' (linear layers; h^(l+1)"
+            " the next weight layer's input)",
             "004 M11, Thm 4.1",
         ),
         _key(
@@ -170,7 +173,7 @@ class Curvature(Family):
         layers: str | Sequence[str] = "auto",
         loss: str | None = None,
         top: int | None = None,
-        fraction_k: int | None = None,
+        fraction_k: int | str | None = None,
         centring: str = "logit",
         tol: float = 1e-4,
         trace_products: int = 30,
@@ -192,9 +195,7 @@ class Curvature(Family):
         self.layers = layers if layers == "auto" else list(layers)
         self.loss = loss
         self.top = None if top is None else check_int("top", top, minimum=2)
-        self.fraction_k = (
-            None if fraction_k is None else check_int("fraction_k", fraction_k, minimum=1)
-        )
+        self.fraction_k = _check_fraction_k(fraction_k)
         self.centring = check_choice("centring", centring, ("logit", "class"))
         self.tol = check_float("tol", tol, minimum=0.0, strict=True)
         self.trace_products = check_int("trace_products", trace_products, minimum=3)
@@ -304,6 +305,23 @@ class Curvature(Family):
         )
 
 
+FRACTION_K = {"K": 1, "K^2": 2}
+"""The symbolic ``fraction_k`` values and the power of ``K`` each stands for."""
+
+
+def _check_fraction_k(fraction_k: int | str | None) -> int | str:
+    if isinstance(fraction_k, str):
+        if fraction_k not in FRACTION_K:
+            raise ValueError(f"fraction_k must be a count, 'K' or 'K^2', got {fraction_k!r}")
+        return fraction_k
+    return "K" if fraction_k is None else check_int("fraction_k", fraction_k, minimum=1)
+
+
+def _top_k(fraction_k: int | str, K: int) -> int:
+    """The number of top eigenvectors ``f_top`` projects on: ``K``, ``K²`` or a count."""
+    return K ** FRACTION_K[fraction_k] if isinstance(fraction_k, str) else fraction_k
+
+
 def _measure_layer(
     fam: Curvature,
     keys: frozenset[str],
@@ -326,17 +344,25 @@ def _measure_layer(
     def eig(op: Any, k: int = top) -> Any:
         return cv.top_eigenpairs(op, min(k, P - 1), tol=fam.tol, seed=fam.seed)
 
+    def counted(op: Any, quantity: str) -> Any:
+        """The top eigenpairs of a spectrum whose outliers are counted, resolved down to
+        the values the gap rule reads (:func:`~collapselab.curvature.counted_spectrum`);
+        the tolerance reached is kept with the values."""
+        spectrum = cv.counted_spectrum(op, top, tol=fam.tol, seed=fam.seed)
+        arrays[quantity] = spectrum.values.detach().cpu().numpy()
+        arrays[f"{quantity}_tol"] = np.float64(spectrum.tol)
+        return spectrum
+
     need = set(keys)
     wants_hessian = need & {*HESSIAN_KEYS, *ALIGNMENT_KEYS, *KRONECKER_KEYS}
     if wants_hessian:
         H = cv.HessianOperator(obj)
         if need & {"hessian_top_eigenvalue", "hessian_outliers", *ALIGNMENT_KEYS}:
-            pairs = eig(H)
-            vals = pairs.values.detach().cpu().numpy()
-            arrays["hessian_eigenvalues"] = vals
-            values["hessian_top_eigenvalue"] = float(vals[0])
-            values["hessian_outliers"] = float(cv.count_outliers(vals))
-            k = min(fam.fraction_k or K, pairs.vectors.shape[1])
+            spectrum = counted(H, "hessian_eigenvalues")
+            pairs = spectrum.pairs
+            values["hessian_top_eigenvalue"] = float(pairs.values[0])
+            values["hessian_outliers"] = float(spectrum.outliers())
+            k = min(_top_k(fam.fraction_k, K), pairs.vectors.shape[1])
             top_vectors = pairs.vectors[:, :k]
             if need & set(ALIGNMENT_KEYS):
                 g = obj.gradient()
@@ -357,24 +383,18 @@ def _measure_layer(
             arrays["hessian_density_nodes"] = density.nodes
             arrays["hessian_density_weights"] = density.weights
         if need & set(KRONECKER_KEYS) and isinstance(module, nn.Linear):
-            h_in, h_out = cv.module_class_means(obj, module, K)
-            v = cv.kronecker_vectors(h_out, h_in).reshape(K * K, -1).T
-            align = cv.eigenvector_alignment(H, v).cpu().numpy()
-            arrays["kronecker_alignment"] = align.reshape(K, K)
-            values["kronecker_alignment_mean"] = float(align.mean())
-            values["kronecker_alignment_min"] = float(align.min())
+            _kronecker(H, obj, model, module, K, values, arrays)
     if need & {*GGN_KEYS, *PAPYAN_KEYS}:
         if need & set(PAPYAN_KEYS):
             dec = cv.papyan_decomposition(obj, centring=fam.centring, n_classes=K)
             G = dec.ggn
-            _papyan(dec, need, values, arrays, eig)
+            _papyan(dec, need, values, arrays, eig, counted)
         else:
             G = cv.GGNOperator(obj)
         if need & {"ggn_top_eigenvalue", "ggn_outliers"}:
-            vals = eig(G).values.detach().cpu().numpy()
-            arrays["ggn_eigenvalues"] = vals
-            values["ggn_top_eigenvalue"] = float(vals[0])
-            values["ggn_outliers"] = float(cv.count_outliers(vals))
+            spectrum = counted(G, "ggn_eigenvalues")
+            values["ggn_top_eigenvalue"] = float(spectrum.values[0])
+            values["ggn_outliers"] = float(spectrum.outliers())
         if "ggn_trace" in need:
             values["ggn_trace"] = cv.hutchpp(G, fam.trace_products, seed=fam.seed).value
     if need & set(WEIGHT_KEYS):
@@ -396,8 +416,50 @@ def _measure_layer(
     return {k: v for k, v in values.items() if k in keys}, arrays
 
 
+def _kronecker(
+    H: Any,
+    obj: Any,
+    model: nn.Module,
+    module: nn.Linear,
+    K: int,
+    values: dict[str, float],
+    arrays: dict[str, np.ndarray],
+) -> None:
+    """Alignment ``a(v_kk')`` of the ``K²`` vectors ``v_kk' = h̄^(l+1)_k ⊗ h̄^(l)_k'`` (note
+    004 Thm 4.1, M11). ``h^(l+1)`` is the input of the next weight layer ``W_{l+1}``, i.e.
+    ``σ(W_l h^(l) + b_l)`` after an activation (note 004 §2; the rows of ``W_{L:l+1}`` are
+    proportional to its class means at collapse, DNC3), not the layer's pre-activation
+    output; the last weight layer's is its output ``f``. Nothing is written when the next
+    weight layer reads a different number of features (a reshape or pooling between)."""
+    from collapselab import curvature as cv
+
+    following = _next_weight_layer(model, module)
+    h_in, h_out = cv.module_class_means(obj, module, K, next_module=following)
+    if h_out.shape[1] != module.out_features:
+        return
+    v = cv.kronecker_vectors(h_out, h_in).reshape(K * K, -1).T
+    align = cv.eigenvector_alignment(H, v).cpu().numpy()
+    arrays["kronecker_alignment"] = align.reshape(K, K)
+    values["kronecker_alignment_mean"] = float(align.mean())
+    values["kronecker_alignment_min"] = float(align.min())
+
+
+def _next_weight_layer(model: nn.Module, module: nn.Module) -> nn.Module | None:
+    """The ``nn.Linear`` / ``nn.Conv*d`` module registered after ``module`` (the forward
+    order of the sequential networks measured here), or ``None`` after the last one."""
+    kinds = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+    layers = [m for m in model.modules() if isinstance(m, kinds)]
+    index = next(i for i, m in enumerate(layers) if m is module)
+    return layers[index + 1] if index + 1 < len(layers) else None
+
+
 def _papyan(
-    dec: Any, need: set[str], values: dict[str, float], arrays: dict[str, np.ndarray], eig: Any
+    dec: Any,
+    need: set[str],
+    values: dict[str, float],
+    arrays: dict[str, np.ndarray],
+    eig: Any,
+    counted: Any,
 ) -> None:
     from collapselab import curvature as cv
 
@@ -422,10 +484,10 @@ def _papyan(
         if part == "within":  # low rank: its exact spectrum, then its zero bulk
             vals = knocked.eigenpairs()[0].cpu().numpy()
             vals = np.concatenate([vals, np.zeros(max(vals.size, 1))])
+            arrays[f"ggn_without_{part}_eigenvalues"] = vals
+            values[key] = float(cv.count_outliers(vals))
         else:
-            vals = eig(knocked).values.detach().cpu().numpy()
-        arrays[f"ggn_without_{part}_eigenvalues"] = vals
-        values[key] = float(cv.count_outliers(vals))
+            values[key] = float(counted(knocked, f"ggn_without_{part}_eigenvalues").outliers())
 
 
 def _layer_inputs(obj: Any, module: nn.Module) -> torch.Tensor:
