@@ -221,6 +221,7 @@ def _curvature_family(
         samples=int(train.y.numel()),
         loss="mse_half",
         tol=1e-10,
+        fraction_k="K^2",  # as the theory's f_top beside it (Thm 4.3: the K² outliers' space)
     )
     loader = DataLoader(TensorDataset(train.x.double(), train.y), batch_size=1024)
     monitor = Monitor(network, loader, families=[family], n_classes=train.n_classes,
