@@ -6,8 +6,9 @@
 
 reads ``RUNS/index.json`` (the ``reproduce`` record: each experiment's wall time, the load
 average when it started and ended, the machine) and writes one measurement per experiment
-that *ran* in that reproduction (a skipped, failed or not-run experiment measured nothing)
-under the named campaign, replacing that experiment's earlier time for the preset.
+that *ran* in that reproduction (a skipped, failed or not-run experiment measured nothing,
+and one that resumed an interrupted run measured only its last part) under the named
+campaign, replacing that experiment's earlier time for the preset.
 Campaigns no measurement refers to any more are dropped. ``collapselab list`` and the
 progress estimates read the file (``collapselab.experiments.runtimes``).
 """
@@ -62,6 +63,9 @@ def record(root: Path, campaign: str, repo: Path | None, note: str, target: Path
     preset, written = reproduced["preset"], 0
     for outcome in reproduced["experiments"]:
         if outcome["outcome"] != "completed":
+            continue
+        if outcome.get("resumed"):
+            print(f"{outcome['experiment']}: resumed an interrupted run; its time is not recorded")
             continue
         entry = {"seconds": round(float(outcome["seconds"]), 1), "campaign": campaign}
         if outcome.get("load") and None not in outcome["load"]:

@@ -116,6 +116,26 @@ def test_reproduce_records_load_and_machine(tmp_path: Path) -> None:
     assert "load (start, end)" in html and "torch threads" not in html and " threads)" in html
 
 
+def test_a_resumed_experiment_is_flagged_and_its_partial_time_not_recorded(tmp_path: Path) -> None:
+    attempts = []
+
+    def fails_once(run, ctx):  # interrupted the first time, as a killed or failed run
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("interrupted")
+
+    with registered(experiment("t-rt-b", fails_once, paper="t-paper-rt-b")):
+        first = reproduce("t-paper-rt-b", root=tmp_path)
+        second = reproduce("t-paper-rt-b", root=tmp_path)
+    assert [o.outcome for o in first.outcomes] == ["failed"]
+    (outcome,) = second.outcomes
+    assert outcome.outcome == "completed" and outcome.resumed
+    assert "(resumed: time of this part)" in second.index_html.read_text()
+    target = _write(tmp_path / "runtimes.json", {}, {})
+    assert _record_script().record(tmp_path, "c", None, "", target) == 0
+    assert "t-rt-b" not in json.loads(target.read_text())["runtimes"]
+
+
 def test_record_script_writes_what_ran_and_drops_unused_campaigns(tmp_path: Path) -> None:
     record_runtimes = _record_script()
     target = _write(

@@ -46,7 +46,9 @@ class ExperimentOutcome:
     ``notes``: remarks of its data plan (a fallback preset, an unused ``--data-dir``);
     ``load``: the machine's 1-minute load average when it started and when it ended (it
     counts the experiment's own processes: about 1 to 2 on two cores that run it alone), so
-    that a measured time says how busy the machine was.
+    that a measured time says how busy the machine was; ``resumed``: it ran now, continuing
+    a run directory an earlier invocation left interrupted or failed, so ``seconds`` is only
+    this invocation's part and is no measurement of the experiment's runtime.
     """
 
     experiment: str
@@ -58,6 +60,7 @@ class ExperimentOutcome:
     claims: dict[str, int] | None = None
     notes: list[str] | None = None
     load: list[float | None] | None = None
+    resumed: bool = False
 
 
 @dataclass
@@ -262,6 +265,7 @@ def _run_one(
     # The run is the fallback preset's when the requested preset's data is missing.
     run_id = run_id_for(experiment.id, plan.preset if plan is not None else preset, seed)
     already = _completed(root / run_id)
+    resumed = (root / run_id).exists() and not already
     load_at_start = load_average()
     t0 = time.perf_counter()
     try:
@@ -297,7 +301,7 @@ def _run_one(
         )
     outcome: Outcome = "skipped" if already else "completed"
     return ExperimentOutcome(
-        experiment.id, run.id, outcome, seconds, str(run.path), None, claims, notes, load
+        experiment.id, run.id, outcome, seconds, str(run.path), None, claims, notes, load, resumed
     )
 
 

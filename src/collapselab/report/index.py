@@ -247,7 +247,8 @@ def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
         (
             esc(item.get("experiment")),
             esc(item.get("run_id")),
-            esc(item.get("outcome")),
+            esc(item.get("outcome"))
+            + (" (resumed: time of this part)" if item.get("resumed") else ""),
             f'<td class="num">{esc(fmt_seconds(item.get("seconds")))}</td>',
             f'<td class="num">{esc(_load_text(item.get("load")))}</td>',
             esc(item.get("error") or ""),
