@@ -361,7 +361,7 @@ def _nc_claim(name: str, metrics: tuple[str, ...], figure: str, what: str) -> Cl
     return _claim(
         name,
         f"During the terminal phase of MSE training, {what} trends to zero.",
-        f"§3.2 / {figure} (note 003 §5.2)",
+        f"App. A.6, {figure} (note 003 §5.2)",
         f"for every MSE arm and each of {', '.join(metrics)}: value at the last epoch <= "
         f"1/{TPT_FACTOR:g} of its value at the first zero-training-error epoch"
         + (" (or exactly 0 at the end)" if "nc4_ncc_mismatch" in metrics else ""),
@@ -445,7 +445,7 @@ TRAINING_CLAIMS: list[Claim] = [
         "test-accuracy-improves",
         "Training beyond zero training error improves test accuracy (Table 1: 14 of 15 "
         "combinations improve; median improvement 0.962 percentage points).",
-        "§3.2, Table 1 (note 003 §5.1)",
+        "App. A.6, Table 1 (note 003 §5.1)",
         "median over MSE arms of (test accuracy at the last epoch - at the first "
         "zero-training-error epoch), in percentage points, > 0",
         _median_over(_mse_keys, _accuracy_change, "test-accuracy change (pp)"),
@@ -454,7 +454,7 @@ TRAINING_CLAIMS: list[Claim] = [
         "robustness-improves",
         "Adversarial robustness improves during the terminal phase (median improvement "
         "0.1762, mean 0.9278 between the first zero-error epoch and the last).",
-        "§3.2, Fig. 9 (note 003 §5.2); DeepFool measure of collapselab.probe.robustness",
+        "App. A.6, Fig. 9 (note 003 §5.2); DeepFool measure of collapselab.probe.robustness",
         "median over MSE arms of (DeepFool mean ||r||/||x|| at the last epoch - at the first "
         "zero-training-error epoch) > 0",
         _median_over(_mse_keys, _robustness_change, "robustness change"),
@@ -462,7 +462,7 @@ TRAINING_CLAIMS: list[Claim] = [
     _claim(
         "mse-collapses-faster-than-ce",
         "MSE gives faster activation collapse (NC1) than cross-entropy.",
-        "§3.3, Fig. 10 (note 003 §5.2)",
+        "App. A.6, Fig. 10 (note 003 §5.2)",
         "for every dataset/net combination: train NC1 at the last epoch is lower under MSE "
         "than under cross-entropy (same data, network, initialisation and budget)",
         _every_pair(_mse_below_ce),
@@ -471,7 +471,7 @@ TRAINING_CLAIMS: list[Claim] = [
         "mse-more-robust-than-ce",
         "Networks trained with MSE are more robust than with cross-entropy, sometimes by "
         "orders of magnitude.",
-        "§3.3, Fig. 11 (note 003 §5.2)",
+        "App. A.6, Fig. 11 (note 003 §5.2)",
         "median over combinations of log10(DeepFool ratio MSE / CE) at the last epoch > 0",
         _median_over(_both_keys, _robustness_mse_vs_ce, "log10(robustness MSE / CE)"),
     ),

@@ -21,7 +21,8 @@ the last block is (nearly) NCC separable on the training set, the paper's settin
 * ``quick``: a balanced subset of Fashion-MNIST (130 training, 50 test images per class): a
   fully connected pre-activation ResNet (width 128, 6 blocks) on the 784 pixels and a
   two-stage conv ResNet on the 1 x 28 x 28 images. Without Fashion-MNIST's files it falls back
-  to ``quick-bundled``: the same networks on scikit-learn's digits (1300 training images).
+  to ``quick-bundled``: the same networks on scikit-learn's digits (1300 training images),
+  the conv ResNet's first stage at stride 1 for the 8 x 8 images.
 * ``standard``: a balanced subset of Fashion-MNIST (200 training, 100 test images per
   class): the fully connected ResNet at the paper's depth (10 blocks, width 512 instead of
   1000, learning rate 0.01) and the paper's own Fashion-MNIST network (Table I:

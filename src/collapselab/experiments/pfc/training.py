@@ -429,7 +429,10 @@ TRAINING_CLAIMS: list[Claim] = [
             "Theorem 1's assumption holds on the trained network: S = Σ_k <h̃_k^(0), h̃_k^(L)> "
             ">= 0 between layer 0 and the last layer."
         ),
-        source="001 §III-B, Theorem 1; §IV-A ('the assumption holds empirically')",
+        source=(
+            "001 §III-B, Theorem 1 ('Empirical result in Section IV-A shows that this "
+            "assumption is valid')"
+        ),
         value=Final("theorem1_s"),
         threshold=0.0,
     ),
