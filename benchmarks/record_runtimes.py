@@ -2,10 +2,11 @@
 
     collapselab reproduce all --preset standard --root RUNS      # the measurement
     python benchmarks/record_runtimes.py RUNS --campaign standard-2026-11-27 \
-        --repo /path/to/the/measured/checkout --note "nothing else running"
+        --note "nothing else running"
 
 reads ``RUNS/index.json`` (the ``reproduce`` record: each experiment's wall time, the load
-average when it started and ended, the machine) and writes one measurement per experiment
+average when it started and ended, the machine and the commit of the code that ran) and
+writes one measurement per experiment
 that *ran* in that reproduction (a skipped, failed or not-run experiment measured nothing,
 and one that resumed an interrupted run measured only its last part) under the named
 campaign, replacing that experiment's earlier time for the preset.
@@ -23,15 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from collapselab.experiments.runtimes import RUNTIMES_FILE, measurements
+from collapselab.report import machine_text
 
 
 def campaign_of(record: dict[str, Any], repo: Path | None, note: str) -> dict[str, Any]:
-    """The campaign entry of a ``reproduce`` record: command, date, commit, machine."""
+    """The campaign entry of a ``reproduce`` record: command, date, commit, machine.
+
+    The commit is the one the record names (written when the reproduction started); ``repo``
+    serves records from before that was written, or from code outside a git checkout."""
     machine = record.get("machine") or {}
     if not machine:
         raise SystemExit("the index's reproduce record has no machine facts (an older index)")
-    commit = ""
-    if repo is not None:
+    commit = machine.get("commit") or ""
+    if not commit and repo is not None:
         commit = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
             check=True,
@@ -43,10 +48,7 @@ def campaign_of(record: dict[str, Any], repo: Path | None, note: str) -> dict[st
         "date": str(record["started"])[:10],
         "commit": commit,
         "cpus": int(machine["cpus"]),
-        "machine": (
-            f"{machine['cpus']} CPU cores ({machine['processor']}, Python {machine['python']}, "
-            f"torch {machine['torch']}, {machine['torch_threads']} threads)"
-        ),
+        "machine": machine_text(machine),
         "note": note,
     }
 
@@ -84,7 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", type=Path, help="the --root of the measured reproduction")
     parser.add_argument("--campaign", required=True, help="a name for this measurement")
-    parser.add_argument("--repo", type=Path, help="the checkout that was measured (its commit)")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        help="the checkout that was measured, for records that name no commit",
+    )
     parser.add_argument("--note", default="", help="what else ran beside it, if anything")
     parser.add_argument("--file", type=Path, default=RUNTIMES_FILE, help="the runtimes file")
     args = parser.parse_args(argv)

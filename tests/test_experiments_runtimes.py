@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import collapselab
 from collapselab.experiments import all_experiments, estimated_seconds, reproduce
+from collapselab.experiments.reproduce import source_commit
 from collapselab.experiments.runtimes import (
     format_duration,
     measured,
     measurements,
     stated_runtimes,
 )
+from collapselab.report import machine_text
 from tests._experiments import experiment, registered
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,9 +115,34 @@ def test_reproduce_records_load_and_machine(tmp_path: Path) -> None:
     record = json.loads(result.index_json.read_text())["reproduce"]
     (outcome,) = record["experiments"]
     assert len(outcome["load"]) == 2 and all(x >= 0 for x in outcome["load"])
-    assert record["machine"]["cpus"] >= 1 and record["machine"]["torch_threads"] >= 1
+    machine = record["machine"]
+    assert machine["cpus"] >= 1 and machine["torch_threads"] >= 1
+    assert machine["commit"] == source_commit()
     html = result.index_html.read_text()
-    assert "load (start, end)" in html and "torch threads" not in html and " threads)" in html
+    assert "load (start, end)" in html and "torch threads" not in html
+    assert f"on {machine_text(machine)}" in html and " threads)" in html
+
+
+def test_the_source_commit_is_the_checkouts_head() -> None:
+    """The code under test sits in a git checkout (the README's install is editable from a
+    clone): its commit is HEAD, marked when tracked files differ."""
+    package = Path(collapselab.__file__).parent
+    head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)  # fmt: skip
+    if head.returncode != 0:
+        pytest.skip("collapselab is not installed from a git checkout here")
+    commit = source_commit()
+    assert commit is not None and commit.split("+")[0] == head.stdout.strip()
+    assert commit.endswith("+changes") == bool(
+        subprocess.run(["git", "-C", str(package), "status", "--porcelain",
+                        "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    )  # fmt: skip
+
+
+def test_the_machine_in_words() -> None:
+    facts = {"cpus": 2, "processor": "x86_64", "python": "3.11.7", "torch": "2.13.0+cpu",
+             "torch_threads": 2}  # fmt: skip
+    assert machine_text(facts) == "2 CPU cores (x86_64, Python 3.11.7, torch 2.13.0+cpu, 2 threads)"
 
 
 def test_a_resumed_experiment_is_flagged_and_its_partial_time_not_recorded(tmp_path: Path) -> None:
@@ -168,9 +197,15 @@ def test_record_script_writes_what_ran_and_drops_unused_campaigns(tmp_path: Path
     assert quick.command == "collapselab reproduce all --preset quick"
     assert quick.machine == "2 CPU cores (x86_64, Python 3.11.7, torch 2.13.0+cpu, 2 threads)"
     assert quick.date == "2026-11-27" and quick.note == "quiet"
+    assert quick.commit == ""  # the record names none and no --repo was given
     # once nothing refers to it, the old campaign goes
     (root / "index.json").write_text(
         json.dumps({"reproduce": {**reproduced, "preset": "standard"}})
     )
     record_runtimes.record(root, "std-1", None, "", target)
     assert set(json.loads(target.read_text())["campaigns"]) == {"quick-1", "std-1"}
+    # a record that names its commit is recorded with it, whatever --repo says
+    named = {**reproduced, "machine": {**machine, "commit": "1234abc"}}
+    (root / "index.json").write_text(json.dumps({"reproduce": named}))
+    record_runtimes.record(root, "quick-2", tmp_path, "", target)
+    assert measurements(target)["a"]["quick"].campaign.commit == "1234abc"

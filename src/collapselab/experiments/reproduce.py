@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -157,6 +158,7 @@ def reproduce(
     root = Path(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     load_at_start = load_average()
+    machine = machine_facts()  # at the start: the code that runs, not what a pull leaves
     t0 = time.perf_counter()
     outcomes: list[ExperimentOutcome] = []
     plans, blocked = _plan_all(chosen, preset, data_dir)
@@ -205,7 +207,7 @@ def reproduce(
             "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": wall,
             "load": [load_at_start, load_average()],
-            "machine": machine_facts(),
+            "machine": machine,
             "experiments": [asdict(o) for o in outcomes],
         }
         index_html, index_json = write_index(root, reproduce=record)
@@ -314,10 +316,14 @@ def load_average() -> float | None:
 
 
 def machine_facts() -> dict[str, Any]:
-    """What a measured time depends on: CPU count, torch's threads, platform, versions."""
+    """What a measured time depends on: CPU count, torch's threads, platform, versions, and
+    the collapselab code that ran (``collapselab`` its version, ``commit`` its git commit,
+    :func:`source_commit`)."""
     import platform
 
     import torch
+
+    import collapselab
 
     return {
         "cpus": os.cpu_count(),
@@ -326,7 +332,30 @@ def machine_facts() -> dict[str, Any]:
         "processor": platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "collapselab": collapselab.__version__,
+        "commit": source_commit(),
     }
+
+
+def source_commit() -> str | None:
+    """The git commit of the collapselab source that is running: the short hash, with
+    ``"+changes"`` when tracked files differ from it; ``None`` when the package does not sit
+    in a git checkout (an installed wheel) or git is not there.
+
+    Read when a reproduction starts, so a measured time names the code that produced it
+    without the reader having to know which checkout ran."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10)  # fmt: skip
+        if head.returncode != 0:
+            return None
+        changed = subprocess.run(["git", "-C", str(here), "status", "--porcelain",
+                                  "--untracked-files=no"], capture_output=True, text=True,
+                                 timeout=10)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")
 
 
 def _completed(path: Path) -> bool:

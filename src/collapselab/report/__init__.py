@@ -10,12 +10,13 @@ Public API:
   :func:`shared_legend`, :func:`place_legends`, :data:`DPI`, :func:`save_run_figure`.
 - :func:`render_run_report`, :func:`write_run_report`: a run's ``report.html``.
 - :func:`collect_index`, :func:`render_index`, :func:`write_index`: ``index.html`` and
-  ``index.json`` across the runs under a root.
+  ``index.json`` across the runs under a root; :func:`machine_text`: a measurement's machine
+  in words.
 """
 
 from collapselab.report.figures import plot_training_curves
 from collapselab.report.html import render_run_report, write_run_report
-from collapselab.report.index import collect_index, render_index, write_index
+from collapselab.report.index import collect_index, machine_text, render_index, write_index
 from collapselab.report.plots import (
     DPI,
     MAX_FIGURE_WIDTH,
@@ -36,6 +37,7 @@ __all__ = [
     "DPI",
     "MAX_FIGURE_WIDTH",
     "collect_index",
+    "machine_text",
     "panel_grid",
     "place_legends",
     "plot_comparison",

@@ -241,7 +241,7 @@ def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
         f"</b>, seed {esc(reproduce.get('seed'))}, device {esc(reproduce.get('device'))}; "
         f"finished {esc(reproduce.get('finished'))} after "
         f"{esc(fmt_seconds(reproduce.get('wall_s')))}"
-        f"{esc(_machine_text(reproduce.get('machine'), reproduce.get('load')))}.</p>"
+        f"{esc(_measured_text(reproduce.get('machine'), reproduce.get('load')))}.</p>"
     )
     rows = [
         (
@@ -267,13 +267,23 @@ def _load_text(load: object) -> str:
     return ", ".join(f"{x:.1f}" for x in load)
 
 
-def _machine_text(machine: object, load: object) -> str:
+def machine_text(machine: Mapping[str, Any]) -> str:
+    """The machine of a measurement in words, from :func:`collapselab.experiments.reproduce.
+    machine_facts`'s dictionary: ``"2 CPU cores (x86_64, Python 3.11.7, torch 2.13.0+cpu,
+    2 threads)"``. The index and ``runtimes.json``'s campaigns both say it this way."""
+    m = machine.get
+    return (
+        f"{m('cpus')} CPU cores ({m('processor')}, Python {m('python')}, torch {m('torch')}, "
+        f"{m('torch_threads')} threads)"
+    )
+
+
+def _measured_text(machine: object, load: object) -> str:
+    # " on <machine> at commit <c>, load average ..." ("" for records without machine facts)
     if not isinstance(machine, Mapping):
         return ""
-    m = machine.get
-    text = (
-        f" on {m('cpus')} CPUs ({m('processor')}, torch {m('torch')}, {m('torch_threads')} threads)"
-    )
+    commit = machine.get("commit")
+    text = f" on {machine_text(machine)}" + (f" at commit {commit}" if commit else "")
     loads = _load_text(load)
     return text + (f", load average {loads} at the start and the end" if loads else "")
 
