@@ -177,7 +177,11 @@ def list_experiments(
         presets = ", ".join(_preset_text(experiment, p) for p in experiment.presets)
         shown += f" [presets: {presets}]"
         if errata:
-            shown += f" [{errata} of the claims demonstrate errata]"
+            shown += (
+                " [1 claim demonstrates an erratum]"
+                if errata == 1
+                else f" [{errata} claims demonstrate errata]"
+            )
         console.print(Padding(Text(shown, style="dim"), (0, 0, 0, 6)))
     measured_by = "; ".join(c.describe() for c in quick_campaigns())
     console.print(
