@@ -139,6 +139,30 @@ def test_the_source_commit_is_the_checkouts_head() -> None:
     )  # fmt: skip
 
 
+def test_the_source_commit_of_a_file_in_a_repository(tmp_path: Path) -> None:
+    """Committed: the hash; tracked and edited: marked; an untracked copy inside some other
+    repository (an installed package in a project's venv): none, not that repository's."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    head = git("rev-parse", "--short", "HEAD")
+    assert source_commit(code) == head
+    code.write_text("x = 2\n")
+    assert source_commit(code) == head + "+changes"
+    copy = tmp_path / "venv" / "copy.py"
+    copy.parent.mkdir()
+    copy.write_text("x = 1\n")
+    assert source_commit(copy) is None
+    assert source_commit(tmp_path.parent / "nowhere" / "x.py") is None
+
+
 def test_the_machine_in_words() -> None:
     facts = {"cpus": 2, "processor": "x86_64", "python": "3.11.7", "torch": "2.13.0+cpu",
              "torch_threads": 2}  # fmt: skip

@@ -337,22 +337,27 @@ def machine_facts() -> dict[str, Any]:
     }
 
 
-def source_commit() -> str | None:
-    """The git commit of the collapselab source that is running: the short hash, with
+def source_commit(path: Path | None = None) -> str | None:
+    """The git commit of the collapselab source that is running (of ``path``, a source
+    file; by default this module): the short hash, with
     ``"+changes"`` when tracked files differ from it; ``None`` when the package does not sit
-    in a git checkout (an installed wheel) or git is not there.
+    in a git checkout that tracks it (an installed wheel) or git is not there.
 
     Read when a reproduction starts, so a measured time names the code that produced it
     without the reader having to know which checkout ran."""
-    here = Path(__file__).resolve().parent
+    here = Path(path if path is not None else __file__).resolve()
+    git = ["git", "-C", str(here.parent)]
     try:
-        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
+        # tracked, or this file is an installed copy inside some other repository (a venv
+        # in a project's folder), whose commit says nothing about this code
+        tracked = subprocess.run([*git, "ls-files", "--error-unmatch", here.name],
+                                 capture_output=True, timeout=10)  # fmt: skip
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10)  # fmt: skip
-        if head.returncode != 0:
+        if tracked.returncode != 0 or head.returncode != 0:
             return None
-        changed = subprocess.run(["git", "-C", str(here), "status", "--porcelain",
-                                  "--untracked-files=no"], capture_output=True, text=True,
-                                 timeout=10)  # fmt: skip
+        changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=10)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
     return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")
