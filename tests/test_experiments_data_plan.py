@@ -292,6 +292,7 @@ def test_erratum_demonstrations_are_counted_apart(tmp_path, experiments):
         "holds": 1,
         "does not hold": 0,
         "not evaluable": 0,
+        "evaluated": 1,
         "total": 1,
     }
     assert groups["quick"]["errata"]["confirmed"] == 2 and groups["quick"]["errata"]["total"] == 2

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from collapselab.report import collect_index, render_run_report, write_index, write_run_report
+from collapselab.report import (
+    collect_index,
+    render_index,
+    render_run_report,
+    write_index,
+    write_run_report,
+)
+from collapselab.report.index import paper_counts
 from collapselab.store import Run
 
 HOSTILE = '<script>alert("x")</script> & co'
@@ -179,3 +186,22 @@ def test_index_lists_runs_with_statuses_and_links(tmp_path: Path) -> None:
 def test_collect_index_of_empty_root(tmp_path: Path) -> None:
     index = collect_index(tmp_path)
     assert (index["n_runs"], index["runs"], index["reproduce"]) == (0, [], None)
+
+
+def test_index_counts_a_papers_claims_of_those_evaluated() -> None:
+    """A paper's share is of the claims a verdict was reached on; the not evaluable are
+    named beside it, and one unconfirmed erratum is said in the singular."""
+    runs = [
+        {"paper": "004", "paper_label": "004 DLUFM", "preset": "standard",
+         "claims": {"summary": {"holds": 3, "does not hold": 1, "not evaluable": 2},
+                    "errata": {"confirmed": 1, "not confirmed": 0, "not evaluable": 0}}},
+        {"paper": "004", "paper_label": "004 DLUFM", "preset": "standard",
+         "claims": {"summary": {"holds": 1, "does not hold": 1, "not evaluable": 0}}},
+    ]  # fmt: skip
+    (group,) = paper_counts(runs)
+    assert group["empirical"] == {"holds": 4, "does not hold": 2, "not evaluable": 2,
+                                  "evaluated": 6, "total": 8}  # fmt: skip
+    html = render_index({"papers": [group],
+                         "erratum_counts": {"confirmed": 1, "not confirmed": 1}})  # fmt: skip
+    assert "4 / 6 (67%), 2 not evaluable" in html
+    assert "1 of 2 confirm the published error, 1 does not, 0 not evaluable" in html

@@ -85,8 +85,9 @@ def _add_counts(into: dict[str, int], counts: Any, keys: tuple[str, ...]) -> Non
 
 
 def paper_counts(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per (paper, preset): empirical claims holding of those evaluated in its runs, and
-    erratum demonstrations confirming, each with the total (the demo is left out)."""
+    """Per (paper, preset): empirical claims holding, with ``evaluated`` (holding or not) and
+    ``total`` (the not evaluable too), and erratum demonstrations confirming, with the total
+    (the demo is left out)."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
         if run["paper"] in ("", "demo"):
@@ -107,6 +108,9 @@ def paper_counts(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         _add_counts(group["empirical"], (run["claims"] or {}).get("summary"), _VERDICTS)
         _add_counts(group["errata"], (run["claims"] or {}).get("errata"), _OUTCOMES)
     for group in groups.values():
+        group["empirical"]["evaluated"] = (
+            group["empirical"]["holds"] + group["empirical"]["does not hold"]
+        )
         group["empirical"]["total"] = sum(group["empirical"][v] for v in _VERDICTS)
         group["errata"]["total"] = sum(group["errata"][v] for v in _OUTCOMES)
     return [groups[k] for k in sorted(groups)]
@@ -200,7 +204,8 @@ def _errata_line(counts: Mapping[str, Any]) -> str:
     return (
         f"<p>Erratum demonstrations (counted apart): {esc(counts.get('confirmed', 0))} of "
         f"{esc(total)} confirm the published error, {esc(counts.get('not confirmed', 0))} "
-        f"do not, {esc(counts.get('not evaluable', 0))} not evaluable.</p>"
+        f"{'does' if counts.get('not confirmed', 0) == 1 else 'do'} not, "
+        f"{esc(counts.get('not evaluable', 0))} not evaluable.</p>"
     )
 
 
@@ -210,16 +215,12 @@ def _papers_section(papers: list[Mapping[str, Any]]) -> str:
     rows = []
     for group in papers:
         empirical, errata = group["empirical"], group["errata"]
-        share = (
-            f" ({100 * empirical['holds'] / empirical['total']:.0f}%)" if empirical["total"] else ""
-        )
         rows.append(
             (
                 esc(group["paper_label"]),
                 esc(group["preset"]),
                 f'<td class="num">{esc(group["runs"])}</td>',
-                f'<td class="num">{esc(empirical["holds"])} / {esc(empirical["total"])}'
-                f"{esc(share)}</td>",
+                f'<td class="num">{esc(_holding_text(empirical))}</td>',
                 f'<td class="num">{esc(errata["confirmed"])} / {esc(errata["total"])}</td>',
             )
         )
@@ -227,10 +228,18 @@ def _papers_section(papers: list[Mapping[str, Any]]) -> str:
         "paper",
         "preset",
         "runs",
-        "empirical claims holding",
+        "empirical claims holding, of those evaluated",
         "erratum demonstrations confirming",
     )
     return "<h2>Papers</h2>\n" + table(header, rows)
+
+
+def _holding_text(empirical: Mapping[str, int]) -> str:
+    # "34 / 65 (52%), 5 not evaluable": the share is of the claims a verdict was reached on
+    holds, evaluated = empirical["holds"], empirical["holds"] + empirical["does not hold"]
+    text = f"{holds} / {evaluated}" + (f" ({100 * holds / evaluated:.0f}%)" if evaluated else "")
+    missing = empirical["not evaluable"]
+    return text + (f", {missing} not evaluable" if missing else "")
 
 
 def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
