@@ -236,7 +236,7 @@ def _papers_section(papers: list[Mapping[str, Any]]) -> str:
 
 def _holding_text(empirical: Mapping[str, int]) -> str:
     # "34 / 65 (52%), 5 not evaluable": the share is of the claims a verdict was reached on
-    holds, evaluated = empirical["holds"], empirical["holds"] + empirical["does not hold"]
+    holds, evaluated = empirical["holds"], empirical["evaluated"]
     text = f"{holds} / {evaluated}" + (f" ({100 * holds / evaluated:.0f}%)" if evaluated else "")
     missing = empirical["not evaluable"]
     return text + (f", {missing} not evaluable" if missing else "")
