@@ -20,7 +20,13 @@ from collapselab.experiments import (
     refresh_run,
     reproduce,
 )
-from collapselab.experiments.dlufm import RELU_CLAIMS, classify, lambda_for_ratio, presets
+from collapselab.experiments.dlufm import (
+    RELU_CLAIMS,
+    classify,
+    lambda_for_ratio,
+    presets,
+    relu,
+)
 from collapselab.experiments.dlufm.mlp import as_deep_ufm, load_images, mlp_dry_run
 from collapselab.models import MLP
 from collapselab.store import Run
@@ -133,6 +139,10 @@ def test_relu_sweep_records_every_run_and_its_classification(runs):
         row = classify(final, config["n_classes"], config["layer"])
         assert row["symmetric"] == sweep["symmetric"][i]
         assert row["relu_inactive"] == sweep["relu_inactive"][i]
+        assert row["masks_constant"] == sweep["masks_constant"][i]
+        # sample-independent masks: no unit after W_l..W_{L−1} on for some samples only
+        mixed = final["mixed_units"][config["layer"] - 1 :]
+        assert bool(row["masks_constant"]) == (int(np.sum(mixed)) == 0)
         # the classification by its definition: ranks of W_lW_lᵀ and frames of the means
         ranks = [int(np.sum(v[np.isfinite(v)] > 1e-3 * np.nanmax(v))) for v in final["weights"]]
         frames = float(np.max(final["orthogonal_frame"][1:]))
@@ -150,9 +160,9 @@ def test_relu_claims_are_computed_on_every_run_marked_symmetric(runs):
     results = RunResults.from_run(runs["dlufm-relu"])
     arrays = {name: dict(results.arrays[name]) for name in results.arrays}
     arrays["sweep"]["symmetric"] = np.ones_like(arrays["sweep"]["symmetric"])
-    # half the runs ReLU-inactive, half active: every claim has runs to read
-    inactive = np.arange(arrays["sweep"]["symmetric"].size) % 2
-    arrays["sweep"]["relu_inactive"] = inactive.astype(np.float64)
+    # half the runs with sample-independent masks, half ReLU-active: every claim has runs
+    constant = np.arange(arrays["sweep"]["symmetric"].size) % 2
+    arrays["sweep"]["masks_constant"] = constant.astype(np.float64)
     forced = RunResults(results.metrics, results.manifest, arrays)
     document = evaluate_claims(RELU_CLAIMS, forced)
     for entry in document["claims"]:
@@ -161,12 +171,32 @@ def test_relu_claims_are_computed_on_every_run_marked_symmetric(runs):
     assert document["claims"][0]["verdict"] == "holds"  # every run now counts as symmetric
     names = [f"d{w}_s{s}" for w in run_widths(results) for s in run_seeds(results)]
     by_name = {c["name"]: c for c in document["claims"]}
-    linear = set(by_name["relu-inactive-runs-follow-the-linear-model"]["values"])
+    linear = set(by_name["relu-constant-masks-follow-the-linear-model"]["values"])
     unequal = set(by_name["relu-hessian-outliers-unequal"]["values"])
-    assert unequal == {n for n, i in zip(names, inactive, strict=True) if not i}
+    assert unequal == {n for n, i in zip(names, constant, strict=True) if not i}
     assert {key[: -len("_spread")] for key in linear if key.endswith("_spread")} == {
-        n for n, i in zip(names, inactive, strict=True) if i
+        n for n, i in zip(names, constant, strict=True) if i
     }
+
+
+def test_aligned_if_near_equal_is_the_smallest_alignment_near_equal_eigenvalues_allow():
+    """Kantorovich's bound against brute force: the smallest ``a(v)`` over vectors in the span
+    of two eigenvectors whose eigenvalues differ by the relative spread ``NEAR_EQUAL`` (a fine
+    grid of angles), and random vectors in the span of nine eigenvalues within that spread
+    never fall below it."""
+    delta = relu.NEAR_EQUAL
+    hessian = np.diag([1.0, 1.0 - delta])
+    theta = np.linspace(0.0, np.pi / 2, 200_001)
+    v = np.stack([np.cos(theta), np.sin(theta)])
+    hv = hessian @ v
+    a = np.sum(v * hv, axis=0) / np.linalg.norm(hv, axis=0)
+    assert a.min() == pytest.approx(relu.ALIGNED_IF_NEAR_EQUAL, abs=1e-10)
+    rng = np.random.default_rng(0)
+    eig = np.concatenate([[1.0, 1.0 - delta], rng.uniform(1.0 - delta, 1.0, 7)])
+    v = rng.standard_normal((9, 10_000))
+    hv = eig[:, None] * v
+    a = np.sum(v * hv, axis=0) / (np.linalg.norm(hv, axis=0) * np.linalg.norm(v, axis=0))
+    assert a.min() >= relu.ALIGNED_IF_NEAR_EQUAL - 1e-15
 
 
 def run_widths(results):

@@ -1,7 +1,8 @@
 """Where the ReLUs of a deep UFM act (``preactivation_signs``) against loops in exact
-arithmetic, and the fact the classification of ``dlufm-relu`` rests on: where no ReLU
+arithmetic, and the facts the classification of ``dlufm-relu`` rests on: where no ReLU
 truncates, the ReLU model's objective, gradient and layer-wise Hessian (a dense autograd
-Hessian) equal the deep linear model's to float64 round-off."""
+Hessian) equal the deep linear model's to float64 round-off; where no unit switches between
+samples, its layer-wise Hessians equal those of the linear model with the dead units pruned."""
 
 from __future__ import annotations
 
@@ -146,3 +147,25 @@ def test_where_a_relu_truncates_the_hessians_differ():
     dense = layer_hessian(relu, point, 3, method="autodiff")
     kron = layer_hessian(linear, point, 3, method="kronecker")
     assert np.max(np.abs(dense - kron)) > 1e-3 * np.max(np.abs(kron))
+
+
+def test_with_sample_independent_masks_the_relu_model_is_the_pruned_linear_model():
+    """A unit off for every sample (dead) and none mixed: every ``A_i`` is the same, and each
+    layer-wise Hessian of the ReLU model (dense autograd) is the linear model's Kronecker
+    Hessian at the point with the dead unit pruned (its row of ``W_2`` and its column of
+    ``W_3`` zeroed), to float64 round-off. This is what ``dlufm-relu``'s split into
+    sample-independent masks and ReLU-active runs rests on."""
+    relu, linear = DeepReLUUFM(*ARGS), DeepLinearUFM(*ARGS)
+    point = _positive_point(1)
+    w2, w3 = point.W[1].copy(), point.W[2].copy()
+    w2[0] = -w2[0]  # unit 0 after W_2 negative on every sample
+    point = UFMParameters(point.H, (point.W[0], w2, w3))
+    signs = preactivation_signs(relu, point)
+    assert signs.dead_units.tolist() == [0, 1] and signs.mixed_units.tolist() == [0, 0]
+    w2_pruned, w3_pruned = w2.copy(), w3.copy()
+    w2_pruned[0], w3_pruned[:, 0] = 0.0, 0.0
+    pruned = UFMParameters(point.H, (point.W[0], w2_pruned, w3_pruned))
+    for layer in range(1, relu.n_layers + 1):
+        dense = layer_hessian(relu, point, layer, method="autodiff")
+        kron = layer_hessian(linear, pruned, layer, method="kronecker")
+        assert np.max(np.abs(dense - kron)) <= 1e-13 * np.max(np.abs(kron)), layer

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from collapselab.experiments.dlufm.relu import LOWER_RANK, SYMMETRIC_ACTIVE, SYMMETRIC_CONSTANT
 from collapselab.report import save_run_figure, steps_on_log_axis
 from collapselab.store import Run
 
@@ -217,8 +218,8 @@ def _sweep(run: Run) -> None:
     s = run.load_array("sweep")
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), constrained_layout=True)
     sym = s["symmetric"].astype(bool)
-    inactive = sym & s["relu_inactive"].astype(bool)
-    active = sym & ~inactive
+    constant = sym & s["masks_constant"].astype(bool)
+    active = sym & ~constant
     for ax, key, title in (
         (axes[0], "objective", "final objective F"),
         (axes[1], "hessian_spread", "Hessian top-K² relative spread"),
@@ -226,9 +227,9 @@ def _sweep(run: Run) -> None:
     ):
         jitter = (s["seed"] - s["seed"].mean()) * 0.3
         for mask, marker, color, label in (
-            (active, "o", "tab:green", "symmetric, ReLU active"),
-            (inactive, "s", "tab:blue", "symmetric, ReLU inactive (locally linear)"),
-            (~sym, "x", "tab:red", "lower-rank / asymmetric"),
+            (active, "o", "tab:green", SYMMETRIC_ACTIVE),
+            (constant, "s", "tab:blue", SYMMETRIC_CONSTANT),
+            (~sym, "x", "tab:red", LOWER_RANK),
         ):
             ax.scatter(s["width"][mask] + jitter[mask], s[key][mask], marker=marker,
                        color=color, label=label)  # fmt: skip
