@@ -18,8 +18,9 @@ the ReLUs only through ``A_i = W_L D_{L−1,i} ⋯ W_{l+1} D_{l,i}``, i.e. throu
 the ReLUs after ``W_l, ..., W_{L−1}``. Where no unit of those ReLUs is *mixed* (each is on
 for every sample or off for every sample), the masks are the same for every sample on a
 neighbourhood, ``A_i = A`` and the layer-``l`` Hessian is the Kronecker product
-``(AᵀA) ⊗ (1/N) Σ_i h_ih_iᵀ``: the deep linear model's (App. A) at the point with the dead
-units pruned: **symmetric, sample-independent masks**. Such a run is held against the
+``(AᵀA) ⊗ (1/N) Σ_i h_ih_iᵀ``: the form of App. A, that of a deep linear model on layers
+``l..L`` with the dead units pruned, fed with the ReLU model's own features ``h_i``:
+**symmetric, sample-independent masks**. Such a run is held against the
 linear model's predictions (near-equal outliers, ``a(v)`` near 1, Table 4 equal to Table 3),
 not the ReLU ones, whose mechanism (App. F: ``A_i`` varying over the samples) it lacks; they
 concern the runs with a mixed unit (**symmetric, ReLU active**). The fraction of
@@ -451,8 +452,8 @@ def _table4(results: RunResults) -> Any:
 def _constant_masks_linear(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
     """The deep linear model's predictions in the symmetric runs whose ReLUs after
     ``W_l..W_{L−1}`` have no mixed unit: there ``A_i = A`` for every sample and the
-    layer-``l`` Hessian is the Kronecker product of the linear model with the dead units
-    pruned. At a critical point the weights out of a dead unit get no data gradient, so
+    layer-``l`` Hessian is App. A's Kronecker product with ``A`` and the ReLU features. At
+    a critical point the weights out of a dead unit get no data gradient, so
     weight decay sets them to 0 and ``A = W_{L:l+1}``: Table 4 equals Table 3."""
     k, layer = _k(results), int(results.array("dynamics", "layer"))
     names = _symmetric_runs(results, CONSTANT)
@@ -561,8 +562,9 @@ RELU_CLAIMS: list[Claim] = [
         "relu-constant-masks-follow-the-linear-model",
         "Where no ReLU after W_l switches between samples (each unit on for every sample or "
         "off for every sample, beyond float64 rounding), A_i is the same for every sample and "
-        "the layer-l Hessian is the Kronecker product of the deep linear model with the dead "
-        "units pruned (App. A, App. F): at the symmetric solution its K² outliers (near) "
+        "the layer-l Hessian is the Kronecker product of App. A (a deep linear model on layers "
+        "l..L with the dead units pruned, fed with the ReLU features; App. F): at the "
+        "symmetric solution its K² outliers (near) "
         "equal, the predicted eigenvectors eigenvectors (a(v) near 1), Table 4 equal to "
         "Table 3.",
         f"{_SOURCE}; 004 Theorem 4.1, App. A, App. F",
