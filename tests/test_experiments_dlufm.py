@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import struct
 
 import numpy as np
@@ -27,7 +28,12 @@ from collapselab.experiments.dlufm import (
     presets,
     relu,
 )
-from collapselab.experiments.dlufm.mlp import as_deep_ufm, load_images, mlp_dry_run
+from collapselab.experiments.dlufm.mlp import (
+    as_deep_ufm,
+    bulk_outliers,
+    load_images,
+    mlp_dry_run,
+)
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import (
@@ -37,6 +43,7 @@ from collapselab.theory.dlufm import (
     gradient_descent,
     regularisation_threshold,
 )
+from collapselab.theory.dlufm_layerwise import count_outliers as theory_count_outliers
 from collapselab.theory.dlufm_layerwise import layer_hessian
 from collapselab.train import seed_everything
 from tests._experiments import check_completed_run, stored_claims
@@ -298,6 +305,49 @@ def test_the_curvature_family_measures_the_same_layer_hessian_as_app_f(runs):
             assert at["family_kronecker_alignment_mean"] == pytest.approx(alignment, abs=1e-8)
             assert 0.0 <= at["family_gradient_fraction_top"] <= 1.0 + 1e-12
             assert at["family_hessian_outliers"] >= 1
+
+
+def _largest_log_gap_loop(values, k):
+    """The bulk-outlier count written out: sort descending, keep the top 2K² + K, and find
+    the largest log ratio of consecutive values among the first half by a loop."""
+    top = sorted((float(v) for v in values), reverse=True)[: 2 * k * k + k]
+    best, where = 0.0, 0
+    for j in range(len(top) // 2):
+        a, b = max(top[j], 1e-12 * top[0]), max(top[j + 1], 1e-12 * top[0])
+        if math.log(a) - math.log(b) > best:
+            best, where = math.log(a) - math.log(b), j + 1
+    return where
+
+
+def test_mlp_outliers_are_counted_above_the_bulk_not_at_the_null_space(runs):
+    """A spectrum like a trained network's (K² outliers, a non-zero bulk, a null space):
+    the deep UFM's full-spectrum gap rule counts the rank, ``bulk_outliers`` the K²
+    outliers; on an exactly zero bulk (the UFM at its optimum) the two agree. The stored
+    rows and the knockout claim read the count of the loop above."""
+    k = 4
+    rng = np.random.default_rng(0)
+    outliers = rng.uniform(1.0, 2.0, k * k)
+    bulk = rng.uniform(1e-3, 2e-2, 300)
+    spectrum = rng.permutation(np.concatenate([outliers, bulk, np.zeros(200)]))
+    assert theory_count_outliers(spectrum, rule="gap") == k * k + 300  # the rank
+    assert bulk_outliers(spectrum, k) == _largest_log_gap_loop(spectrum, k) == k * k
+    exact = np.concatenate([outliers, np.zeros(500)])
+    assert bulk_outliers(exact, k) == theory_count_outliers(exact, rule="gap") == k * k
+    run = runs["dlufm-mlp"]
+    rows = run.metrics()
+    rows = rows[rows["split"] == "mlp"]
+    k = int(run.load_array("mlp_meta")["n_classes"])
+    for stage in ("init", "final"):
+        for ell in run.config["layers"]:
+            at = rows[rows["layer"] == f"{stage}:W{ell}"].set_index("metric")["value"]
+            snapshot = run.load_array(f"mlp_{stage}_layer{ell}")
+            assert at["outliers"] == _largest_log_gap_loop(snapshot["hessian"], k)
+    knockouts = stored_claims(run)["mlp-papyan-knockouts"]["values"]
+    for ell in run.config["layers"]:
+        snapshot = run.load_array(f"mlp_final_layer{ell}")
+        for part in ("none", "within", "cross", "class"):
+            count = _largest_log_gap_loop(snapshot[f"knockout_logit_{part}"], k)
+            assert knockouts[f"W{ell}_{part}"] == count, (ell, part)
 
 
 def test_figures_are_redrawn_from_the_stored_results(runs):
