@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from collapselab.experiments import get_experiment, reproduce, run_experiment
 from collapselab.experiments.mse_nc import FIGURES, THEORY_FIGURES, StoredArms, table1_rows
 from collapselab.experiments.mse_nc.arms import NC_METRICS
 from collapselab.experiments.mse_nc.presets import paper_lr_grid
+from collapselab.experiments.sweeps import SerialExecutor
 from collapselab.store import Run
 from tests._experiments import stored_claims
 
@@ -185,17 +187,82 @@ def test_training_run_resumes_arm_by_arm(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr("collapselab.experiments.mse_nc.training.run_arm", failing)
     config = dict(TINY_TRAINING, arms=TINY_TRAINING["arms"][:1])
     monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", config)
-    run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path, raise_on_error=False)
+    # one arm after the other (a serial executor): the arms train in this process
+    run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path, raise_on_error=False,
+                         executor="serial")  # fmt: skip
     assert run.status == "failed" and "simulated crash" in run.manifest["error"]
     assert set(run.manifest["mse_nc"]["arms"]) == {"blobs-mlp-mse"}
     n_rows = len(run.metrics())
-    run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path)
+    run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path, executor="serial")
     assert run.status == "completed"
     assert calls == ["blobs-mlp-mse", "blobs-mlp-ce", "blobs-mlp-ce"]  # MSE not retrained
     metrics = run.metrics()
     assert len(metrics) > n_rows
     mse_rows = metrics[metrics["split"].str.startswith("blobs-mlp-mse/")]
     assert not mse_rows.duplicated(subset=["epoch", "split", "layer", "metric"]).any()
+
+
+class _InProcess(SerialExecutor):
+    """A serial executor under another name: the arms take the side-by-side path (as
+    members of a sweep) but train in this process, where a test can patch them."""
+
+    name = "in-process"
+
+
+def _rows(run):
+    table = run.metrics().sort_values(["split", "layer", "metric", "epoch", "step"])
+    return table.reset_index(drop=True)
+
+
+def _summaries(run):
+    arms = run.manifest["mse_nc"]["arms"]
+    return {
+        key: {k: v for k, v in summary.items() if k != "seconds"} for key, summary in arms.items()
+    }
+
+
+def test_arms_side_by_side_give_the_rows_of_arms_one_after_the_other(tiny, tmp_path):
+    """The four arms (one with a rate sweep) as members on a pool of two worker processes,
+    and one after the other in this process: the same rows to the last bit and the same
+    summaries (their wall times apart), each arm stored as a member."""
+    serial = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path / "serial",
+                            executor="serial")  # fmt: skip
+    pooled = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path / "pool",
+                            executor="local", workers=2)  # fmt: skip
+    assert serial.status == pooled.status == "completed"
+    assert not (serial.path / "members" / "arms").exists()
+    assert len(list((pooled.path / "members" / "arms").glob("member-*.json"))) == 4
+    pd.testing.assert_frame_equal(_rows(serial), _rows(pooled), check_exact=True)
+    assert _summaries(serial) == _summaries(pooled)
+
+
+def test_arms_side_by_side_resume_with_the_arms_not_yet_trained(tiny, tmp_path, monkeypatch):
+    """An arm that fails twice (its try and the sweep's one retry) fails the run; the arm
+    that finished is kept as a member and not trained again when the run resumes."""
+    from collapselab.experiments.mse_nc import arms as arms_module
+
+    calls = []
+    real = arms_module.run_arm
+
+    def failing(config, arm, *args, **kwargs):
+        calls.append(arm.key)
+        if arm.key == "blobs-mlp-ce" and calls.count(arm.key) <= 2:
+            raise RuntimeError("simulated crash")
+        return real(config, arm, *args, **kwargs)
+
+    monkeypatch.setattr("collapselab.experiments.mse_nc.training.run_arm", failing)
+    config = dict(TINY_TRAINING, arms=TINY_TRAINING["arms"][:1])
+    monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", config)
+    options = {"preset": "tiny", "root": tmp_path, "executor": _InProcess(), "workers": 2}
+    run = run_experiment("mse-nc-collapse", raise_on_error=False, **options)
+    assert run.status == "failed" and "simulated crash" in run.manifest["error"]
+    assert len(run.metrics()) == 0 and not run.manifest.get("mse_nc", {}).get("arms")
+    run = run_experiment("mse-nc-collapse", **options)
+    assert run.status == "completed"
+    assert calls == ["blobs-mlp-mse", "blobs-mlp-ce", "blobs-mlp-ce", "blobs-mlp-ce"]
+    assert set(run.manifest["mse_nc"]["arms"]) == {"blobs-mlp-mse", "blobs-mlp-ce"}
+    rows = run.metrics()
+    assert not rows.duplicated(subset=["epoch", "split", "layer", "metric"]).any()
 
 
 def _check_theory_run(run) -> None:

@@ -110,11 +110,17 @@ def member_config(
 def sweep_member(member: dict[str, Any]) -> dict[str, float]:
     """A sweep task: train one point of the learning-rate grid (:func:`sweep_point`)."""
     arm = Arm(**member["arm"])
-    spec = member["config"]["datasets"][arm.dataset]
-    data = _data(json.dumps(spec, sort_keys=True), member["data_dir"], member["seed"])
+    data = arm_data(member["config"], arm, member["data_dir"], member["seed"])
     return sweep_point(
         member["config"], arm, data, member["lr"], seed=member["seed"], device=member["device"]
     )
+
+
+def arm_data(config: Mapping[str, Any], arm: Arm, data_dir: str | None, seed: int) -> DataSplits:
+    """The data of ``arm`` as a member process builds it from the configuration entry,
+    once per process and dataset (every point of an arm trains on the same data)."""
+    spec = config["datasets"][arm.dataset]
+    return _data(json.dumps(spec, sort_keys=True), data_dir, seed)
 
 
 @functools.lru_cache(maxsize=2)

@@ -15,8 +15,17 @@ For each arm of the configuration (in order: combination, then loss):
    write its rows and its summary together, so an arm is either complete in the run or
    absent from it.
 
-An interruption inside step 4 loses that arm's progress only (within-arm checkpoints are
-not kept; the paper preset's arms are single GPU runs of hours).
+Where several arms remain and the run's executor has more than one worker, step 4 trains
+them side by side: the arms are the members of a sweep (:func:`arm_member`, stored in
+``members/arms/`` as each finishes, so an interrupted run resumes with the arms not yet
+trained), written to the run in arm order once all have finished. An arm trains from its
+seed alone, on the threads the configuration gives it, in either way, so the rows are the
+same (tested); side by side, the training loops' callbacks (a per-epoch progress bar) are
+not called, and the progress shows the arms as members.
+
+An interruption inside step 4 loses the progress of the arms being trained only
+(within-arm checkpoints are not kept; the paper preset's arms are single GPU runs of
+hours).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from collapselab.experiments.mse_nc.arms import (
 )
 from collapselab.experiments.mse_nc.results import PROGRESS_KEY
 from collapselab.experiments.mse_nc.sweep import (
+    arm_data,
     member_config,
     select_rate,
     sweep_member,
@@ -99,27 +109,68 @@ def run_training(run: Run, context: RunContext) -> None:
 
 
 def _run_arms(run: Run, context: RunContext) -> None:
-    arms = arms_of(context.config)
     state = _progress(run)
+    pending = [arm for arm in arms_of(context.config) if arm.key not in state["arms"]]
+    if len(pending) > 1 and _side_by_side(context):
+        _train_side_by_side(run, state, context, pending)
+        return
     cached: tuple[str, DataSplits] | None = None
-    for arm in arms:
-        if arm.key in state["arms"]:
-            continue
+    for arm in pending:
         if cached is None or cached[0] != arm.dataset:
             spec = context.config["datasets"][arm.dataset]
             cached = (arm.dataset, build_data(spec, context.data_dir, context.seed))
-        data = cached[1]
         lr = arm.lr if arm.lr is not None else _sweep(run, state, context, arm)
         outcome = run_arm(
             context.config,
             arm,
-            data,
+            cached[1],
             lr,
             seed=context.seed,
             device=context.device,
             callbacks=context.callbacks,
         )
-        run.log_many(outcome.rows)
-        run.flush()
-        state["arms"][arm.key] = outcome.summary
-        run.update_manifest(**{PROGRESS_KEY: state})
+        _record(run, state, arm, outcome.rows, outcome.summary)
+
+
+def _side_by_side(context: RunContext) -> bool:
+    """Whether the run's executor can train arms in parallel (more than one worker)."""
+    executor = context.executor
+    name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    return context.workers > 1 and name != "serial"
+
+
+def _train_side_by_side(
+    run: Run, state: dict[str, Any], context: RunContext, arms: list[Arm]
+) -> None:
+    rates = {arm.key: arm.lr if arm.lr is not None else _sweep(run, state, context, arm)
+             for arm in arms}  # fmt: skip
+    members = [
+        member_config(context.config, arm, rates[arm.key], seed=context.seed,
+                      device=context.device, data_dir=context.data_dir_text)
+        for arm in arms
+    ]  # fmt: skip
+    outcomes = run_members(
+        arm_member, members, run, context, label="arms", threads=torch.get_num_threads()
+    )
+    for arm, outcome in zip(arms, outcomes, strict=True):
+        _record(run, state, arm, outcome["rows"], outcome["summary"])
+
+
+def arm_member(member: dict[str, Any]) -> dict[str, Any]:
+    """A sweep task: train one arm with measurements (:func:`~collapselab.experiments.
+    mse_nc.arms.run_arm`) on the data its configuration entry builds; its rows and summary."""
+    arm = Arm(**member["arm"])
+    data = arm_data(member["config"], arm, member["data_dir"], member["seed"])
+    outcome = run_arm(member["config"], arm, data, member["lr"], seed=member["seed"],
+                      device=member["device"])  # fmt: skip
+    return {"rows": outcome.rows, "summary": outcome.summary}
+
+
+def _record(
+    run: Run, state: dict[str, Any], arm: Arm, rows: list[dict[str, Any]], summary: dict[str, Any]
+) -> None:
+    """Write one arm's rows and summary together: an arm is complete in the run or absent."""
+    run.log_many(rows)
+    run.flush()
+    state["arms"][arm.key] = summary
+    run.update_manifest(**{PROGRESS_KEY: state})
