@@ -260,3 +260,28 @@ def test_an_error_in_the_caller_ends_the_busy_workers_at_once(tmp_path: Path) ->
         time.sleep(0.05)
     else:
         pytest.fail(f"worker {pid} still runs member 1")
+
+
+def test_an_experiments_sweep_names_its_progress_row_after_its_label(tmp_path: Path) -> None:
+    """``run_members`` shows ``label: done/total members`` (``sweep`` without a label) and
+    stores under ``members/<label>``."""
+    from collapselab.experiments.registry import RunContext
+    from collapselab.experiments.sweeps import run_members
+    from collapselab.store import Run
+
+    rows: list[tuple[str, int]] = []
+
+    class Display:
+        def task(self, description: str, total: int, unit: str = ""):
+            import contextlib
+
+            rows.append((description, total))
+            return contextlib.nullcontext(lambda done, total: None)
+
+    run = Run.create(tmp_path, "labels", config={})
+    context = RunContext("tiny", {}, progress=Display(), executor="serial")
+    run_members(tasks.array_of, [{"n": 2}], run, context, label="arms")
+    run_members(tasks.array_of, [{"n": 3}, {"n": 4}], run, context)
+    assert rows == [("arms", 1), ("sweep", 2)]
+    assert len(list((run.path / "members" / "arms").glob("member-*.json"))) == 1
+    assert len(list((run.path / "members").glob("member-*.json"))) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,30 +17,13 @@ from collapselab.data.pca import PCAmplification, SeparableRelabel, ZCAWhitening
 from collapselab.data.transforms import Standardize, pad_to_size, shuffle_labels
 from collapselab.experiments.claims import ClaimResult
 from collapselab.experiments.registry import RunContext
-from collapselab.experiments.sweeps import run_sweep
+from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 
 PAPER = "002"
 
 Task = Callable[[dict[str, Any]], dict[str, Any]]
 """A module-level function of one member's configuration returning its result dict."""
-
-
-def run_members(
-    task: Task, configs: Sequence[dict[str, Any]], run: Run, context: RunContext, label: str
-) -> list[dict[str, Any]]:
-    """Run ``task`` on every configuration (the members of an ensemble or a grid) through
-    :func:`~collapselab.experiments.sweeps.run_sweep` on the context's executor, each member
-    stored under ``members/<label>`` of the run (a resumed run loads the finished ones);
-    the results in the order of ``configs``."""
-    return run_sweep(
-        task,
-        list(configs),
-        executor=context.executor,
-        workers=context.workers,
-        store=run.path / "members" / label,
-        progress=context.progress,
-    ).results
 
 
 def run_ensembles(
@@ -53,7 +36,7 @@ def run_ensembles(
         batch = members(config, int(config["members"]))
         configs += batch
         owners += [label] * len(batch)
-    results = run_members(task, configs, run, context, "ensembles")
+    results = run_members(task, configs, run, context, label="ensembles")
     return {label: [r for r, o in zip(results, owners, strict=True) if o == label]
             for label in ensembles}  # fmt: skip
 

@@ -63,7 +63,6 @@ from collapselab.experiments.pcb._common import (
     members,
     read_dataset,
     run_ensembles,
-    run_members,
     verdict,
     whitened,
 )
@@ -73,6 +72,7 @@ from collapselab.experiments.pcb.linear_sgd import (
     sgd_checkpoints,
 )
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_members
 from collapselab.metrics.pc_bias import (
     accessibility,
     checkpoint_weights,
@@ -143,7 +143,7 @@ def _search_rates(base: dict[str, Any], run: Run, context: RunContext) -> dict[s
                 configs += members(probe, 1)
                 keys.append(f"{setup}_{condition}")
     with serial_threads():
-        found = run_members(linear_sgd_member, configs, run, context, "rates")
+        found = run_members(linear_sgd_member, configs, run, context, label="rates")
     out: dict[str, Any] = {}
     for key in dict.fromkeys(keys):
         errors = [r["test_error"] for r, k in zip(found, keys, strict=True) if k == key]

@@ -31,8 +31,9 @@ import torch
 from collapselab._threads import serial_threads
 from collapselab.data import spectrum_gaussian
 from collapselab.experiments.claims import Claim, Erratum, RunResults
-from collapselab.experiments.pcb._common import log_steps, members, run_members, verdict
+from collapselab.experiments.pcb._common import log_steps, members, verdict
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_members
 from collapselab.models import TwoLayerReLU
 from collapselab.store import Run
 from collapselab.theory.pc_bias import principal_frame
@@ -91,7 +92,7 @@ def run_relu(run: Run, context: RunContext) -> None:
     config = {**c, "seed": context.seed, "data_seed": context.seed}
     with serial_threads():
         results = run_members(relu_member, members(config, int(c["members"])), run, context,
-                              "relu")  # fmt: skip
+                              label="relu")  # fmt: skip
         x, y = symmetric_data(config)
         frame = principal_frame(x, y[:, None])
     u = np.stack([r["u"] for r in results], axis=1)  # (S, N, q)

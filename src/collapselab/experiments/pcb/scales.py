@@ -25,9 +25,10 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import member_base, members, run_members, verdict
+from collapselab.experiments.pcb._common import member_base, members, verdict
 from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
+from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 from collapselab.theory.pc_bias import expected_scales
 
@@ -44,7 +45,7 @@ def run_scales(run: Run, context: RunContext) -> None:
     config = member_base(context)
     with serial_threads():
         results = run_members(
-            deep_linear_member, members(config, int(c["members"])), run, context, "scales"
+            deep_linear_member, members(config, int(c["members"])), run, context, label="scales"
         )
     frame, _ = data_frame(config)
     widths = [frame.n_pcs, *[int(w) for w in c["hidden"]], frame.n_outputs]

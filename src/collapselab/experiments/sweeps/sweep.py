@@ -84,6 +84,7 @@ def run_sweep(
     retries: int = 1,
     threads: int = 1,
     progress: ProgressDisplay | None = None,
+    description: str = "sweep",
 ) -> SweepResult:
     """Run ``task(config)`` for every config of ``configs``; results in the configs' order.
 
@@ -109,6 +110,7 @@ def run_sweep(
         threads: torch and BLAS threads inside every member (restored after): the same
             number on every executor gives bit-identical results.
         progress: where the sweep shows ``done/total members``.
+        description: the name of that progress row.
 
     Raises:
         SweepError: members still failing after ``retries`` retries, raised after every
@@ -128,7 +130,7 @@ def run_sweep(
     result = SweepResult([None] * len(configs), configs, [0] * len(configs), executor=runner.name)
     failures: dict[int, tuple[dict[str, Any], str]] = {}
 
-    with display.task("sweep", total=len(configs), unit="members") as report:
+    with display.task(description, total=len(configs), unit="members") as report:
         jobs = _load_finished(members, result, threads)
         tick = _Ticker(report, len(configs), done=len(result.loaded))
 
@@ -173,7 +175,8 @@ def run_members(
     """An experiment's sweep: :func:`run_sweep` on the run's executor and workers
     (``context.executor``, ``context.workers``), each member stored in the run's
     ``members/`` (``members/<label>/`` for one of several sweeps of a run), so a resumed
-    run loads its finished members; the results in the order of ``configs``."""
+    run loads its finished members; the results in the order of ``configs``. The progress
+    row is named after ``label`` (``"sweep"`` without one)."""
     store = run.path / "members" / label if label else run.path / "members"
     return run_sweep(
         task,
@@ -183,6 +186,7 @@ def run_members(
         store=store,
         threads=threads,
         progress=context.progress,
+        description=label or "sweep",
     ).results
 
 
