@@ -96,7 +96,7 @@ ALIGNED_IF_NEAR_EQUAL = 2 * np.sqrt(1 - NEAR_EQUAL) / (2 - NEAR_EQUAL)
 r"""The smallest ``a(v)`` of a vector in the span of eigenvectors whose eigenvalues lie within
 :data:`NEAR_EQUAL` of each other (Kantorovich's inequality:
 :math:`a(v) \geq 2\sqrt{\kappa}/(1 + \kappa)`, :math:`\kappa = 1 - \text{NEAR\_EQUAL}` the
-smallest ratio of two of them): ``0.99967``. With outliers equal to ``NEAR_EQUAL``, this is
+smallest ratio of two of them): ``0.99967``. With outliers equal to within ``NEAR_EQUAL``, this is
 what "the predicted vectors are eigenvectors" can mean at a point that is not a global
 optimum to round-off."""
 
