@@ -258,20 +258,26 @@ def _k(results: RunResults) -> int:
     return int(results.array("dynamics", "n_classes"))
 
 
-ACTIVE, CONSTANT = SYMMETRIC_ACTIVE, SYMMETRIC_CONSTANT
-"""The two regimes of symmetric runs (:func:`regime`) a claim may be restricted to."""
+_RUNS = {
+    None: "symmetric run(s)",
+    SYMMETRIC_ACTIVE: "symmetric ReLU-active run(s)",
+    SYMMETRIC_CONSTANT: "symmetric run(s) with sample-independent masks",
+}
+"""How a claim's detail names the runs it read: every symmetric run, or those of one regime
+(:func:`regime`)."""
 
 
 def _symmetric_runs(results: RunResults, relu: str | None = None) -> list[str]:
-    """The symmetric runs, or those of them in the regime ``relu`` (:data:`ACTIVE`: a mixed
-    unit after the analysed layer; :data:`CONSTANT`: none)."""
+    """The symmetric runs, or those of them in the regime ``relu``
+    (:data:`SYMMETRIC_ACTIVE`: a mixed unit after the analysed layer;
+    :data:`SYMMETRIC_CONSTANT`: none)."""
     s = _sweep(results)
     names = [
         _run_name(int(w), int(seed))
         for w, seed, sym, constant in zip(
             s["width"], s["seed"], s["symmetric"], s["masks_constant"], strict=True
         )
-        if sym and (relu is None or bool(constant) == (relu == CONSTANT))
+        if sym and (relu is None or bool(constant) == (relu == SYMMETRIC_CONSTANT))
     ]
     if not names:
         raise NotEvaluable(
@@ -318,9 +324,7 @@ def _per_symmetric_run(
     names = _symmetric_runs(results, relu)
     measured = {name: measure(results, name) for name in names}
     holds = all(ok(v) for v in measured.values())
-    which = {None: "symmetric run(s)", ACTIVE: "symmetric ReLU-active run(s)",
-             CONSTANT: "symmetric run(s) with sample-independent masks"}[relu]  # fmt: skip
-    detail = f"{text} in the {len(names)} {which}: " + ", ".join(
+    detail = f"{text} in the {len(names)} {_RUNS[relu]}: " + ", ".join(
         f"{name} {v:.4g}" for name, v in measured.items()
     )
     return holds, measured, bound, detail
@@ -346,7 +350,7 @@ def _hessian_unequal(results: RunResults) -> Any:
         f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}; the "
         f"linear model's is ~1e-12)",
         UNEQUAL,
-        ACTIVE,
+        SYMMETRIC_ACTIVE,
     )
 
 
@@ -394,13 +398,13 @@ def _alignment(results: RunResults) -> Any:
         f"smallest a(v_kk') (need in [{ALIGNED:g}, 1 − {EXACTLY_ONE:g}): close to but not "
         "exactly 1)",
         ALIGNED,
-        ACTIVE,
+        SYMMETRIC_ACTIVE,
     )
 
 
 def _true_coefficients(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
     k = _k(results)
-    names = _symmetric_runs(results, ACTIVE)
+    names = _symmetric_runs(results, SYMMETRIC_ACTIVE)
     ok, values, parts = True, {}, []
     for name in names:
         coef = np.abs(_final(results, name, "true_coefficients"))
@@ -412,8 +416,8 @@ def _true_coefficients(results: RunResults) -> tuple[bool, Mapping[str, float], 
         parts.append(f"{name}: {np.array2string(big, precision=3)}")
     detail = (
         f"|⟨g/‖g‖, u_j⟩| above {COEFFICIENT:g} on the top K² true eigenvectors (need exactly "
-        f"K = {k}, with relative spread >= 0.01) in the {len(names)} symmetric ReLU-active "
-        "run(s) (a mixed unit after W_l): " + "; ".join(parts)
+        f"K = {k}, with relative spread >= 0.01) in the {len(names)} "
+        f"{_RUNS[SYMMETRIC_ACTIVE]}: " + "; ".join(parts)
     )
     return ok, values, float(k), detail
 
@@ -445,7 +449,7 @@ def _table4(results: RunResults) -> Any:
         f"relative spread of the diagonal of (1/N) Σ B_iB_iᵀ at layer {layer} (need >= "
         f"{TABLE4_CONSTANT:g}: not constant)",
         TABLE4_CONSTANT,
-        ACTIVE,
+        SYMMETRIC_ACTIVE,
     )
 
 
@@ -456,7 +460,7 @@ def _constant_masks_linear(results: RunResults) -> tuple[bool, Mapping[str, floa
     a critical point the weights out of a dead unit get no data gradient, so
     weight decay sets them to 0 and ``A = W_{L:l+1}``: Table 4 equals Table 3."""
     k, layer = _k(results), int(results.array("dynamics", "layer"))
-    names = _symmetric_runs(results, CONSTANT)
+    names = _symmetric_runs(results, SYMMETRIC_CONSTANT)
     ok, values, parts = True, {}, []
     for name in names:
         spread = relative_spread(_final(results, name, "hessian")[: k * k])
@@ -474,7 +478,7 @@ def _constant_masks_linear(results: RunResults) -> tuple[bool, Mapping[str, floa
     detail = (
         f"the linear model's predictions (top-K² relative spread <= {NEAR_EQUAL:g}, "
         f"1 − min a(v) <= {1 - ALIGNED_IF_NEAR_EQUAL:.2g}, Table 4 = Table 3 to {IDENTITY:g}) "
-        f"in the {len(names)} symmetric run(s) with sample-independent masks: " + "; ".join(parts)
+        f"in the {len(names)} {_RUNS[SYMMETRIC_CONSTANT]}: " + "; ".join(parts)
     )
     return ok, values, NEAR_EQUAL, detail
 

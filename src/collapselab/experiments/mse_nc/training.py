@@ -135,7 +135,7 @@ def _run_arms(run: Run, context: RunContext) -> None:
 def _side_by_side(context: RunContext) -> bool:
     """Whether the run's executor can train arms in parallel (more than one worker)."""
     executor = context.executor
-    name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    name = executor if isinstance(executor, str) else executor.name
     return context.workers > 1 and name != "serial"
 
 
