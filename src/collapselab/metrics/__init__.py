@@ -2,10 +2,10 @@
 
 - :func:`measure`: the catalogue metrics of one feature matrix.
 - Families (:mod:`collapselab.metrics.families`): :class:`NC`, :class:`MSE`, :class:`PFC`,
-  :class:`Diversity`, :class:`PCBias`; the protocol a family implements, :class:`Family`
-  with :class:`Key` and :class:`Needs` (:mod:`collapselab.metrics.family`); the registry
-  that is the metric catalogue, :func:`register_family` and :func:`catalogue`
-  (:mod:`collapselab.metrics.catalogue`).
+  :class:`Diversity`, :class:`PCBias`, :class:`LearningOrder`; the protocol a family
+  implements, :class:`Family` with :class:`Key` and :class:`Needs`
+  (:mod:`collapselab.metrics.family`); the registry that is the metric catalogue,
+  :func:`register_family` and :func:`catalogue` (:mod:`collapselab.metrics.catalogue`).
 - Formulas: :mod:`collapselab.metrics.nc` (NC1-NC4, PFC1-3), :mod:`collapselab.metrics.mse`
   (the MSE decomposition, SNR), :mod:`collapselab.metrics.diversity` (paper 000),
   :mod:`collapselab.metrics.layerwise` (paper 001's per-layer and layer-path metrics),
@@ -21,7 +21,7 @@ from collapselab.metrics.catalogue import (
     register_family,
     unregister_family,
 )
-from collapselab.metrics.families import MSE, NC, PFC, Diversity, PCBias
+from collapselab.metrics.families import MSE, NC, PFC, Diversity, LearningOrder, PCBias
 from collapselab.metrics.families.nc import nc_metrics
 from collapselab.metrics.family import Family, Key, LayerView, Layout, ModelAccess, Needs, SplitView
 from collapselab.metrics.measure import measure
@@ -76,6 +76,7 @@ __all__ = [
     "Key",
     "LayerView",
     "Layout",
+    "LearningOrder",
     "MSEDecomposition",
     "ModelAccess",
     "Needs",

@@ -9,6 +9,8 @@ Public API:
   (``monitor.callback()``).
 - :class:`Schedule`, :func:`log_spaced_epochs`, :data:`PAPER_003_EPOCHS`: when to measure.
 - :data:`MODEL_LAYER`: the ``layer`` of model-level rows.
+- :func:`accessibility_from_runs`, :func:`correctness_from_run`: accessibility (paper 002)
+  of every example over an ensemble of runs tracked with the ``learning_order`` family.
 - ``CollapseCallback`` (module :mod:`collapselab.track.lightning`): a Lightning callback
   driving the same Monitor; needs the optional ``lightning`` package and is imported
   only when first used.
@@ -18,6 +20,7 @@ from typing import Any
 
 from collapselab.metrics.family import MODEL_LAYER
 from collapselab.track.callbacks import MonitorCallback
+from collapselab.track.learning_order import accessibility_from_runs, correctness_from_run
 from collapselab.track.monitor import Monitor, Results
 from collapselab.track.schedule import PAPER_003_EPOCHS, Schedule, log_spaced_epochs
 
@@ -29,6 +32,8 @@ __all__ = [
     "MonitorCallback",
     "Results",
     "Schedule",
+    "accessibility_from_runs",
+    "correctness_from_run",
     "log_spaced_epochs",
 ]
 

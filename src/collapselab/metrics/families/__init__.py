@@ -9,16 +9,19 @@
 - :class:`PCBias` (``"pcbias"``): a deep linear network's per-PC distance to the
   least-squares optimum and its gradient-scale-matrix statistics (paper 002; a model
   procedure).
+- :class:`LearningOrder` (``"learning_order"``): which examples the model classifies
+  correctly at every measurement, for accessibility and LOC (paper 002; a model procedure).
 """
 
 from collapselab.metrics.families.curvature import Curvature
 from collapselab.metrics.families.diversity import Diversity
+from collapselab.metrics.families.learning_order import LearningOrder
 from collapselab.metrics.families.mse import MSE
 from collapselab.metrics.families.nc import NC
 from collapselab.metrics.families.pcbias import PCBias
 from collapselab.metrics.families.pfc import PFC
 
-BUILTIN = (NC, MSE, PFC, Diversity, Curvature, PCBias)
+BUILTIN = (NC, MSE, PFC, Diversity, Curvature, PCBias, LearningOrder)
 """The families registered in the catalogue when :mod:`collapselab.metrics` is imported."""
 
-__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Curvature", "Diversity", "PCBias"]
+__all__ = ["BUILTIN", "MSE", "NC", "PFC", "Curvature", "Diversity", "LearningOrder", "PCBias"]
