@@ -13,7 +13,12 @@ from collapselab.metrics.catalogue import catalogue
 from collapselab.metrics.families import LearningOrder
 from collapselab.metrics.families.learning_order import example_correctness
 from collapselab.store import Run
-from collapselab.track import Monitor, accessibility_from_runs, correctness_from_run
+from collapselab.track import (
+    Monitor,
+    accessibility_from_runs,
+    array_name,
+    correctness_from_run,
+)
 
 Q, K, N, N_TEST = 5, 3, 30, 12
 
@@ -97,7 +102,7 @@ def test_a_shuffled_order_between_measurements_is_a_clear_error(tmp_path):
         loader = DataLoader(TensorDataset(train.x, train.y), batch_size=7, shuffle=True,
                             generator=torch.Generator().manual_seed(seed))  # fmt: skip
         correct, labels = example_correctness(model, loader)
-        run.save_array(f"learning_order_step{step:08d}", step=step, correct_train=correct,
+        run.save_array(array_name("learning_order", step), step=step, correct_train=correct,
                        labels_train=labels)  # fmt: skip
     with pytest.raises(ValueError, match=r"different order at step 1.*shuffle=False"):
         correctness_from_run(run)

@@ -14,10 +14,11 @@ from collapselab.data import LabeledData
 from collapselab.metrics.catalogue import catalogue
 from collapselab.metrics.families import PCBias
 from collapselab.metrics.families.pcbias import DISTANCE_KEYS, SCALE_KEYS
-from collapselab.metrics.pc_bias import pc_distance, scale_matrix_statistics
+from collapselab.metrics.pc_bias import pc_distance, pc_ensemble_std, scale_matrix_statistics
 from collapselab.models import DeepLinear
+from collapselab.store import Run
 from collapselab.theory.pc_bias import expected_scales, gradient_scale_matrices
-from collapselab.track import Monitor
+from collapselab.track import Monitor, compact_pc_from_runs
 
 Q, K, N = 6, 3, 48
 
@@ -127,3 +128,41 @@ def test_pcbias_family_is_registered_and_checks_its_input():
         )
         got = monitor.measure_now()
     assert "0" not in got["train"] and "2" not in got["train"]
+
+
+def test_an_ensembles_compact_matrices_come_back_from_the_stored_runs(tmp_path):
+    """Two tracked runs -> (E, N, K, q); their per-PC std equals an explicit loop over the
+    members' W U (U from an SVD of X, up to each column's sign, which a std ignores)."""
+    runs, members = [], []
+    _, data, x0, _ = _setup(0)  # one data set, two inits
+    for seed in (0, 1):
+        model = _setup(seed)[0]
+        run = Run.create(tmp_path, "pcbias-ensemble", seed=seed)
+        family = PCBias.from_data(data.x, data.y, K)
+        monitor = Monitor(model, data, families=[family], schedule=None, loss="mse", run=run)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        compacts = []
+        for step in range(3):
+            monitor.measure_now(epoch=step, step=step)
+            compacts.append(_compact(model))
+            opt.zero_grad()
+            (0.5 * ((model(data.x) - torch.eye(K)[data.y]) ** 2).sum() / N).backward()
+            opt.step()
+        run.flush()
+        runs.append(run)
+        members.append(compacts)
+    steps, compact = compact_pc_from_runs([runs[0], runs[1].path])
+    np.testing.assert_array_equal(steps, [0, 1, 2])
+    assert compact.shape == (3, 2, K, Q)
+    u = np.linalg.svd(x0, full_matrices=False)[2].T
+    for e in range(3):
+        for j in range(Q):
+            cols = [members[i][e] @ u[:, j] for i in range(2)]
+            mean = (cols[0] + cols[1]) / 2
+            std = math.sqrt(sum(((c - mean) ** 2).sum() for c in cols) / (2 - 1))  # ddof 1
+            assert pc_ensemble_std(compact)[e, j] == pytest.approx(std, rel=1e-6, abs=1e-9)
+    with pytest.raises(ValueError, match="non-empty list of runs"):
+        compact_pc_from_runs([])
+    empty = Run.create(tmp_path, "pcbias-none")
+    with pytest.raises(ValueError, match="no pcbias measurement with compact_pc"):
+        compact_pc_from_runs([empty])

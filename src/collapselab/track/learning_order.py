@@ -23,9 +23,7 @@ import numpy as np
 
 from collapselab.metrics.pc_bias import accessibility
 from collapselab.store import Run
-
-PREFIX = "learning_order_step"
-"""Array-file prefix the Monitor writes the family's measurements under."""
+from collapselab.track.measurements import measurement_arrays
 
 
 def correctness_from_run(
@@ -35,15 +33,12 @@ def correctness_from_run(
     order. Raises when the run has no ``learning_order`` measurement of ``split`` or when
     the examples came in a different order at two measurements (a shuffling loader)."""
     run = run if isinstance(run, Run) else Run.open(run)
-    names = [n for n in run.array_names() if n.startswith(PREFIX)]
-    loaded = [run.load_array(n) for n in names]
-    loaded = [a for a in loaded if f"correct_{split}" in a]
+    loaded = [a for a in measurement_arrays(run, "learning_order") if f"correct_{split}" in a]
     if not loaded:
         raise ValueError(
             f"run {run.path} has no learning_order measurement of split {split!r}: track it "
             "with Monitor(families=[..., 'learning_order'])"
         )
-    loaded.sort(key=lambda a: int(a["step"]))
     labels = loaded[0][f"labels_{split}"]
     for arrays in loaded[1:]:
         if not np.array_equal(arrays[f"labels_{split}"], labels):
@@ -86,4 +81,4 @@ def _name(run: Run | str | os.PathLike[str]) -> str:
     return str(run.path) if isinstance(run, Run) else str(run)
 
 
-__all__ = ["PREFIX", "accessibility_from_runs", "correctness_from_run"]
+__all__ = ["accessibility_from_runs", "correctness_from_run"]

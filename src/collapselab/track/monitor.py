@@ -45,6 +45,7 @@ from collapselab.probe.inputs import first_param
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
+from collapselab.track.measurements import array_name
 from collapselab.track.schedule import Schedule
 from collapselab.track.sweep import Sweep, SweepSettings
 
@@ -625,7 +626,7 @@ class Monitor:
         self.run.log_many(rows)
         for name, arrays in self.last_arrays.items():
             epoch_value = -1 if epoch is None else epoch
-            self.run.save_array(f"{name}_step{step:08d}", step=step, epoch=epoch_value, **arrays)
+            self.run.save_array(array_name(name, step), step=step, epoch=epoch_value, **arrays)
         self.run.add_duration("monitor_seconds", seconds)
 
 
