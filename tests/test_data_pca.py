@@ -161,6 +161,48 @@ def test_zca_rank_deficient_projects_out_the_null_space():
         ZCAWhitening(eps=-1.0)
 
 
+def _ls_predictions_on(x_train: np.ndarray, y: np.ndarray, x_all: np.ndarray) -> dict:
+    """Predictions on ``x_all`` of the bias-free least-squares solution fitted on
+    ``(x_train, y)``: the library's ``principal_frame(...).optimum()`` and a plain lstsq."""
+    from collapselab.theory.pc_bias import principal_frame
+
+    frame = principal_frame(x_train, y)
+    w_frame = frame.unrotate(frame.optimum())
+    w_lstsq, *_ = np.linalg.lstsq(x_train, y, rcond=None)
+    return {"frame": x_all @ w_frame.T, "lstsq": x_all @ w_lstsq}
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+def test_uncentred_whitening_leaves_least_squares_predictions_unchanged(eps):
+    # R33: x -> A x with A invertible maps the LS solution W to W A^{-1}: same predictions.
+    data = _correlated(250, 10, seed=21)  # non-zero mean (norm 2.56); rows 200+ held out
+    x = data[:200]
+    y = np.eye(3)[np.random.default_rng(0).integers(0, 3, 200)]
+    zca = ZCAWhitening(eps=eps, center=False).fit(x)
+    before = _ls_predictions_on(x.numpy(), y, data.numpy())
+    after = _ls_predictions_on(zca.apply(x).numpy(), y, zca.apply(data).numpy())
+    for route in ("frame", "lstsq"):  # measured worst 4.2e-14 (frame), 1e-14 (lstsq)
+        np.testing.assert_allclose(after[route], before[route], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(before["frame"], before["lstsq"], rtol=0, atol=1e-10)
+
+
+def test_centred_whitening_changes_bias_free_least_squares_predictions():
+    # x -> A (x - m) is affine: a bias-free linear model cannot absorb the shift -A m.
+    data = _correlated(250, 10, seed=21)
+    x = data[:200]
+    y = np.eye(3)[np.random.default_rng(0).integers(0, 3, 200)]
+    zca = ZCAWhitening(eps=0.0, center=True).fit(x)
+    before = _ls_predictions_on(x.numpy(), y, data.numpy())["frame"]
+    after = _ls_predictions_on(zca.apply(x).numpy(), y, zca.apply(data).numpy())["frame"]
+    gap = np.abs(after - before).max()
+    assert gap == pytest.approx(0.4085, abs=1e-3)  # predictions reach 0.754 in magnitude
+    assert np.mean(after.argmax(1) != before.argmax(1)) == pytest.approx(0.284)
+    # With the mean removed first the same whitening is linear again: no change.
+    centred = data - x.mean(0)
+    again = _ls_predictions_on(centred[:200].numpy(), y, centred.numpy())["frame"]
+    np.testing.assert_allclose(after, again, rtol=0, atol=1e-10)
+
+
 # ---------------------------------------------------------------------- amplification
 
 
