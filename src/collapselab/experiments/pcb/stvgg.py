@@ -55,13 +55,12 @@ def _side(q: int) -> int:
     return round(q**0.5)
 
 
-def linearised_matrix(net: StVGG, width_multiplier: float | None = None) -> np.ndarray:
+def linearised_matrix(net: StVGG) -> np.ndarray:
     """The compact matrix ``(K, q)`` of ``net``'s linearisation, ``W e_j = f(e_j) − f(0)``:
     :func:`~collapselab.models.compact_representation` with
     ``method="ignore_nonlinearities"`` (ReLU the identity, max-pooling the 2 x 2 average
     pooling of the linear twin, eval mode) and ``bias="keep"``, all ``q`` basis images in one
-    pass as before (the stored runs' numbers, bit for bit). ``width_multiplier`` is not used
-    (the copy carries ``net``'s own widths); it stays for existing callers."""
+    pass as before (the stored runs' numbers, bit for bit)."""
     h, w = net.input_size
     q = net.in_channels * h * w
     shape = (net.in_channels, h, w)
@@ -89,7 +88,7 @@ def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
         with torch.no_grad():  # in chunks: one 5000-image batch is slower than 25 of 200
             predicted = torch.cat([net(chunk).argmax(1) for chunk in x.split(SCORE_CHUNK)])
             accuracy.append(float((predicted == y).double().mean()))
-        compact.append(linearised_matrix(net, mult))
+        compact.append(linearised_matrix(net))
         net.train()
 
     record()
