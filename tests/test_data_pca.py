@@ -161,6 +161,48 @@ def test_zca_rank_deficient_projects_out_the_null_space():
         ZCAWhitening(eps=-1.0)
 
 
+def _ls_predictions_on(x_train: np.ndarray, y: np.ndarray, x_all: np.ndarray) -> dict:
+    """Predictions on ``x_all`` of the bias-free least-squares solution fitted on
+    ``(x_train, y)``: the library's ``principal_frame(...).optimum()`` and a plain lstsq."""
+    from collapselab.theory.pc_bias import principal_frame
+
+    frame = principal_frame(x_train, y)
+    w_frame = frame.unrotate(frame.optimum())
+    w_lstsq, *_ = np.linalg.lstsq(x_train, y, rcond=None)
+    return {"frame": x_all @ w_frame.T, "lstsq": x_all @ w_lstsq}
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+def test_uncentred_whitening_leaves_least_squares_predictions_unchanged(eps):
+    # R33: x -> A x with A invertible maps the LS solution W to W A^{-1}: same predictions.
+    data = _correlated(250, 10, seed=21)  # non-zero mean (norm 2.56); rows 200+ held out
+    x = data[:200]
+    y = np.eye(3)[np.random.default_rng(0).integers(0, 3, 200)]
+    zca = ZCAWhitening(eps=eps, center=False).fit(x)
+    before = _ls_predictions_on(x.numpy(), y, data.numpy())
+    after = _ls_predictions_on(zca.apply(x).numpy(), y, zca.apply(data).numpy())
+    for route in ("frame", "lstsq"):  # measured worst 4.2e-14 (frame), 1e-14 (lstsq)
+        np.testing.assert_allclose(after[route], before[route], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(before["frame"], before["lstsq"], rtol=0, atol=1e-10)
+
+
+def test_centred_whitening_changes_bias_free_least_squares_predictions():
+    # x -> A (x - m) is affine: a bias-free linear model cannot absorb the shift -A m.
+    data = _correlated(250, 10, seed=21)
+    x = data[:200]
+    y = np.eye(3)[np.random.default_rng(0).integers(0, 3, 200)]
+    zca = ZCAWhitening(eps=0.0, center=True).fit(x)
+    before = _ls_predictions_on(x.numpy(), y, data.numpy())["frame"]
+    after = _ls_predictions_on(zca.apply(x).numpy(), y, zca.apply(data).numpy())["frame"]
+    gap = np.abs(after - before).max()
+    assert gap == pytest.approx(0.4085, abs=1e-3)  # predictions reach 0.754 in magnitude
+    assert np.mean(after.argmax(1) != before.argmax(1)) == pytest.approx(0.284)
+    # With the mean removed first the same whitening is linear again: no change.
+    centred = data - x.mean(0)
+    again = _ls_predictions_on(centred[:200].numpy(), y, centred.numpy())["frame"]
+    np.testing.assert_allclose(after, again, rtol=0, atol=1e-10)
+
+
 # ---------------------------------------------------------------------- amplification
 
 
@@ -297,6 +339,73 @@ def test_separable_relabel_class_api_and_errors():
         SeparableRelabel(2).fit(data.x, data.y + 5, 2)
     with pytest.raises(TypeError):
         separable_relabel(data.x, 2)
+
+
+def test_least_squares_separator_equals_numpy_lstsq():
+    data = gaussian_mixture(3, 10, 60, clusters_per_class=2, mean_scale=1.0, seed=2).train
+    rel = SeparableRelabel(4).fit(data.x, data.y, 3)
+    z = rel.pca.transform(data.x, 4).numpy()
+    a = np.hstack([z, np.ones((len(z), 1))])
+    w, *_ = np.linalg.lstsq(a, 2.0 * np.eye(3)[data.y.numpy()] - 1.0, rcond=None)
+    np.testing.assert_allclose(rel.weight.numpy(), w, rtol=1e-10, atol=1e-12)
+
+
+def _sklearn_reference(separator: str, z: np.ndarray, y: np.ndarray):
+    """The separator fitted independently with scikit-learn's own API."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    if separator == "logistic":
+        return LogisticRegression(C=1.0, max_iter=10_000).fit(z, y)
+    return LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000, random_state=0).fit(z, y)
+
+
+def _argmax_loop(z: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """argmax_k (z_i . W[:-1, k] + W[-1, k]) by explicit loops over points and classes."""
+    out = []
+    for row in z:
+        scores = [float(row @ weight[:-1, k] + weight[-1, k]) for k in range(weight.shape[1])]
+        out.append(int(np.argmax(scores)))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("separator", ["least_squares", "logistic", "linear_svm"])
+@pytest.mark.parametrize(("k", "p"), [(2, 3), (3, 4)])
+def test_every_separator_separates_the_relabelled_train_and_test(separator, k, p):
+    data = gaussian_mixture(k, 10, 60, 20, clusters_per_class=2, mean_scale=1.0, seed=2)
+    out = separable_relabel(data, n_components=p, separator=separator)
+    rel = SeparableRelabel(p, separator=separator).fit(data.train.x, data.train.y, k)
+    assert out.train.meta["separable_relabel"]["separator"] == separator
+    assert torch.equal(out.train.y, rel.train_labels)
+    z, z_test = (rel.pca.transform(s.x, p).numpy() for s in (data.train, data.test))
+    weight = rel.weight.numpy()
+    # Every relabelled point, train and test, is classified as its new label by the separator.
+    assert (_argmax_loop(z, weight) == out.train.y.numpy()).all()
+    assert (_argmax_loop(z_test, weight) == out.test.y.numpy()).all()
+    changed = float((out.train.y != data.train.y).double().mean())
+    assert 0.0 < changed < (k - 1) / k
+    if separator != "least_squares":  # the stored separator is scikit-learn's own fit
+        ref = _sklearn_reference(separator, z, data.train.y.numpy())
+        assert (ref.predict(z) == out.train.y.numpy()).all()
+        assert (ref.predict(z_test) == out.test.y.numpy()).all()
+        coef = ref.coef_.T if k > 2 else ref.coef_.T * np.array([[0.0, 1.0]])
+        np.testing.assert_allclose(weight[:-1], coef, rtol=1e-9, atol=1e-12)
+    if k == 2:  # feasibility of a separating hyperplane by linear programming
+        assert _linearly_separable(
+            np.vstack([z, z_test]), np.concatenate([out.train.y, out.test.y])
+        )
+
+
+def test_separator_choice_errors_and_default_repr():
+    data = gaussian_mixture(2, 6, 40, seed=1).train
+    with pytest.raises(ValueError, match=r"separator must be one of .*'least_squares'.*got 'svm'"):
+        SeparableRelabel(2, separator="svm")
+    with pytest.raises(ValueError, match="separator"):
+        separable_relabel(data, 2, separator="ridge")
+    assert repr(SeparableRelabel(2)) == "SeparableRelabel(n_components=2, rounds=1)"
+    rel = SeparableRelabel(2, rounds=20, separator="logistic").fit(data.x, data.y, 2)
+    assert rel.converged is True
+    assert torch.equal(rel.predict(data.x), rel.train_labels)
 
 
 def test_pca_in_small_blocks_matches_one_block(monkeypatch):

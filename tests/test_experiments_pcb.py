@@ -380,7 +380,34 @@ def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     net = StVGG(3, 1, linear=True, input_size=16, width_multiplier=0.125, bias=False).eval()
-    w = linearised_matrix(net, 0.125)
+    w = linearised_matrix(net)
     jac = torch.autograd.functional.jacobian(lambda v: net(v.reshape(1, 1, 16, 16))[0],
                                              torch.zeros(256))  # fmt: skip
     np.testing.assert_allclose(w, jac.double().numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_linearised_matrix_equals_the_former_twin_formula_bit_for_bit():
+    """stvgg.linearised_matrix now goes through models.compact_representation; on a
+    non-linear st-VGG with non-zero biases, in training mode, it gives the former formula's
+    matrix (weights loaded into StVGG(linear=True), eval mode, one batch of basis images and
+    the zero image, f(e_j) - f(0)) to the bit, and leaves the network's mode alone."""
+    from collapselab.experiments.pcb.stvgg import linearised_matrix
+    from collapselab.models import StVGG
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    net = StVGG(3, 2, input_size=16, width_multiplier=0.125)
+    with torch.no_grad():
+        for m in net.modules():
+            if getattr(m, "bias", None) is not None:
+                m.bias.normal_()
+    net.train()
+    twin = StVGG(3, 2, linear=True, input_size=16, width_multiplier=0.125, bias=True)
+    twin.load_state_dict(net.state_dict())
+    twin.eval()
+    with torch.no_grad():
+        basis = torch.eye(512).reshape(512, 2, 16, 16)
+        out = twin(torch.cat([basis, torch.zeros(1, 2, 16, 16)]))
+    former = (out[:-1] - out[-1:]).double().numpy().T
+    np.testing.assert_array_equal(linearised_matrix(net), former)
+    assert net.training and np.abs(former).max() > 0

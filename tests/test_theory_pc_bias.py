@@ -151,6 +151,58 @@ def test_gradient_scale_matrices_by_definition() -> None:
     np.testing.assert_allclose(pb.compact_matrix(ws), w4 @ w3 @ w2 @ w1, rtol=1e-13)
 
 
+def test_gradient_scale_matrices_published_b_is_q_qt() -> None:
+    ws = _init([5, 7, 6, 4, 3], "def3", seed=3)
+    w1, w2, w3, _ = ws
+    a_pub, b_pub = pb.gradient_scale_matrices(ws, "published")
+    a_cor, b_cor = pb.gradient_scale_matrices(ws, "corrected")
+    for got, want in zip(a_pub, a_cor, strict=True):  # A^l is printed right
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(b_pub[0], np.eye(5))
+    np.testing.assert_allclose(b_pub[1], w1 @ w1.T, rtol=1e-13)
+    np.testing.assert_allclose(b_pub[3], (w3 @ w2 @ w1) @ (w3 @ w2 @ w1).T, rtol=1e-13)
+    # The printed Q Q^T is (m_(l-1), m_(l-1)), not the stated (m_0, m_0) = (5, 5).
+    assert [b.shape for b in b_pub] == [(5, 5), (7, 7), (6, 6), (4, 4)]
+    assert all(b.shape == (5, 5) for b in b_cor)
+    with pytest.raises(ValueError, match=r"variant must be one of .*got 'printed'"):
+        pb.gradient_scale_matrices(ws, "printed")
+
+
+def _eq6_update(ws, x, y, mu, variant):
+    """Eq. 6 without its remainder, by explicit products, with B_l of ``variant``."""
+    w = pb.compact_matrix(ws)
+    err = w @ (x.T @ x) - y.T @ x
+    a, b = pb.gradient_scale_matrices(ws, variant)
+    return w - mu * sum(a[i] @ err @ b[i] for i in range(len(ws)))
+
+
+def test_eq6_with_the_published_b_misses_the_gd_step_at_first_order() -> None:
+    # Square hidden layers (m_l = q), so the printed Q Q^T has the shape Eq. 6 needs.
+    x, y = _gaussian_classes()
+    f = pb.principal_frame(x, y)
+    mus = np.geomspace(1e-4, 1e-2, 5) / (3 * f.eigenvalues[0])
+    ws = _init([Q, Q, Q, K], "def3", seed=4)
+    before = pb.compact_matrix(ws)
+    rel = {}
+    for variant in ("corrected", "published"):
+        res, step = [], []
+        for mu in mus:
+            exact = pb.compact_matrix(pb.gd_step(ws, x, y, mu))
+            res.append(np.linalg.norm(exact - _eq6_update(ws, x, y, mu, variant)))
+            step.append(np.linalg.norm(exact - before))
+        rel[variant] = np.array(res) / np.array(step)
+        slope = np.polyfit(np.log(mus), np.log(res), 1)[0]
+        # corrected: O(mu^2) remainder (measured slope 2.000); published: O(mu) (0.99999)
+        assert slope == pytest.approx(2.0 if variant == "corrected" else 1.0, abs=0.02)
+    np.testing.assert_allclose(
+        _eq6_update(ws, x, y, mus[0], "corrected"),
+        pb.first_order_update(ws, x, y, mus[0]),
+        rtol=1e-13,
+    )
+    assert rel["corrected"].max() < 1e-3  # measured 7.9e-4 at the largest mu, 7.9e-6 smallest
+    assert rel["published"].min() > 0.9  # measured 0.914: most of the step is missed
+
+
 def test_first_order_update_residual_scales_as_mu_squared() -> None:
     x, y = _gaussian_classes()
     f = pb.principal_frame(x, y)
@@ -269,6 +321,45 @@ def test_closed_form_is_exact_for_one_layer_and_published_lags_one_step() -> Non
     for j in np.flatnonzero(t < 59):
         assert ratio[math.ceil(t[j]), j] <= 0.1 + 1e-12
         assert ratio[max(math.ceil(t[j]) - 1, 0), j] >= 0.1 - 1e-12 or t[j] < 1
+
+
+def _printed_decay(lam: float, s: int) -> float:
+    """The printed Eqs. 4/10 exponent: |lambda|^(s - 1), the start (s = 0) untouched."""
+    return abs(lam) ** (s - 1) if s >= 1 else 1.0
+
+
+def test_published_std_and_distance_follow_the_printed_exponent() -> None:
+    x, y = _gaussian_classes()
+    f = pb.principal_frame(x, y)
+    mu, c, steps = 0.4 / f.eigenvalues[0], 1.5, 6
+    rng = np.random.default_rng(11)
+    w0 = rng.normal(size=(4, K, Q))  # an ensemble of 4 initial matrices in the PC frame
+    lam = [1.0 - mu * c * d for d in f.eigenvalues]
+    opt = f.optimum()
+    std_ref = np.empty((steps + 1, K, Q))
+    dist_ref = np.empty((steps + 1, 4, K, Q))
+    for s in range(steps + 1):
+        for k in range(K):
+            for j in range(Q):
+                col = [w0[i, k, j] for i in range(4)]
+                mean = sum(col) / 4
+                sd = math.sqrt(sum((v - mean) ** 2 for v in col) / 3)
+                std_ref[s, k, j] = _printed_decay(lam[j], s) * sd
+                for i in range(4):
+                    dist_ref[s, i, k, j] = _printed_decay(lam[j], s) * abs(col[i] - opt[k, j])
+    std = {v: pb.predicted_ensemble_std(f, w0, mu, c, steps, v) for v in pb.VARIANTS}
+    dist = {v: pb.predicted_distance(f, w0, mu, c, steps, v) for v in pb.VARIANTS}
+    np.testing.assert_allclose(std["published"], std_ref, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(dist["published"], dist_ref, rtol=1e-12, atol=0)
+    # Equal at the start; after it the printed form lags one step behind the corrected one.
+    for pred in (std, dist):
+        np.testing.assert_array_equal(pred["published"][0], pred["corrected"][0])
+        np.testing.assert_array_equal(pred["published"][1], pred["corrected"][0])
+        np.testing.assert_allclose(pred["published"][2:], pred["corrected"][1:-1], rtol=1e-12)
+        gap = np.abs(pred["published"][1:] - pred["corrected"][1:]).max()
+        assert gap > 0.1 * np.abs(pred["corrected"][1:]).max()
+    assert np.all(std["published"][1:] > std["corrected"][1:])  # every |lambda_j| < 1 here
+    assert max(abs(v) for v in lam) < 1.0
 
 
 def test_time_to_epsilon_fixture() -> None:

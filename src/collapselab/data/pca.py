@@ -197,6 +197,15 @@ class ZCAWhitening(_PCATransform):
     no training variance (beyond the numerical rank) are projected out rather than scaled by
     ``eps^{-1/2}``. The output stays in input space (images stay images).
 
+    Invariance (note 002 R33): with ``center=False`` and full-rank data the map is linear and
+    invertible, ``x' = A x``, so the least-squares solution ``W`` of a bias-free linear model
+    becomes ``W A^{-1}`` and its predictions do not change (the tests: to 1e-10, measured
+    4e-14). With ``center=True`` the map is **affine**, ``x' = A x - A m``: a bias-free linear
+    model cannot absorb the shift, so its least-squares predictions change on data with a
+    non-zero mean (the tests measure a largest change of 0.41 on predictions of magnitude
+    up to 0.75, the argmax changing for 28% of the points; an audit measured 0.95 on
+    other data). A model with a bias is unaffected either way.
+
     Args:
         eps: non-negative regulariser added to every eigenvalue.
         center: subtract the training mean (``m``) first; ``False`` whitens the uncentred
@@ -283,34 +292,86 @@ class PCAmplification(_PCATransform):
         return self.standardize.apply(out) if self.standardize is not None else out
 
 
+SEPARATORS = ("least_squares", "logistic", "linear_svm")
+"""The linear separators of :class:`SeparableRelabel`."""
+
+
+def _sklearn_separator(
+    kind: str, features: torch.Tensor, y: torch.Tensor, n_classes: int
+) -> torch.Tensor:
+    """``[W; b]`` ``(P + 1, K)`` of a scikit-learn separator fitted on ``features[:, :-1]``
+    (the last column is the constant 1 of the bias)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    z, labels = features[:, :-1].numpy(), y.numpy()
+    present = np.unique(labels)
+    weight = np.zeros((z.shape[1] + 1, n_classes))
+    weight[-1, np.setdiff1d(np.arange(n_classes), present)] = -np.inf
+    if len(present) == 1:  # one class: every point gets it
+        return torch.from_numpy(weight)
+    if kind == "logistic":
+        model = LogisticRegression(C=1.0, max_iter=10_000)
+    else:
+        model = LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000, random_state=0)
+    model.fit(z, labels)
+    coef = np.vstack([model.coef_.T, model.intercept_[None, :]])  # (P + 1, K') or (P + 1, 1)
+    if coef.shape[1] == 1:  # binary: one discriminant s, class present[1] where s > 0
+        weight[:, present[1]] = coef[:, 0]
+        weight[:, present[0]] = 0.0
+    else:
+        weight[:, present] = coef
+    return torch.from_numpy(weight)
+
+
 class SeparableRelabel:
     r"""P-separable relabelling (paper 002 §4): labels that a linear map of the top P PCs
     separates.
 
     1. Fit a :class:`PCA` on the training inputs; ``z = (x - m) V_P`` are the P-PC coordinates.
-    2. Fit the least-squares separator with bias on ``+-1`` one-vs-rest targets:
-       ``[W; b] = argmin ||[z, 1][W; b] - T||_F^2``, ``T = 2 onehot(y) - 1`` (``N x K``);
-       predict ``argmax_k (z W + b)_k`` (for ``K = 2`` this is the sign of the single
-       least-squares discriminant on ``+-1`` labels).
+    2. Fit a linear separator with bias, ``argmax_k (z W + b)_k``, of the type ``separator``
+       (note 002 R5, §7.22: the paper says only "the optimal linear separator"):
+
+       * ``"least_squares"`` (default): ``[W; b] = argmin ||[z, 1][W; b] - T||_F^2`` on
+         ``+-1`` one-vs-rest targets ``T = 2 onehot(y) - 1`` (``N x K``; for ``K = 2`` the
+         sign of the single least-squares discriminant on ``+-1`` labels);
+       * ``"logistic"``: scikit-learn's ``LogisticRegression`` (L2 penalty, ``C = 1``,
+         lbfgs; multinomial for ``K > 2``);
+       * ``"linear_svm"``: scikit-learn's ``LinearSVC`` with the hinge loss (L2 penalty,
+         ``C = 1``, dual coordinate descent, ``random_state=0``; one-vs-rest for
+         ``K > 2``).
+
+       For the scikit-learn separators ``W, b`` are their ``coef_, intercept_`` (for
+       ``K = 2`` the single discriminant ``s`` becomes the columns ``[0, s]``, so the argmax
+       is scikit-learn's ``s > 0`` rule); a class absent from the labels gets the score
+       ``-inf``.
     3. Replace every label by that prediction, i.e. flip the misclassified ones, in the
        training and (with the same separator) the test split.
 
     After one round (the paper's procedure, ``rounds=1``) the new labels are exactly the
-    predictions of the stored separator, hence linearly separable in P-PC space. A least-
-    squares fit *to the new labels* can still misclassify a few of them; with ``rounds > 1``
-    steps 2-3 are repeated on the new labels until the refitted separator reproduces them
-    (``converged``) or the rounds run out. ``converged`` reports, in either case, whether a
-    fresh least-squares fit to the final training labels classifies all of them correctly.
+    predictions of the stored separator, hence linearly separable in P-PC space. A separator
+    of the same type fitted *to the new labels* can still misclassify a few of them; with
+    ``rounds > 1`` steps 2-3 are repeated on the new labels until the refitted separator
+    reproduces them (``converged``) or the rounds run out. ``converged`` reports, in either
+    case, whether a fresh fit to the final training labels classifies all of them correctly.
 
     Args:
         n_components: ``P >= 1`` (clipped to the numerical rank of the training inputs).
         rounds: fit-and-flip rounds, ``>= 1``.
         center: centred (default) or uncentred PCs; with the bias the separator is the same.
+        separator: ``"least_squares"`` (default), ``"logistic"`` or ``"linear_svm"``.
     """
 
-    def __init__(self, n_components: int, rounds: int = 1, center: bool = True) -> None:
+    def __init__(
+        self,
+        n_components: int,
+        rounds: int = 1,
+        center: bool = True,
+        separator: str = "least_squares",
+    ) -> None:
         self.n_components = check_int("n_components", n_components, minimum=1)
         self.rounds = check_int("rounds", rounds, minimum=1)
+        self.separator = check_choice("separator", separator, SEPARATORS)
         self.pca = PCA(center=center)
         self.weight: torch.Tensor | None = None
         self.n_classes: int | None = None
@@ -319,7 +380,8 @@ class SeparableRelabel:
         self.train_labels: torch.Tensor | None = None
 
     def __repr__(self) -> str:
-        return f"SeparableRelabel(n_components={self.n_components}, rounds={self.rounds})"
+        sep = "" if self.separator == "least_squares" else f", separator={self.separator!r}"
+        return f"SeparableRelabel(n_components={self.n_components}, rounds={self.rounds}{sep})"
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
         z = self.pca.transform(x, min(self.n_components, self.pca.rank))
@@ -328,6 +390,12 @@ class SeparableRelabel:
     def _least_squares(self, features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         targets = 2.0 * torch.nn.functional.one_hot(y, self.n_classes).to(torch.float64) - 1.0
         return torch.linalg.lstsq(features, targets, driver="gelsd").solution
+
+    def _fit_separator(self, features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``[W; b]`` of shape ``(P + 1, K)`` of the configured separator."""
+        if self.separator == "least_squares":
+            return self._least_squares(features, y)
+        return _sklearn_separator(self.separator, features, y, self.n_classes)
 
     def fit(self, x: torch.Tensor, y: torch.Tensor, n_classes: int) -> SeparableRelabel:
         """Fit on training inputs and labels; the new training labels are ``train_labels``."""
@@ -346,7 +414,7 @@ class SeparableRelabel:
         labels = y
         self.converged = False
         for round_ in range(1, self.rounds + 1):
-            self.weight = self._least_squares(features, labels)
+            self.weight = self._fit_separator(features, labels)
             predicted = (features @ self.weight).argmax(1)
             self.rounds_used = round_
             if torch.equal(predicted, labels):
@@ -354,7 +422,7 @@ class SeparableRelabel:
                 break
             labels = predicted
         if not self.converged:
-            refit = (features @ self._least_squares(features, labels)).argmax(1)
+            refit = (features @ self._fit_separator(features, labels)).argmax(1)
             self.converged = bool(torch.equal(refit, labels))
         self.train_labels = labels
         return self
@@ -371,16 +439,18 @@ def separable_relabel(
     n_components: int,
     rounds: int = 1,
     center: bool = True,
+    separator: str = "least_squares",
 ) -> LabeledData | DataSplits:
     """Relabel ``data`` so it is linearly separable in the space of its top ``n_components`` PCs.
 
     See :class:`SeparableRelabel`. The separator is fitted on the training split (or on the
     single :class:`LabeledData` given) and relabels the test split too. Start from
     :func:`~collapselab.data.transforms.shuffle_labels` output for the paper's
-    shuffled-label variant. ``meta["separable_relabel"]`` records P, the fraction of labels
-    changed per split and ``converged``.
+    shuffled-label variant. ``separator`` picks the linear separator (``"least_squares"``,
+    the default, ``"logistic"`` or ``"linear_svm"``). ``meta["separable_relabel"]`` records
+    P, the separator, the fraction of labels changed per split and ``converged``.
     """
-    relabel = SeparableRelabel(n_components, rounds, center)
+    relabel = SeparableRelabel(n_components, rounds, center, separator)
     train = data.train if isinstance(data, DataSplits) else data
     if not isinstance(train, LabeledData):
         raise TypeError(f"data must be LabeledData or DataSplits, got {type(data).__name__}")
@@ -390,6 +460,7 @@ def separable_relabel(
         changed = float((y != split.y).double().mean())
         info = {
             "n_components": min(n_components, relabel.pca.rank),
+            "separator": relabel.separator,
             "fraction_changed": changed,
             "converged": relabel.converged,
             "rounds_used": relabel.rounds_used,

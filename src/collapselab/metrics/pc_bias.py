@@ -20,10 +20,12 @@ Conventions and the decisions note 002 §7 leaves open (docs/catalogue.md, "pcbi
   caller's (stack the statistics of each network). The reference scale is Thm 3's
   ``α_l, β_l`` at initialisation when given, the per-epoch scalar part ``tr A_l / K``
   (``reference="trace"``), or none (statistics of the diagonal itself).
-* **Fastest x% (R25, §7.16).** The examples are ranked by the mean of the two ensembles'
-  accessibilities (symmetric in the two); the ``ceil(x n)`` highest are kept, ties at the
-  cut broken by the lower example index (``ties="index"``, exactly ``ceil(x n)`` kept) or
-  all kept (``ties="include"``).
+* **Fastest x% (R25, §7.16).** :func:`loc_correlation` ranks the examples by the first
+  ensemble's accessibility (``rank_by="a"``, the default; the second ensemble then tests
+  whether it agrees on them) or by the mean of the two (``rank_by="mean"``, symmetric in
+  the two but biased downwards by selecting on their sum); the ``ceil(x n)`` highest are
+  kept, ties at the cut broken by the lower example index (``ties="index"``, exactly
+  ``ceil(x n)`` kept) or all kept (``ties="include"``).
 * **Critical PC / frequency (R26-R27, §7.18).** "Correct for all ``P' >= P``" over the
   scanned grid (``rule="all_above"``, the default) or the first correct ``P``
   (``rule="first"``); never correct at the largest ``P``: sentinel ``q + 1`` (``m + 1``

@@ -41,6 +41,9 @@ Models
   :func:`densenet250`, :func:`densenet_bc`: DenseNets of 003.
 * :class:`StVGG`: st-VGG of 002 and its linear twin.
 * :func:`build_model` / :func:`available_models`: construction by name.
+* :func:`compact_representation` / :func:`linearised_copy`: the compact matrix
+  ``W e_j = f(e_j) - f(0)`` of any model, exact or through the paper 002 linearisation
+  (activations -> identity, max-pool -> average pool).
 """
 
 from collapselab.models.convention import FeatureModel, check_convention
@@ -53,6 +56,7 @@ from collapselab.models.densenet import (
     densenet250,
     densenet_bc,
 )
+from collapselab.models.linearise import compact_representation, linearised_copy
 from collapselab.models.mlp import MLP, xavier_normal_variance
 from collapselab.models.registry import available_models, build_model
 from collapselab.models.resnet_classic import (
@@ -93,6 +97,7 @@ __all__ = [
     "available_models",
     "build_model",
     "check_convention",
+    "compact_representation",
     "def3_variances",
     "densenet40",
     "densenet100",
@@ -100,6 +105,7 @@ __all__ = [
     "densenet250",
     "densenet_bc",
     "layer_variances",
+    "linearised_copy",
     "pfc_cifar10",
     "pfc_cifar100",
     "pfc_fashion_mnist",

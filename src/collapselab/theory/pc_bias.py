@@ -18,13 +18,16 @@ In the principal coordinate system (Def. 1) ``Sigma_XX = U D U^T`` the compact m
 ``W̃ = W U`` and, with the gradient-scale matrices ``A_l ≈ α_l I``, ``B_l ≈ β_l I``
 (Thm 3), its columns evolve independently with ratio ``λ_j = 1 - μ c d_j``.
 
-Published vs corrected (note 002 §3.6 and errata 1-2, 6; DESIGN.md principle 6):
+Published vs corrected (note 002 §3.6 and errata 1-2, 4, 6; DESIGN.md principle 6):
 
 * ``W_opt`` is printed ``Y X^T (X X^T)`` (the inverse is missing); corrected
   ``Sigma_YX Sigma_XX^{+}``, i.e. ``m_j / d_j`` per PC column (:meth:`PCFrame.optimum`).
 * Eqs. 4 and 10 print ``w^{s+1} = λ^s w^0 + (1 - λ^s) w^opt`` (an index shift); the
   recursion ``w^{s+1} = λ w^s + μ c m_j`` solves to ``w^s = λ^s w^0 + (1 - λ^s) w^opt``
   (``variant`` of the closed-form functions).
+* App. A prints the gradient-scale matrix ``B^l = Q^l Q^{lT}`` (``(m_{l-1}, m_{l-1})``);
+  Eq. 7 and Eq. 17 need ``Q^{lT} Q^l`` (``(q, q)``), erratum 4
+  (``variant`` of :func:`gradient_scale_matrices`).
 * The paper's rate uses ``c = L`` (exact for Def. 3 as widths grow); for any initialisation
   the first-order dynamics give ``c = Σ_l α_l β_l`` (:func:`effective_factor`), which for
   Glorot init at ``q = 20``, width 512, ``L = 3`` is 7.74, not 3.
@@ -214,7 +217,9 @@ def compact_matrix(weights: Sequence[object]) -> np.ndarray:
     return _product(ws, ws[0].shape[1])
 
 
-def gradient_scale_matrices(weights: Sequence[object]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def gradient_scale_matrices(
+    weights: Sequence[object], variant: str = "corrected"
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     r"""The gradient-scale matrices of Eq. 7, ``(A_1..A_L, B_1..B_L)``:
 
     .. math::
@@ -225,15 +230,22 @@ def gradient_scale_matrices(weights: Sequence[object]) -> tuple[list[np.ndarray]
         \mathbb R^{q\times q},
 
     with ``A_L = I_K`` and ``B_1 = I_q`` (empty products).
+
+    ``variant`` (note 002 §7 item 4): ``"corrected"`` is the ``B_l`` above (Eq. 7, and
+    Eq. 17 of App. A). ``"published"`` is App. A's printed
+    :math:`B^l = \mathbf Q^l \mathbf Q^{lT}` with :math:`\mathbf Q^l = W_{l-1}\cdots W_1`,
+    of shape ``(m_{l-1}, m_{l-1})`` rather than the stated ``(m_0, m_0)`` (``B_1 = I_q``);
+    with square layers it has the right shape but is not the factor of Theorem 1: Eq. 6
+    built with it misses the exact GD step at first order. ``A_l`` is the same in both.
     """
     ws = _weights(weights)
-    big_l = len(ws)
+    published = check_choice("variant", variant, VARIANTS) == "published"
     a, b = [], []
-    for layer in range(big_l):
+    for layer in range(len(ws)):
         above = _product(ws[layer + 1 :], ws[layer].shape[0])
         below = _product(ws[:layer], ws[0].shape[1])
         a.append(above @ above.T)
-        b.append(below.T @ below)
+        b.append(below @ below.T if published else below.T @ below)
     return a, b
 
 

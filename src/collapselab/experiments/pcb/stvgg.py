@@ -4,12 +4,13 @@ r"""``pcbias-stvgg``: the PC-bias of a non-linear CNN seen through its linearisa
 An ensemble of st-VGGs (:class:`~collapselab.models.StVGG`, ReLU and max-pooling, scaled
 width) is trained by minibatch SGD on cross-entropy (the paper's optimiser; dropout as in
 the paper). After every epoch each network is **linearised** as the paper does ("ignoring
-any non-linear activation"): its weights are loaded into the linear twin (every activation
-the identity, max-pooling replaced by 2 x 2 average pooling, eval mode), an affine map whose
-compact matrix ``W = [f(e_j) − f(0)]_j`` (``K x q``, one column per input pixel) is read off
-the basis images. In the principal frame of the training images (``W̃ = W U``) the
-across-network std per PC (:func:`~collapselab.metrics.pc_bias.pc_ensemble_std`) shows
-which PCs the networks' linear parts have moved.
+any non-linear activation", :func:`~collapselab.models.compact_representation`): a copy with
+every activation the identity and max-pooling replaced by 2 x 2 average pooling (the linear
+twin), in eval mode, an affine map whose compact matrix ``W = [f(e_j) − f(0)]_j`` (``K x
+q``, one column per input pixel) is read off the basis images. In the principal frame of the
+training images (``W̃ = W U``) the across-network std per PC
+(:func:`~collapselab.metrics.pc_bias.pc_ensemble_std`) shows which PCs the networks' linear
+parts have moved.
 
 Stored: ``arrays/stvgg.npz`` (``epochs``, ``eigenvalues``, ``std`` ``(E+1, q)``,
 ``train_accuracy`` ``(N, E+1)``).
@@ -34,7 +35,7 @@ from collapselab.experiments.pcb._common import (
 from collapselab.experiments.pcb.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import pc_ensemble_std
-from collapselab.models import StVGG
+from collapselab.models import StVGG, compact_representation
 from collapselab.store import Run
 from collapselab.theory.pc_bias import principal_frame
 
@@ -54,21 +55,17 @@ def _side(q: int) -> int:
     return round(q**0.5)
 
 
-def linearised_matrix(net: StVGG, width_multiplier: float) -> np.ndarray:
-    """The compact matrix ``(K, q)`` of ``net``'s linearisation (``net`` built with
-    ``width_multiplier``): its weights in the linear twin (identity activations, average
-    pooling, eval mode), ``W e_j = f(e_j) − f(0)``."""
-    bias = net.classifier.bias is not None
-    twin = StVGG(net.n_classes, net.in_channels, linear=True, input_size=net.input_size,
-                 width_multiplier=width_multiplier, bias=bias)  # fmt: skip
-    twin.load_state_dict(net.state_dict())
-    twin.eval()
+def linearised_matrix(net: StVGG) -> np.ndarray:
+    """The compact matrix ``(K, q)`` of ``net``'s linearisation, ``W e_j = f(e_j) − f(0)``:
+    :func:`~collapselab.models.compact_representation` with
+    ``method="ignore_nonlinearities"`` (ReLU the identity, max-pooling the 2 x 2 average
+    pooling of the linear twin, eval mode) and ``bias="keep"``, all ``q`` basis images in one
+    pass as before (the stored runs' numbers, bit for bit)."""
     h, w = net.input_size
     q = net.in_channels * h * w
-    with torch.no_grad():
-        basis = torch.eye(q).reshape(q, net.in_channels, h, w)
-        out = twin(torch.cat([basis, torch.zeros(1, net.in_channels, h, w)]))
-    return (out[:-1] - out[-1:]).double().numpy().T
+    shape = (net.in_channels, h, w)
+    matrix = compact_representation(net, shape, "ignore_nonlinearities", chunk_size=q)
+    return matrix.numpy()
 
 
 def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +88,7 @@ def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
         with torch.no_grad():  # in chunks: one 5000-image batch is slower than 25 of 200
             predicted = torch.cat([net(chunk).argmax(1) for chunk in x.split(SCORE_CHUNK)])
             accuracy.append(float((predicted == y).double().mean()))
-        compact.append(linearised_matrix(net, mult))
+        compact.append(linearised_matrix(net))
         net.train()
 
     record()
