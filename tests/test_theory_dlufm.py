@@ -326,6 +326,36 @@ def test_gradient_descent_stops_at_tol_and_momentum_converges_too():
         assert abs(t.objective[-1] - form.objective) / form.objective < 1e-12
 
 
+@pytest.mark.parametrize("batch_size", [None, 7])
+def test_gradient_descent_calls_back_at_exactly_the_checkpoints_with_the_stored_points(
+    batch_size,
+):
+    """callback(step, point) once per recorded step, in order, at the log-spaced
+    checkpoints (and at the step where tol stops the run), with points equal to the
+    stored ones; modifying the point handed over leaves the record unchanged."""
+    model = DeepLinearUFM(**CONFIG_B)
+    calls = []
+
+    def callback(step, point):
+        calls.append((step, point.flat().copy()))
+        point.W[0][...] = np.nan  # a copy: the stored point must not change
+
+    options = {"w_scale": 0.5, "h_scale": 0.5, "batch_size": batch_size}
+    traj = gradient_descent(model, 0.3, 500, checkpoints=7, callback=callback, **options)
+    expected = log_checkpoints(500, 7)
+    assert [s for s, _ in calls] == traj.steps.tolist() == expected.tolist()
+    for (_, flat), stored in zip(calls, traj.points, strict=True):
+        np.testing.assert_array_equal(flat, stored.flat())
+    calls.clear()
+    if batch_size is not None:
+        return  # SGD checks tol at the checkpoints only
+    options["checkpoints"] = [10, 100]
+    traj = gradient_descent(model, 0.3, 50_000, tol=1e-4, callback=callback, **options)
+    assert [s for s, _ in calls] == traj.steps.tolist() == [0, 10, 100, traj.steps[-1]]
+    assert 100 < traj.steps[-1] < 50_000 and "tol" in traj.stopped
+    np.testing.assert_array_equal(calls[-1][1], traj.final.flat())
+
+
 @pytest.mark.parametrize("model", MODELS, ids=repr)
 def test_minibatch_gradient_equals_autograd_of_the_minibatch_objective(model):
     point = _point(model, seed=3)

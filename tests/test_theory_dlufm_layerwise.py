@@ -24,9 +24,11 @@ from collapselab.theory.dlufm_layerwise import (
     eigenvector_alignment,
     extended_error_moment,
     feature_gram,
+    gauss_newton_split,
     gradient_coefficients,
     gradient_covariance,
     gram_tables,
+    kron_pairs,
     layer_data,
     layer_gradient,
     layer_hessian,
@@ -37,6 +39,7 @@ from collapselab.theory.dlufm_layerwise import (
     subspace_overlap,
     top_fraction,
     true_eigenvector_coefficients,
+    weight_product,
     weight_spectra,
 )
 
@@ -384,3 +387,283 @@ def test_dnc_metrics_at_the_optimum_and_away_from_it():
     # the zero point: undefined metrics are NaN, not errors
     zero = dnc_metrics(model, model.random_point(seed=0).scaled(0.0))
     assert np.all(np.isnan(zero["dnc1"])) and np.all(zero["mean_norm_sq"] == 0)
+
+
+def _back_by_products(model, point, layer, s):
+    """``A_s = W_L D_{L−1,s} ⋯ W_{l+1} D_{l,s}`` by explicit products (masks from the model)."""
+    masks = model.masks(point)
+    a = np.eye(model.n_classes)
+    for j in range(model.n_layers, layer, -1):
+        a = a @ point.W[j - 1] * masks[j - 2][:, s][None, :]
+    return a
+
+
+def _gauss_newton_by_loops(model, point, layer, order):
+    """``(κ/N) Σ_i J_iᵀJ_i`` with ``J_i[c, (a, b)] = A_i[c, a] h_i[b]`` entry by entry."""
+    h = model.features(point)[layer - 1]
+    d_out, d_in = point.W[layer - 1].shape
+    k, P = model.n_classes, d_out * d_in
+    G = np.zeros((P, P))
+    for s in range(model.n_samples):
+        a = _back_by_products(model, point, layer, s)
+        J = np.zeros((k, P))
+        for c in range(k):
+            for r in range(d_out):
+                for q in range(d_in):
+                    J[c, r * d_in + q if order == "row" else q * d_out + r] = a[c, r] * h[q, s]
+        G += J.T @ J
+    return model.kappa / model.n_samples * G
+
+
+@pytest.mark.parametrize("model", LINEAR + RELU, ids=repr)
+def test_gauss_newton_split_has_no_second_order_term_and_g_is_the_sum_of_jtj(model):
+    """H̃ = H_autodiff − G vanishes to 1e-12 of G (f is linear in W_l, or piece-wise
+    linear), and G equals (κ/N) Σ_i J_iᵀJ_i with the Jacobians built entry by entry."""
+    point = model.random_point(seed=8)
+    for layer in _layers(model):
+        for order in ("row", "column"):
+            G, H_tilde = gauss_newton_split(model, point, layer, order=order)
+            reference = _gauss_newton_by_loops(model, point, layer, order)
+            scale = np.abs(reference).max()
+            assert np.abs(G - reference).max() <= 1e-13 * scale
+            assert np.abs(H_tilde).max() <= 1e-12 * scale
+            auto = layer_hessian(model, point, layer, method="autodiff", order=order)
+            assert np.abs(G + H_tilde - auto).max() <= 1e-15 * scale  # H = G + H̃
+
+
+def _orthonormal(rng, dim, k):
+    return np.linalg.qr(rng.standard_normal((dim, k)))[0]
+
+
+def _projector_by_loops(basis):
+    """``Σ_j u_j u_jᵀ`` over the columns, entry by entry."""
+    dim, k = basis.shape
+    P = np.zeros((dim, dim))
+    for j in range(k):
+        for a in range(dim):
+            for b in range(dim):
+                P[a, b] += basis[a, j] * basis[b, j]
+    return P
+
+
+def _top_eigenvectors_reference(hessian, k):
+    """The top-``k`` eigenvectors by numpy's general (non-symmetric) solver, normalised."""
+    values, vectors = np.linalg.eig(hessian)
+    top = np.argsort(values.real)[::-1][:k]
+    u = vectors[:, top].real
+    return u / np.linalg.norm(u, axis=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_subspace_overlap_is_the_trace_of_the_projectors_at_random_bases(seed):
+    """tr(P_U P_V)/k with P built by loops, for random (not nested, not orthogonal) bases."""
+    rng = np.random.default_rng(seed)
+    dim, k = 9, 3 + seed
+    U, V = _orthonormal(rng, dim, k), _orthonormal(rng, dim, k)
+    PU, PV = _projector_by_loops(U), _projector_by_loops(V)
+    expected = sum(PU[a, b] * PV[b, a] for a in range(dim) for b in range(dim)) / k
+    assert 0.05 < expected < 0.95  # a general position, away from the extremes
+    assert subspace_overlap(U, V) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", [LINEAR[0], RELU[0]], ids=repr)
+def test_top_fraction_and_true_coefficients_at_a_random_point_by_brute_force(model):
+    """At a random point (g not in the top space): f_top = ‖P g‖²/‖g‖² with P by loops over
+    reference eigenvectors, and ⟨g/‖g‖, u_j⟩ entry by entry (squared, summed over each
+    eigenvalue's cluster: signs and bases of degenerate eigenspaces are arbitrary); k at
+    gaps of the spectrum (at l = L the linear Hessian is I_K ⊗ H_LH_Lᵀ/N: K-fold
+    eigenvalues)."""
+    point = model.random_point(seed=9)
+    for layer in _layers(model):
+        hess = layer_hessian(model, point, layer)
+        g = layer_gradient(model, point, layer)
+        values = np.sort(np.linalg.eigvals(hess).real)[::-1]
+        for k in (model.n_classes, 2 * model.n_classes, model.n_classes**2):
+            assert values[k - 1] - values[k] > 1e-3 * values[0]  # the top-k space is defined
+            u = _top_eigenvectors_reference(hess, k)
+            projected = _projector_by_loops(u) @ g
+            expected = sum(x * x for x in projected) / sum(x * x for x in g)
+            assert 1e-6 < expected < 1 - 1e-6  # neither extreme
+            assert top_fraction(hess, g, k) == pytest.approx(expected, rel=1e-9)
+            gnorm = math.sqrt(sum(x * x for x in g))
+            coeffs = [sum(g[a] * u[a, j] for a in range(g.size)) / gnorm for j in range(k)]
+            got = true_eigenvector_coefficients(hess, g, k)
+            # per eigenvalue (a cluster of equal ones: only their span is defined)
+            cluster = np.cumsum(np.r_[0, np.diff(values[:k]) < -1e-9 * values[0]])
+            for c in set(cluster.tolist()):
+                members = np.flatnonzero(cluster == c)
+                want = sum(coeffs[j] ** 2 for j in members)
+                assert float(np.sum(got[members] ** 2)) == pytest.approx(want, rel=1e-9, abs=1e-14)
+            assert float(np.sum(got**2)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_array_helpers_reject_bad_shapes_and_a_zero_gradient_by_name():
+    H, V, g = np.eye(4), np.ones((3, 4)), np.ones(4)
+    cases = [
+        (
+            lambda: top_fraction(np.eye(4), np.zeros(5), 2),
+            r"gradient must have shape \(4,\) "
+            r"to match the hessian, got \(5,\)",
+        ),
+        (lambda: top_fraction(H, np.zeros(4), 2), r"gradient is zero; f_top = .* is undefined"),
+        (
+            lambda: top_fraction(np.ones((4, 5)), g, 2),
+            r"hessian must be a square \(P, P\) matrix, got shape \(4, 5\)",
+        ),
+        (lambda: top_fraction(H, g, 5), r"k must be an integer in \[1, 4\], got 5"),
+        (
+            lambda: top_fraction(H, np.ones((4, 1)), 2),
+            r"gradient must be 1-D \(P,\), got shape "
+            r"\(4, 1\)",
+        ),
+        (
+            lambda: true_eigenvector_coefficients(H, np.ones(3), 2),
+            r"gradient must have shape \(4,\) to match the hessian, got \(3,\)",
+        ),
+        (
+            lambda: true_eigenvector_coefficients(H, np.zeros(4), 2),
+            r"gradient is zero; its coefficient .* is undefined",
+        ),
+        (
+            lambda: true_eigenvector_coefficients(np.ones(4), g, 2),
+            r"hessian must be 2-D \(P, P\), got shape \(4,\)",
+        ),
+        (
+            lambda: gradient_coefficients(np.ones(5), V),
+            r"gradient must have shape \(4,\) to match the rows of vectors, got \(5,\)",
+        ),
+        (
+            lambda: gradient_coefficients(np.zeros(4), V),
+            r"gradient is zero; its cosine with the vectors is undefined",
+        ),
+        (
+            lambda: gradient_coefficients(g, np.ones(4)),
+            r"vectors must be 2-D \(m, P\), got "
+            r"shape \(4,\)",
+        ),
+        (
+            lambda: gradient_coefficients(np.ones(5), V, normalise="raw"),
+            r"gradient must have shape \(4,\), got \(5,\)",
+        ),
+        (
+            lambda: eigenvector_alignment(np.ones((4, 3)), V),
+            r"hessian must be a square \(P, P\) matrix, got shape \(4, 3\)",
+        ),
+        (
+            lambda: eigenvector_alignment(np.eye(5), V),
+            r"vectors must have shape \(m, 5\) \(rows of the hessian's length 5\), got \(3, 4\)",
+        ),
+        (
+            lambda: subspace_overlap(np.ones((5, 2)), np.ones((5, 3))),
+            r"vectors_b must have the shape of vectors_a \(5, 2\) \(P, k\), got \(5, 3\)",
+        ),
+        (
+            lambda: subspace_overlap(np.ones(5), np.ones(5)),
+            r"vectors_a must be 2-D \(P, k\), got shape \(5,\)",
+        ),
+        (
+            lambda: kron_pairs(np.ones((3, 2)), np.ones((2, 2))),
+            r"outputs and inputs must have one number of rows, got 3 and 2",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+    # the raw coefficients of a zero gradient are defined (0)
+    assert np.array_equal(gradient_coefficients(np.zeros(4), V, normalise="raw"), np.zeros(3))
+    model = LINEAR[0]
+    with pytest.raises(ValueError, match=r"start must be an integer in \[1, 4\], got 0"):
+        weight_product(model, model.random_point(seed=0), 0)
+
+
+def test_kron_pairs_and_weight_product_by_loops():
+    rng = np.random.default_rng(3)
+    u, v = rng.standard_normal((4, 3)), rng.standard_normal((4, 5))
+    for order in ("row", "column"):
+        got = kron_pairs(u, v, order=order)
+        for j in range(4):
+            ref = np.kron(u[j], v[j]) if order == "row" else np.kron(v[j], u[j])
+            assert np.array_equal(got[j], ref)
+    model = LINEAR[0]
+    point = model.random_point(seed=1)
+    for start in range(1, model.n_layers + 2):
+        ref = np.eye(model.n_classes)
+        for j in range(model.n_layers, start - 1, -1):
+            ref = ref @ point.W[j - 1]
+        assert np.allclose(weight_product(model, point, start), ref, rtol=1e-14, atol=0)
+
+
+def _nc_by_loops(model, point):
+    """NC2 (centred means) and NC3 (W_{L:l} against the centred means) of every layer, from
+    their definitions with explicit loops (unbiased standard deviations)."""
+    k, n = model.n_classes, model.n_per_class
+    out = {key: [] for key in ("equinorm", "equiangle", "maxangle", "sd", "sd_classwise")}
+    for i, h in enumerate(model.features(point)):
+        means = [sum(h[:, c * n + s] for s in range(n)) / n for c in range(k)]
+        glob = sum(means) / k
+        cm = [m - glob for m in means]
+        norms = [math.sqrt(sum(x * x for x in v)) for v in cm]
+        avg = sum(norms) / k
+        out["equinorm"].append(math.sqrt(sum((x - avg) ** 2 for x in norms) / (k - 1)) / avg)
+        cos = {
+            (a, b): sum(x * y for x, y in zip(cm[a], cm[b], strict=True)) / (norms[a] * norms[b])
+            for a in range(k)
+            for b in range(k)
+            if a != b
+        }
+        upper = [cos[a, b] for a in range(k) for b in range(a + 1, k)]
+        mean_cos = sum(upper) / len(upper)
+        spread = sum((x - mean_cos) ** 2 for x in upper) / (len(upper) - 1) if k > 2 else 0.0
+        out["equiangle"].append(math.sqrt(spread))
+        out["maxangle"].append(sum(abs(x + 1 / (k - 1)) for x in cos.values()) / len(cos))
+        if i == model.n_layers:
+            out["sd"].append(math.nan)
+            out["sd_classwise"].append(math.nan)
+            continue
+        W = np.eye(k)
+        for j in range(model.n_layers, i, -1):
+            W = W @ point.W[j - 1]
+        wn = math.sqrt(sum(W[a, b] ** 2 for a in range(k) for b in range(W.shape[1])))
+        mn = math.sqrt(sum(x * x for x in norms))
+        out["sd"].append(
+            sum((W[c, b] / wn - cm[c][b] / mn) ** 2 for c in range(k) for b in range(W.shape[1]))
+        )
+        per = []
+        for c in range(k):
+            rn = math.sqrt(sum(x * x for x in W[c]))
+            per.append(sum((W[c, b] / rn - cm[c][b] / norms[c]) ** 2 for b in range(W.shape[1])))
+        out["sd_classwise"].append(sum(per) / k)
+    return {key: np.asarray(v) for key, v in out.items()}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [LINEAR[0], LINEAR[1], RELU[1], DeepLinearUFM(2, 3, [3, 4], [1e-2, 2e-2], 1e-2)],
+    ids=repr,
+)
+def test_dnc_metrics_nc2_and_nc3_by_loops_and_at_the_optimum(model):
+    point = model.random_point(seed=10)
+    dnc, ref = dnc_metrics(model, point), _nc_by_loops(model, point)
+    for key, name in (
+        ("equinorm", "equinorm"),
+        ("equiangle", "equiangle"),
+        ("maxangle", "maxangle"),
+        ("self_duality", "sd"),
+        ("self_duality_classwise", "sd_classwise"),
+    ):
+        assert np.allclose(dnc[key], ref[name], rtol=1e-10, atol=1e-15, equal_nan=True), key
+    if model.n_classes > 2:  # K = 2: the centred means are ±(h̄_1 − h̄_2)/2, NC2 is 0 always
+        assert np.all(dnc["equinorm"] > 1e-3) and np.all(dnc["maxangle"] > 1e-3)
+    else:
+        assert np.all(dnc["equinorm"] < 1e-15) and np.all(dnc["maxangle"] < 1e-15)
+    if model.activation != "identity":
+        return
+    # the optimum: an orthogonal frame, whose centred means are a simplex ETF (NC2 = 0);
+    # W_{L:l} ∝ M_lᵀ is not ∝ the centred means: NC3 = 2 − 2√((K−1)/K) on every layer
+    k = model.n_classes
+    opt = dnc_metrics(model, exact_optimum(model, seed=4))
+    for key in ("equinorm", "equiangle", "maxangle"):
+        assert np.all(opt[key] < 1e-13), key
+    for key in ("self_duality", "self_duality_classwise"):
+        assert np.allclose(opt[key][:-1], 2 - 2 * math.sqrt((k - 1) / k), rtol=1e-12), key
+        assert math.isnan(opt[key][-1])

@@ -931,6 +931,7 @@ def gradient_descent(
     tol: float = 0.0,
     batch_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    callback: Callable[[int, UFMParameters], None] | None = None,
 ) -> DescentTrajectory:
     r"""The paper's solver (``"literal"``): full-batch gradient descent on every block,
     ``θ ← θ − lr ∇F(θ)`` (heavy-ball ``v ← μv − lr∇F, θ ← θ + v`` when ``momentum = μ > 0``),
@@ -947,6 +948,10 @@ def gradient_descent(
             checked at the checkpoints only (the full gradient is computed there).
         batch_size: ``None`` or ``N`` for full batches (the paper's), else SGD's ``b``.
         progress: called as ``progress(step, n_steps)`` every 1% of the steps.
+        callback: called as ``callback(step, point)`` at every recorded step (each
+            checkpoint, and the step where ``tol`` stops the run), in order, with a copy of
+            the point stored in the trajectory's ``points`` (modifying it changes nothing);
+            for measurements along the run (spectra, alignment) without keeping the points.
 
     Raises:
         FloatingPointError: the iterates overflow (``lr`` too large).
@@ -997,6 +1002,9 @@ def gradient_descent(
                     values.append(value)
                     norms.append(gnorm)
                     points.append(point.copy())
+                    if callback is not None:
+                        with np.errstate(over="warn", invalid="warn"):  # numpy's defaults
+                            callback(step, point.copy())
                 if done:
                     if step < n_steps:
                         stopped = f"gradient norm {gnorm:.3g} <= tol {tol:g} at step {step}"

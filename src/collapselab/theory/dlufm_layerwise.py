@@ -45,7 +45,6 @@ hundred) and every eigendecomposition is exact.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,11 +52,12 @@ import numpy as np
 import torch
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from collapselab.checks import check_choice, check_float, check_int
+from collapselab.checks import as_real_array, check_choice, check_float, check_int
 from collapselab.theory.dlufm import DeepUFM, UFMParameters
 
 __all__ = [
     "CENTRINGS",
+    "DNC_KEYS",
     "HESSIAN_METHODS",
     "ORDERS",
     "LayerData",
@@ -69,9 +69,11 @@ __all__ = [
     "eigenvector_alignment",
     "extended_error_moment",
     "feature_gram",
+    "gauss_newton_split",
     "gradient_coefficients",
     "gradient_covariance",
     "gram_tables",
+    "kron_pairs",
     "layer_data",
     "layer_gradient",
     "layer_hessian",
@@ -84,6 +86,7 @@ __all__ = [
     "subspace_overlap",
     "top_fraction",
     "true_eigenvector_coefficients",
+    "weight_product",
     "weight_spectra",
 ]
 
@@ -167,6 +170,15 @@ def _product(weights: Sequence[np.ndarray], start: int, k: int) -> np.ndarray:
     return out
 
 
+def weight_product(model: DeepUFM, point: object, start: int) -> np.ndarray:
+    r"""``W_{L:l} = W_L W_{L−1} ⋯ W_l`` (``K x d_l``, note 004 §2) for ``l = start`` in
+    ``1..L+1`` (``I_K`` at ``L+1``). Its rows are the ``a_c`` of the theorems when
+    ``start = l + 1``; Theorem 3.1 predicts ``W_{L:l}W_{L:l}ᵀ ∝ I_K`` at the optimum."""
+    p = model.check_point(point)
+    start = check_int("start", start, minimum=1, maximum=model.n_layers + 1)
+    return _product(p.W, start, model.n_classes)
+
+
 # ---------------------------------------------------------------------------------------
 # the Hessian, three ways
 
@@ -239,6 +251,28 @@ def layer_hessian(
     if regularised:
         hess = hess + model.lambda_w[data.layer - 1] * np.eye(data.dim)
     return hess
+
+
+def gauss_newton_split(
+    model: DeepUFM, point: object, layer: int, *, order: str = "row"
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The Gauss-Newton split ``H_l = G_l + H̃_l`` of the layer-wise Hessian of the data
+    term (paper 004 §2.2 and §4.2, note 004 §3.9), returned as ``(G, H̃)``, each ``(P, P)``:
+
+    .. math::
+        G_l = \frac{κ}{N} \sum_i J_i^T J_i, \qquad
+        H̃_l = H_l − G_l = \frac{κ}{N} \sum_i \sum_c r_{ic} \nabla^2_{w_l} f_{ic},
+
+    ``G_l`` from the data formula (``∂²ℓ/∂f² = κ I_K`` for the MSE; Papyan's decomposition
+    sums to it) and ``H_l`` by autodiff (:func:`layer_hessian` with ``method="autodiff"``,
+    without ``+λI``). ``H̃_l = 0`` up to rounding for the linear model (``f`` is linear in
+    ``W_l``) and for the ReLU model away from its kinks (piece-wise linear), so there the
+    Hessian *is* its Gauss-Newton part. ``order`` as in :func:`layer_hessian`.
+    """
+    order = check_choice("order", order, ORDERS)
+    data = layer_data(model, point, layer)
+    gauss_newton = _data_hessian(data, order)
+    return gauss_newton, _autodiff_hessian(data, order) - gauss_newton
 
 
 def layer_hessian_operator(
@@ -432,30 +466,74 @@ def layer_gradient(
     return per if per_sample else per.mean(axis=0)
 
 
+def kron_pairs(outputs: np.ndarray, inputs: np.ndarray, *, order: str = "row") -> np.ndarray:
+    r"""``(m, d_{l+1} d_l)``: row ``j`` is ``u_j ⊗ v_j`` (row-major, ``vec_row(u_jv_jᵀ)``) or
+    ``v_j ⊗ u_j`` (column-major) for the paired rows ``u_j`` of ``outputs`` ``(m, d_{l+1})``
+    and ``v_j`` of ``inputs`` ``(m, d_l)``: the flattened rank-one matrices ``u_jv_jᵀ`` in
+    the space of ``W_l`` (the shape of every eigenvector the theorems predict)."""
+    order = check_choice("order", order, ORDERS)
+    left = as_real_array("outputs", outputs, ndim=2, layout="(m, d_{l+1})")
+    right = as_real_array("inputs", inputs, ndim=2, layout="(m, d_l)")
+    if left.shape[0] != right.shape[0]:
+        raise ValueError(
+            f"outputs and inputs must have one number of rows, got {left.shape[0]} and "
+            f"{right.shape[0]}"
+        )
+    pairs = np.einsum("ja,jb->jab", left, right)
+    return (pairs if order == "row" else pairs.transpose(0, 2, 1)).reshape(left.shape[0], -1)
+
+
 def predicted_eigenvectors(
     model: DeepUFM, point: object, layer: int, *, order: str = "row"
 ) -> np.ndarray:
     r"""``(K², P)``: row ``k K + k'`` is ``v_{kk'} = h̄^{(l+1)}_k ⊗ h̄^{(l)}_{k'}`` (row-major;
     ``h̄^{(l)}_{k'} ⊗ h̄^{(l+1)}_k`` column-major) from the current class means (Theorem 4.1;
     unnormalised)."""
-    order = check_choice("order", order, ORDERS)
     means, means_next = layer_data(model, point, layer).class_means()
     k = model.n_classes
-    rows = []
-    for a in range(k):
-        for b in range(k):
-            pair = (
-                (means_next[:, a], means[:, b])
-                if order == "row"
-                else (means[:, b], means_next[:, a])
-            )
-            rows.append(np.kron(*pair))
-    return np.asarray(rows)
+    return kron_pairs(np.repeat(means_next.T, k, axis=0), np.tile(means.T, (k, 1)), order=order)
+
+
+def _square(name: str, matrix: object) -> np.ndarray:
+    """``matrix`` as a float64 ``(P, P)`` array, or a ValueError naming its shape."""
+    out = as_real_array(name, matrix, ndim=2, layout="(P, P)")
+    if out.shape[0] != out.shape[1]:
+        raise ValueError(f"{name} must be a square (P, P) matrix, got shape {out.shape}")
+    return out
+
+
+def _rows_of(name: str, vectors: object, dim: int, against: str) -> np.ndarray:
+    """``vectors`` as float64 ``(m, dim)`` rows, ``dim`` fixed by ``against``."""
+    out = as_real_array(name, vectors, ndim=2, layout="(m, P)")
+    if out.shape[1] != dim:
+        raise ValueError(
+            f"{name} must have shape (m, {dim}) (rows of the {against}'s length {dim}), "
+            f"got {out.shape}"
+        )
+    return out
+
+
+def _gradient_of(gradient: object, dim: int, against: str, what: str) -> np.ndarray:
+    """``gradient`` as a float64 non-zero ``(dim,)`` vector; ``what`` is undefined at 0."""
+    out = as_real_array("gradient", gradient, ndim=1, layout="(P,)")
+    if out.shape[0] != dim:
+        raise ValueError(
+            f"gradient must have shape ({dim},) to match the {against}, got {out.shape}"
+        )
+    if not np.any(out):
+        raise ValueError(f"gradient is zero; {what} is undefined (it divides by ‖g‖)")
+    return out
 
 
 def eigenvector_alignment(hessian: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     r"""``a(v) = ⟨Hv, v⟩ / (‖Hv‖ ‖v‖)`` for each row ``v`` (Fig. 4, Table 1): 1 iff ``v`` is an
-    eigenvector with a positive eigenvalue; NaN where ``Hv = 0`` or ``v = 0``."""
+    eigenvector with a positive eigenvalue; NaN where ``Hv = 0`` or ``v = 0``.
+
+    Args:
+        hessian: ``(P, P)``. vectors: ``(m, P)``.
+    """
+    hessian = _square("hessian", hessian)
+    vectors = _rows_of("vectors", vectors, hessian.shape[0], "hessian")
     hv = vectors @ hessian.T
     num = np.einsum("ij,ij->i", hv, vectors)
     den = np.linalg.norm(hv, axis=1) * np.linalg.norm(vectors, axis=1)
@@ -468,42 +546,67 @@ def gradient_coefficients(
 ) -> np.ndarray:
     r"""Coefficients of ``g`` on each row ``v`` (Fig. 7): ``"cosine"``
     ``⟨g, v⟩/(‖g‖‖v‖)`` (``±1/√K`` on the diagonal at the optimum), ``"raw"`` ``⟨g, v/‖v‖⟩``
-    (``β_l ‖v_{kk}‖`` there)."""
+    (``β_l ‖v_{kk}‖`` there); 0 on a zero row ``v``.
+
+    Args:
+        gradient: ``(P,)``, non-zero for ``"cosine"`` (the cosine of 0 is undefined).
+        vectors: ``(m, P)``.
+    """
     normalise = check_choice("normalise", normalise, ("cosine", "raw"))
+    vectors = as_real_array("vectors", vectors, ndim=2, layout="(m, P)")
+    if normalise == "raw":
+        gradient = as_real_array("gradient", gradient, shape=(vectors.shape[1],))
+    else:
+        gradient = _gradient_of(
+            gradient, vectors.shape[1], "rows of vectors", "its cosine with the vectors"
+        )
     norms = np.linalg.norm(vectors, axis=1)
     raw = (vectors @ gradient) / np.where(norms > 0, norms, 1.0)
-    if normalise == "raw":
-        return raw
-    gnorm = float(np.linalg.norm(gradient))
-    return raw / gnorm if gnorm > 0 else np.zeros_like(raw)
+    return raw if normalise == "raw" else raw / float(np.linalg.norm(gradient))
+
+
+def _top_vectors(hessian: object, k: int) -> np.ndarray:
+    """``(P, k)``: the top-``k`` eigenvectors of a checked square ``hessian``."""
+    matrix = _square("hessian", hessian)
+    k = check_int("k", k, minimum=1, maximum=matrix.shape[0])
+    return descending_eigh(matrix)[1][:, :k]
 
 
 def top_fraction(hessian: np.ndarray, gradient: np.ndarray, k: int) -> float:
     r"""Gur-Ari's ``f_top = ‖P_top g‖² / ‖g‖²``, ``P_top`` the projector on the top-``k``
-    eigenvectors of the Hessian (§2.3)."""
-    k = check_int("k", k, minimum=1, maximum=hessian.shape[0])
-    top = descending_eigh(hessian)[1][:, :k]
-    gnorm = float(gradient @ gradient)
-    return float(np.sum((top.T @ gradient) ** 2) / gnorm) if gnorm > 0 else math.nan
+    eigenvectors of the Hessian (§2.3; note 004 §3.10).
+
+    Args:
+        hessian: ``(P, P)`` symmetric. gradient: ``(P,)``, non-zero. k: ``1..P``.
+    """
+    top = _top_vectors(hessian, k)
+    g = _gradient_of(gradient, top.shape[0], "hessian", "f_top = ‖P_top g‖²/‖g‖²")
+    return float(np.sum((top.T @ g) ** 2) / (g @ g))
 
 
 def subspace_overlap(vectors_a: np.ndarray, vectors_b: np.ndarray) -> float:
-    r"""``Tr(P_a P_b)/k`` for two ``(P, k)`` orthonormal bases (columns): 1 when the spans
-    coincide (Gur-Ari's top-subspace overlap between checkpoints)."""
-    if vectors_a.shape != vectors_b.shape:
+    r"""``Tr(P_a P_b)/k = ‖A_aᵀA_b‖²_F/k`` for two ``(P, k)`` orthonormal bases (columns):
+    1 when the spans coincide, 0 when they are orthogonal (Gur-Ari's top-subspace overlap
+    between checkpoints; note 004 §3.10)."""
+    a = as_real_array("vectors_a", vectors_a, ndim=2, layout="(P, k)")
+    b = as_real_array("vectors_b", vectors_b, ndim=2, layout="(P, k)")
+    if a.shape != b.shape:
         raise ValueError(
-            f"the bases must have one shape (P, k), got {vectors_a.shape} and {vectors_b.shape}"
+            f"vectors_b must have the shape of vectors_a {a.shape} (P, k), got {b.shape}"
         )
-    return float(np.sum((vectors_a.T @ vectors_b) ** 2) / vectors_a.shape[1])
+    return float(np.sum((a.T @ b) ** 2) / a.shape[1])
 
 
 def true_eigenvector_coefficients(hessian: np.ndarray, gradient: np.ndarray, k: int) -> np.ndarray:
     r"""``⟨g/‖g‖, u_j⟩`` for the top-``k`` eigenvectors ``u_j`` of the Hessian (Table 2; the
-    signs of eigenvectors are arbitrary, so compare magnitudes)."""
-    k = check_int("k", k, minimum=1, maximum=hessian.shape[0])
-    top = descending_eigh(hessian)[1][:, :k]
-    gnorm = float(np.linalg.norm(gradient))
-    return top.T @ gradient / gnorm if gnorm > 0 else np.zeros(k)
+    signs of eigenvectors are arbitrary, so compare magnitudes).
+
+    Args:
+        hessian: ``(P, P)`` symmetric. gradient: ``(P,)``, non-zero. k: ``1..P``.
+    """
+    top = _top_vectors(hessian, k)
+    g = _gradient_of(gradient, top.shape[0], "hessian", "its coefficient ⟨g/‖g‖, u_j⟩")
+    return top.T @ g / float(np.linalg.norm(g))
 
 
 # ---------------------------------------------------------------------------------------
@@ -650,52 +753,101 @@ def gram_tables(model: DeepUFM, point: object, layer: int) -> tuple[np.ndarray, 
     return prod @ prod.T, np.einsum("ica,ida->cd", b, b) / model.n_samples
 
 
+_MEASURED = {
+    "dnc1": "nc1",
+    "orthogonal_frame": "nc2_orthogonal_frame",
+    "etf_distance": "nc2_etf_distance",
+    "equinorm": "nc2_equinorm_means",
+    "equiangle": "nc2_equiangle_means",
+    "maxangle": "nc2_maxangle_means",
+}
+"""dnc_metrics' keys computed by the catalogue (:func:`collapselab.metrics.measure`)."""
+
+DNC_KEYS = (
+    *_MEASURED,
+    "mean_norm_sq",
+    "dnc3",
+    "dnc3_scale",
+    "self_duality",
+    "self_duality_classwise",
+)
+
+
 def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
     r"""Deep-neural-collapse metrics of every layer ``l = 1..L+1`` (``(L+1,)`` arrays; the
-    last entry is the outputs):
+    last entry is the outputs), with the class means ``h̄_k = h̄^{(l)}_k``, their centred
+    ``h̃_k = h̄_k − h̄_G`` and ``M_l = [h̄_k]`` (note 004 §3.7, §4 M1-M9):
 
     * ``dnc1``: ``Tr(Σ_W Σ_B†)/K`` (the catalogue's ``nc1``, paper §5.1's DNC1);
     * ``orthogonal_frame``: ``‖MᵀM/‖MᵀM‖_F − I/√K‖_F`` of the uncentred class means (the
       catalogue's ``nc2_orthogonal_frame``, DNC2);
     * ``etf_distance``: the globally centred class means' distance to a simplex ETF (the
       catalogue's ``nc2_etf_distance``; an orthogonal frame centres to an ETF);
+    * NC2 of the centred means, as the catalogue defines it (note 003 §2.3):
+      ``equinorm`` ``Std_k ‖h̃_k‖ / Avg_k ‖h̃_k‖`` (``nc2_equinorm_means``), ``equiangle``
+      ``Std_{k<k'} cos(h̃_k, h̃_{k'})`` (``nc2_equiangle_means``) and ``maxangle``
+      ``Avg_{k≠k'} |cos(h̃_k, h̃_{k'}) + 1/(K−1)|`` (``nc2_maxangle_means``); standard
+      deviations unbiased (``ddof = 1``);
     * ``mean_norm_sq``: the mean over classes of ``‖h̄^{(l)}_k‖²``;
     * ``dnc3``: ``‖W_{L:l}/‖W_{L:l}‖_F − M_lᵀ/‖M_l‖_F‖_F`` (DNC3, NaN at ``L+1``);
-    * ``dnc3_scale``: the least-squares ``c`` of ``W_{L:l} ≈ c M_lᵀ`` (NaN at ``L+1``).
+    * ``dnc3_scale``: the least-squares ``c`` of ``W_{L:l} ≈ c M_lᵀ`` (NaN at ``L+1``);
+    * NC3 of ``W_{L:l}`` against the *centred* means (NaN at ``L+1``), the catalogue's
+      :func:`~collapselab.metrics.self_duality` ``‖W/‖W‖_F − M̃ᵀ/‖M̃‖_F‖²_F``
+      (``self_duality``) and :func:`~collapselab.metrics.self_duality_classwise`
+      ``Avg_k ‖w_k/‖w_k‖ − h̃_k/‖h̃_k‖‖²`` (``self_duality_classwise``).
 
-    NaN where a metric is undefined (class means all equal, zero features).
+    At a global optimum (Theorem 3.1) the means form an orthogonal frame, so the centred
+    means form a simplex ETF: every NC1/NC2 value and ``dnc3`` is 0, while the NC3 values
+    are ``2 − 2√((K−1)/K)`` (``W_{L:l} ∝ M_lᵀ`` is aligned with the *uncentred* means:
+    ``cos(h̄_k, h̃_k) = √((K−1)/K)``).
+
+    NaN where a metric is undefined (class means all equal, zero features or weights).
     """
+    p = model.check_point(point)
+    out = {key: np.full(model.n_layers + 1, np.nan) for key in DNC_KEYS}
+    for i, h in enumerate(model._forward(p)[0]):
+        means = h.reshape(h.shape[0], model.n_classes, model.n_per_class).mean(axis=2)
+        out["mean_norm_sq"][i] = float(np.mean(np.sum(means**2, axis=0)))
+        for key, value in _measured(model, h).items():
+            out[key][i] = value
+        if i < model.n_layers:
+            prod = _product(p.W, i + 1, model.n_classes)
+            for key, value in _duality(prod, means).items():
+                out[key][i] = value
+    return out
+
+
+def _measured(model: DeepUFM, h: np.ndarray) -> dict[str, float]:
+    """The catalogue's NC1/NC2 values of the ``(d, N)`` features ``h`` (empty where undefined)."""
     from collapselab.metrics import measure
 
-    p = model.check_point(point)
-    feats = model._forward(p)[0]
-    k, n, labels = model.n_classes, model.n_per_class, model.labels
-    out = {
-        key: np.full(model.n_layers + 1, np.nan)
-        for key in ("dnc1", "orthogonal_frame", "etf_distance")
-    }
-    out |= {key: np.full(model.n_layers + 1, np.nan) for key in ("dnc3", "dnc3_scale")}
-    out["mean_norm_sq"] = np.zeros(model.n_layers + 1)
-    for i, h in enumerate(feats):
-        means = h.reshape(-1, k, n).mean(axis=2)
-        out["mean_norm_sq"][i] = float(np.mean(np.sum(means**2, axis=0)))
-        try:
-            values = measure(
-                h.T,
-                labels,
-                n_classes=k,
-                keys=["nc1", "nc2_orthogonal_frame", "nc2_etf_distance"],
-                mode="dense",
-            )
-            out["dnc1"][i] = values["nc1"]
-            out["orthogonal_frame"][i] = values["nc2_orthogonal_frame"]
-            out["etf_distance"][i] = values["nc2_etf_distance"]
-        except (ValueError, OverflowError):
-            pass  # degenerate class means (the zero optimum, or ~1e-300 on the way): NaN
-        if i < model.n_layers:
-            prod = _product(p.W, i + 1, k)
-            pn, mn = np.linalg.norm(prod), np.linalg.norm(means)
-            if pn > 0 and mn > 0:
-                out["dnc3"][i] = float(np.linalg.norm(prod / pn - means.T / mn))
-                out["dnc3_scale"][i] = float(np.sum(prod * means.T) / mn**2)
+    try:
+        values = measure(
+            h.T,
+            model.labels,
+            n_classes=model.n_classes,
+            keys=list(_MEASURED.values()),
+            mode="dense",
+        )
+    except (ValueError, OverflowError):
+        return {}  # degenerate class means (the zero optimum, or ~1e-300 on the way)
+    return {key: values[name] for key, name in _MEASURED.items()}
+
+
+def _duality(prod: np.ndarray, means: np.ndarray) -> dict[str, float]:
+    """DNC3 of ``W_{L:l}`` against the uncentred ``(d, K)`` means and NC3 against the centred
+    ones (the catalogue's :func:`~collapselab.metrics.self_duality`); empty where undefined."""
+    from collapselab.metrics import self_duality, self_duality_classwise
+
+    out: dict[str, float] = {}
+    pn, mn = np.linalg.norm(prod), np.linalg.norm(means)
+    if pn > 0 and mn > 0:
+        out["dnc3"] = float(np.linalg.norm(prod / pn - means.T / mn))
+        out["dnc3_scale"] = float(np.sum(prod * means.T) / mn**2)
+    centred = (means - means.mean(axis=1, keepdims=True)).T
+    try:
+        out["self_duality"] = self_duality(prod, centred)
+        out["self_duality_classwise"] = self_duality_classwise(prod, centred)
+    except ValueError:
+        pass  # zero weights or zero centred means
     return out

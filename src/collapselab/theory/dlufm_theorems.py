@@ -3,26 +3,35 @@ r"""Paper 004's theorems as predictions, and their verification on a solved inst
 Every theorem of the deep linear UFM (Thm 3.1 from Dang et al., Thms 4.1-4.4, E.1-E.3)
 holds at a global optimum under condition (2) and ``d >= K``; note 004 §3.7-3.12 gives the
 values, which follow from :func:`~collapselab.theory.dlufm.closed_form`. A prediction
-function returns the predicted spectrum (rank and non-zero eigenvalues) or coefficients of
-one layer; eigenvector predictions are built from a point's class means. The layer-wise
-matrices themselves are in :mod:`~collapselab.theory.dlufm_layerwise`.
+function returns the predicted spectrum of one layer (:class:`SpectrumPrediction`: rank
+and non-zero eigenvalues) or its coefficients; given a ``point=``, a spectrum prediction
+also carries the predicted eigenvectors (or a spanning set of a degenerate eigenspace),
+built from that point's class means ``h̄^{(l)}_k`` and weight products ``W_{L:l+1}`` (rows
+``a_k``) as the theorems state them. The layer-wise matrices themselves are in
+:mod:`~collapselab.theory.dlufm_layerwise`.
 
-* Theorem 3.1 (:func:`predict_dnc`): DNC1 ``H_1 = H̄_1 ⊗ 1ᵀ``; DNC2 ``M_lᵀM_l ∝ I``; DNC3
+* Theorem 3.1 (:func:`predict_dnc`): DNC1 ``H_1 = H̄_1 ⊗ 1ᵀ``; DNC2 ``M_lᵀM_l ∝ I`` (so the
+  centred means are a simplex ETF: NC2 0) and ``W_{L:l}W_{L:l}ᵀ ∝ I_K``; DNC3
   ``W_{L:l} ∝ M_lᵀ``.
 * Theorem 4.1 (:func:`predict_hessian`): ``H_l`` has rank ``K²``, eigenvectors
   ``h̄^{(l+1)}_k ⊗ h̄^{(l)}_{k'}``, every non-zero eigenvalue ``λ_out(l)``.
 * Theorem 4.2 (:func:`predict_papyan`): ``G_within = 0``; ``G_cross`` has rank ``K(K−1)``,
-  ``G_class`` rank ``K``, every non-zero eigenvalue ``λ_out(l)``; their images are orthogonal.
+  eigenvectors ``(h̄^{(l+1)}_c − h̄^{(l+1)}_G) ⊗ h̄^{(l)}_k``; ``G_class`` rank ``K``,
+  eigenvectors ``h̄^{(l+1)}_G ⊗ h̄^{(l)}_k`` (the logit centring; the class centring moves
+  the centring to the right factor); every non-zero eigenvalue ``λ_out(l)``; their images
+  are orthogonal.
 * Theorem 4.3 (:func:`predict_gradient`): ``g_l = β_l Σ_k v_{kk}``, so ``K`` equal non-zero
   natural-basis coefficients.
 * Theorem 4.4 (:func:`predict_weights`): ``W_lW_lᵀ`` has rank ``K``, eigenvalues
-  ``(λ_{H_1}/λ_{W_l}) n‖h̄^{(1)}‖²``.
+  ``(λ_{H_1}/λ_{W_l}) n‖h̄^{(1)}‖²``, eigenvectors ``h̄^{(l+1)}_k``.
 * Theorem E.1 (:func:`predict_gradient_covariance`): the gradient covariance has ``K − 1``
-  equal eigenvalues ``κ²(1−t*)²‖a‖²‖h̄^{(l)}‖²/K``.
+  equal eigenvalues ``κ²(1−t*)²‖a‖²‖h̄^{(l)}‖²/K``, eigenspace spanned by the centred
+  ``a_k ⊗ h̄^{(l)}_k``.
 * Theorem E.2 (:func:`predict_extended_errors`): the extended errors' second moment has
-  ``K − 1`` eigenvalues ``(1+t*²)‖a‖²`` and one ``(1−t*)²‖a‖²``.
+  ``K − 1`` eigenvalues ``(1+t*²)‖a‖²`` (eigenvectors ``h̄^{(l+1)}_k − h̄^{(l+1)}_{k'}``)
+  and one ``(1−t*)²‖a‖²`` (eigenvector ``Σ_k h̄^{(l+1)}_k``).
 * Theorem E.3 (:func:`predict_features`): ``H_lH_lᵀ`` has ``K`` equal eigenvalues
-  ``n‖h̄^{(l)}‖²``.
+  ``n‖h̄^{(l)}‖²``, eigenvectors ``h̄^{(l)}_k``.
 
 **Published vs corrected** (DESIGN.md principle 6). Theorem E.1 as printed calls its matrix
 "the second moment of gradients" and gives it ``K − 1`` non-zero eigenvalues, while its
@@ -50,23 +59,27 @@ from collapselab.theory.dlufm import (
     ClosedForm,
     DeepLinearUFM,
     DeepUFM,
+    UFMParameters,
     balancedness_residuals,
     exact_optimum,
     require_nontrivial,
 )
 from collapselab.theory.dlufm_layerwise import (
     CENTRINGS,
+    ORDERS,
     descending_eigh,
     dnc_metrics,
     extended_error_moment,
     feature_gram,
     gradient_coefficients,
     gradient_covariance,
+    kron_pairs,
     layer_data,
     layer_gradient,
     layer_hessian,
     papyan_decomposition,
     predicted_eigenvectors,
+    weight_product,
     weight_spectra,
 )
 
@@ -92,15 +105,65 @@ VARIANTS = ("published", "corrected")
 
 @dataclass(frozen=True)
 class SpectrumPrediction:
-    """A predicted spectrum: the rank and the non-zero eigenvalues (descending)."""
+    """A predicted spectrum: the rank, the non-zero eigenvalues (descending) and, when the
+    prediction was given a point, the predicted eigenvectors.
+
+    Attributes:
+        rank: the number of non-zero eigenvalues.
+        eigenvalues: ``(rank,)``, descending.
+        eigenvectors: ``None`` (no point given), or ``(m, D)`` unnormalised rows in the
+            matrix's coordinates (the layer's flattening ``order`` for the ``P x P``
+            matrices), built from the point's class means and weight products. With
+            ``m = rank`` row ``j`` is an eigenvector of ``eigenvalues[j]``; otherwise the
+            non-zero eigenvalues are all equal and the rows span their eigenspace (a
+            spanning set: ``m`` may exceed ``rank``, and any vector of a degenerate
+            eigenspace is an eigenvector, so each row is checked as one).
+    """
 
     rank: int
     eigenvalues: np.ndarray
+    eigenvectors: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        vectors = self.eigenvectors
+        if vectors is None:
+            return
+        if vectors.ndim != 2:
+            raise ValueError(f"eigenvectors must be 2-D (m, D), got shape {vectors.shape}")
+        if vectors.shape[0] != self.rank and np.ptp(self.eigenvalues) != 0:
+            raise ValueError(
+                f"eigenvectors has {vectors.shape[0]} rows for {self.rank} eigenvalues that "
+                "are not all equal; expected one row per eigenvalue"
+            )
 
     @classmethod
-    def equal(cls, rank: int, value: float) -> SpectrumPrediction:
-        """``rank`` equal eigenvalues ``value``."""
-        return cls(rank, np.full(rank, float(value)))
+    def equal(
+        cls, rank: int, value: float, eigenvectors: np.ndarray | None = None
+    ) -> SpectrumPrediction:
+        """``rank`` equal eigenvalues ``value`` (and their eigenvectors or spanning set)."""
+        return cls(rank, np.full(rank, float(value)), eigenvectors)
+
+    def vector_eigenvalues(self) -> np.ndarray:
+        """``(m,)``: the predicted eigenvalue of each row of :attr:`eigenvectors`."""
+        if self.eigenvectors is None:
+            raise ValueError("this prediction has no eigenvectors; pass point= to predict them")
+        m = self.eigenvectors.shape[0]
+        return self.eigenvalues.copy() if m == self.rank else np.full(m, self.eigenvalues[0])
+
+    def eigenvector_residual(self, matrix: np.ndarray) -> float:
+        r"""``max_v ‖Mv − λ_v v‖ / (λ_max ‖v‖)`` over the rows ``v`` of :attr:`eigenvectors`,
+        ``λ_v`` the row's predicted eigenvalue (:meth:`vector_eigenvalues`) and ``λ_max``
+        the largest predicted ``|λ|`` (``= ‖M‖₂`` when the prediction holds): the backward
+        error of the predicted pairs, 0 exactly when every row is an eigenvector of
+        ``matrix`` with its predicted eigenvalue (rounding gives ``~1e-16``, also for
+        Theorem E.2's small eigenvalue ``(1−t*)²‖a‖²``); 0 for no rows (rank 0)."""
+        values = self.vector_eigenvalues()
+        vectors = self.eigenvectors
+        if vectors.shape[0] == 0:
+            return 0.0
+        res = vectors @ np.asarray(matrix).T - values[:, None] * vectors
+        scale = np.abs(self.eigenvalues).max() * np.linalg.norm(vectors, axis=1)
+        return float(np.max(np.linalg.norm(res, axis=1) / scale))
 
 
 @dataclass(frozen=True)
@@ -133,43 +196,99 @@ def _layer(model: DeepUFM, layer: int, *, outputs: bool = False) -> int:
     return check_int("layer", layer, minimum=1, maximum=top)
 
 
+def _class_means(model: DeepUFM, point: object, layer: int) -> np.ndarray:
+    """``(K, d_l)``: rows ``h̄^{(l)}_k`` of the point's features, ``l = 1..L+1``."""
+    h = model.features(point)[layer - 1]
+    return h.reshape(h.shape[0], model.n_classes, model.n_per_class).mean(axis=2).T
+
+
 def predict_dnc(model: DeepLinearUFM) -> dict[str, np.ndarray]:
-    r"""Theorem 3.1, per layer ``l = 1..L+1``: ``dnc1``, ``orthogonal_frame`` and
-    ``etf_distance`` 0,
-    ``mean_norm_sq`` ``‖h̄^{(l)}‖²``, ``dnc3`` 0 and ``dnc3_scale`` the ``c`` of
-    ``W_{L:l} = c M_lᵀ`` (NaN at ``L+1``), the keys of
-    :func:`~collapselab.theory.dlufm_layerwise.dnc_metrics`."""
+    r"""Theorem 3.1, per layer ``l = 1..L+1``, under the keys of
+    :func:`~collapselab.theory.dlufm_layerwise.dnc_metrics`: ``dnc1``,
+    ``orthogonal_frame``, ``etf_distance``, ``equinorm``, ``equiangle``, ``maxangle`` and
+    ``dnc3`` 0 (DNC1-3: the means form an orthogonal frame, so the centred means a simplex
+    ETF), ``mean_norm_sq`` ``‖h̄^{(l)}‖²``, ``dnc3_scale`` the ``c`` of ``W_{L:l} = c M_lᵀ``,
+    ``self_duality`` and ``self_duality_classwise`` ``2 − 2√((K−1)/K)`` (``W_{L:l}``'s rows
+    ``∝ h̄_k`` against the centred ``h̃_k``: ``cos = √((K−1)/K)``); and ``weight_gram`` the
+    ``s_l`` of ``W_{L:l}W_{L:l}ᵀ = s_l I_K`` (``Π_{j≥l} σ_{W_j}²``; ``l = L``: ``W_LW_Lᵀ``).
+    The weight keys are NaN at ``L+1``."""
     form = _form(model)
-    size = model.n_layers + 1
-    # W_{L:l} = c M_lᵀ: ‖a‖ = c‖h̄^{(l)}‖ with a the rows of W_{L:l} (norm² Π_{j>=l} σ_j²).
+    size, k = model.n_layers + 1, model.n_classes
+    # ‖rows of W_{L:l}‖² = Π_{j>=l} σ_j² = c²‖h̄^{(l)}‖² (W_{L:l} = c M_lᵀ)
     rows = np.array([float(np.prod(form.sigma_w_sq[i:])) for i in range(model.n_layers)])
-    scale = np.append(np.sqrt(rows / form.mean_norm_sq[:-1]), np.nan)
-    return {
-        "dnc1": np.zeros(size),
-        "orthogonal_frame": np.zeros(size),
-        "etf_distance": np.zeros(size),
+    duality = np.full(model.n_layers, 2 - 2 * math.sqrt((k - 1) / k))
+    out = {key: np.zeros(size) for key in ("dnc1", "orthogonal_frame", "etf_distance")}
+    out |= {key: np.zeros(size) for key in ("equinorm", "equiangle", "maxangle")}
+    return out | {
         "mean_norm_sq": form.mean_norm_sq.copy(),
         "dnc3": np.append(np.zeros(model.n_layers), np.nan),
-        "dnc3_scale": scale,
+        "dnc3_scale": np.append(np.sqrt(rows / form.mean_norm_sq[:-1]), np.nan),
+        "self_duality": np.append(duality, np.nan),
+        "self_duality_classwise": np.append(duality, np.nan),
+        "weight_gram": np.append(rows, np.nan),
     }
 
 
-def predict_hessian(model: DeepLinearUFM, layer: int) -> SpectrumPrediction:
-    """Theorem 4.1: rank ``K²``, every non-zero eigenvalue ``λ_out(l)`` (without ``+λI``)."""
+def predict_hessian(
+    model: DeepLinearUFM, layer: int, *, point: object | None = None, order: str = "row"
+) -> SpectrumPrediction:
+    r"""Theorem 4.1: rank ``K²``, every non-zero eigenvalue ``λ_out(l)`` (without ``+λI``);
+    with ``point``, the eigenvectors ``v_{kk'} = h̄^{(l+1)}_k ⊗ h̄^{(l)}_{k'}`` (``K²`` rows,
+    :func:`~collapselab.theory.dlufm_layerwise.predicted_eigenvectors`) in ``order``."""
     form, ell = _form(model), _layer(model, layer)
-    return SpectrumPrediction.equal(model.n_classes**2, form.hessian_outlier[ell - 1])
+    order = check_choice("order", order, ORDERS)
+    vectors = None if point is None else predicted_eigenvectors(model, point, ell, order=order)
+    return SpectrumPrediction.equal(model.n_classes**2, form.hessian_outlier[ell - 1], vectors)
 
 
-def predict_papyan(model: DeepLinearUFM, layer: int) -> dict[str, SpectrumPrediction]:
-    """Theorem 4.2 (either centring): ``within`` rank 0, ``cross`` rank ``K(K−1)``,
-    ``class`` rank ``K``, every non-zero eigenvalue ``λ_out(l)``."""
+def predict_papyan(
+    model: DeepLinearUFM,
+    layer: int,
+    *,
+    point: object | None = None,
+    centring: str = "logit",
+    order: str = "row",
+) -> dict[str, SpectrumPrediction]:
+    r"""Theorem 4.2 (either centring): ``within`` rank 0, ``cross`` rank ``K(K−1)``,
+    ``class`` rank ``K``, every non-zero eigenvalue ``λ_out(l)``.
+
+    With ``point``, their eigenvectors from its class means ``h̄ = h̄^{(l)}``, ``h̄' =
+    h̄^{(l+1)}`` (``G`` means global means; rows in ``order``): for ``centring="logit"``
+    (the paper's) ``cross``: ``(h̄'_c − h̄'_G) ⊗ h̄_k`` and ``class``: ``h̄'_G ⊗ h̄_k``; for
+    ``"class"`` ``cross``: ``h̄'_c ⊗ (h̄_k − h̄_G)`` and ``class``: ``h̄'_c ⊗ h̄_G``
+    (``c, k ∈ [K]``: ``K²`` rows spanning the ``K(K−1)`` cross space, ``K`` class rows);
+    ``within`` has none (``(0, P)``).
+    """
     form, ell, k = _form(model), _layer(model, layer), model.n_classes
+    centring = check_choice("centring", centring, CENTRINGS)
+    order = check_choice("order", order, ORDERS)
     value = form.hessian_outlier[ell - 1]
+    vectors = (
+        dict.fromkeys(("class", "cross", "within"))
+        if point is None
+        else _papyan_vectors(model, point, ell, centring, order)
+    )
     return {
-        "class": SpectrumPrediction.equal(k, value),
-        "cross": SpectrumPrediction.equal(k * (k - 1), value),
-        "within": SpectrumPrediction.equal(0, value),
+        "class": SpectrumPrediction.equal(k, value, vectors["class"]),
+        "cross": SpectrumPrediction.equal(k * (k - 1), value, vectors["cross"]),
+        "within": SpectrumPrediction.equal(0, value, vectors["within"]),
     }
+
+
+def _papyan_vectors(
+    model: DeepUFM, point: object, ell: int, centring: str, order: str
+) -> dict[str, np.ndarray]:
+    """Theorem 4.2's eigenvectors (see :func:`predict_papyan`)."""
+    means, means_next = layer_data(model, point, ell).class_means()
+    k = model.n_classes
+    if centring == "logit":
+        outer, inner = means_next - means_next.mean(axis=1, keepdims=True), means
+        klass = kron_pairs(np.tile(means_next.mean(axis=1), (k, 1)), means.T, order=order)
+    else:
+        outer, inner = means_next, means - means.mean(axis=1, keepdims=True)
+        klass = kron_pairs(means_next.T, np.tile(means.mean(axis=1), (k, 1)), order=order)
+    cross = kron_pairs(np.repeat(outer.T, k, axis=0), np.tile(inner.T, (k, 1)), order=order)
+    return {"class": klass, "cross": cross, "within": np.zeros((0, cross.shape[1]))}
 
 
 def predict_gradient(model: DeepLinearUFM, layer: int) -> GradientPrediction:
@@ -180,16 +299,27 @@ def predict_gradient(model: DeepLinearUFM, layer: int) -> GradientPrediction:
     return GradientPrediction(beta, cosines, k)
 
 
-def predict_weights(model: DeepLinearUFM, layer: int) -> SpectrumPrediction:
+def predict_weights(
+    model: DeepLinearUFM, layer: int, *, point: object | None = None
+) -> SpectrumPrediction:
     r"""Theorem 4.4: ``W_lW_lᵀ`` has rank ``K``, eigenvalues
-    ``(λ_{H_1}/λ_{W_l}) n‖h̄^{(1)}‖² = σ_{W_l}²``."""
+    ``(λ_{H_1}/λ_{W_l}) n‖h̄^{(1)}‖² = σ_{W_l}²``; with ``point``, the eigenvectors: the
+    class means ``h̄^{(l+1)}_k`` of the layer's outputs (``K`` rows of length ``d_{l+1}``;
+    ``W_l = σ_{W_l} U_{l+1}U_lᵀ`` at the optimum, with ``U_{l+1}`` their normalised frame)."""
     form, ell = _form(model), _layer(model, layer)
     value = model.lambda_h / model.lambda_w[ell - 1] * model.n_per_class * form.mean_norm_sq[0]
-    return SpectrumPrediction.equal(model.n_classes, value)
+    vectors = None if point is None else _class_means(model, point, ell + 1)
+    return SpectrumPrediction.equal(model.n_classes, value, vectors)
 
 
 def predict_gradient_covariance(
-    model: DeepLinearUFM, layer: int, *, centred: bool = True, variant: str = "corrected"
+    model: DeepLinearUFM,
+    layer: int,
+    *,
+    centred: bool = True,
+    variant: str = "corrected",
+    point: object | None = None,
+    order: str = "row",
 ) -> SpectrumPrediction:
     r"""Theorem E.1: the per-sample gradients at the optimum are ``κ(t*−1) a_k ⊗ h̄^{(l)}_k``,
     ``K`` orthogonal vectors of squared norm ``ν = κ²(1−t*)²‖a‖²‖h̄^{(l)}‖²``, so the centred
@@ -197,8 +327,13 @@ def predict_gradient_covariance(
 
     ``variant="published"``: the theorem's count ``K − 1`` whichever matrix (it names the
     second moment); ``"corrected"``: ``K − 1`` centred, ``K`` uncentred (module docstring).
+    With ``point`` (``a_k`` the rows of its ``W_{L:l+1}``, rows in ``order``), the
+    eigenvectors: ``K − 1`` predicted: the centred ``a_k ⊗ h̄_k − (1/K) Σ_j a_j ⊗ h̄_j``
+    (``K`` rows spanning ``K − 1`` dimensions, the theorem's set); ``K`` predicted: the
+    ``a_k ⊗ h̄_k``.
     """
     variant = check_choice("variant", variant, VARIANTS)
+    order = check_choice("order", order, ORDERS)
     form, ell, k = _form(model), _layer(model, layer), model.n_classes
     nu = (
         (model.kappa * (1 - form.t_star)) ** 2
@@ -206,24 +341,47 @@ def predict_gradient_covariance(
         * form.mean_norm_sq[ell - 1]
     )
     rank = k - 1 if (centred or variant == "published") else k
-    return SpectrumPrediction.equal(rank, nu / k)
+    vectors = None
+    if point is not None:
+        rows = weight_product(model, point, ell + 1)  # a_k
+        vectors = kron_pairs(rows, _class_means(model, point, ell), order=order)
+        if rank == k - 1:
+            vectors = vectors - vectors.mean(axis=0)
+    return SpectrumPrediction.equal(rank, nu / k, vectors)
 
 
-def predict_extended_errors(model: DeepLinearUFM, layer: int) -> SpectrumPrediction:
+def predict_extended_errors(
+    model: DeepLinearUFM, layer: int, *, point: object | None = None
+) -> SpectrumPrediction:
     r"""Theorem E.2: rank ``K``; ``K − 1`` eigenvalues ``(1 + t*²)‖a‖²`` and one smaller
-    ``(1 − t*)²‖a‖²`` (``a`` the rows of ``W_{L:l+1}``; the paper's ``α`` is ``t*``)."""
+    ``(1 − t*)²‖a‖²`` (``a`` the rows of ``W_{L:l+1}``; the paper's ``α`` is ``t*``).
+
+    With ``point``, one eigenvector per eigenvalue (``K`` rows of length ``d_{l+1}``): the
+    differences ``h̄^{(l+1)}_k − h̄^{(l+1)}_K`` (``k < K``; ``∝ a_k − a_K``) for the
+    ``K − 1`` large ones, then ``Σ_k h̄^{(l+1)}_k`` for the small one.
+    """
     form, ell, k = _form(model), _layer(model, layer), model.n_classes
     rows = form.row_norm_sq[ell - 1]
     t = form.t_star
     values = np.append(np.full(k - 1, (1 + t * t) * rows), (1 - t) ** 2 * rows)
-    return SpectrumPrediction(k, values)
+    vectors = None
+    if point is not None:
+        means = _class_means(model, point, ell + 1)
+        vectors = np.vstack([means[:-1] - means[-1], means.sum(axis=0)])
+    return SpectrumPrediction(k, values, vectors)
 
 
-def predict_features(model: DeepLinearUFM, layer: int) -> SpectrumPrediction:
+def predict_features(
+    model: DeepLinearUFM, layer: int, *, point: object | None = None
+) -> SpectrumPrediction:
     """Theorem E.3: ``H_lH_lᵀ = n M_lM_lᵀ`` has ``K`` eigenvalues ``n‖h̄^{(l)}‖²``,
-    ``l = 1..L+1`` (``L+1``: the outputs, ``n t*²``)."""
+    ``l = 1..L+1`` (``L+1``: the outputs, ``n t*²``); with ``point``, the eigenvectors: its
+    class means ``h̄^{(l)}_k`` (``K`` rows of length ``d_l``)."""
     form, ell = _form(model), _layer(model, layer, outputs=True)
-    return SpectrumPrediction.equal(model.n_classes, model.n_per_class * form.mean_norm_sq[ell - 1])
+    vectors = None if point is None else _class_means(model, point, ell)
+    return SpectrumPrediction.equal(
+        model.n_classes, model.n_per_class * form.mean_norm_sq[ell - 1], vectors
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -358,12 +516,6 @@ def _rank(matrix_or_values: np.ndarray, rtol: float) -> int:
     return int(np.sum(np.abs(values) > rtol * top)) if top > 0 else 0
 
 
-def _eigvec_residual(matrix: np.ndarray, vectors: np.ndarray, value: float) -> float:
-    r"""``max_v ‖Mv − λv‖ / (λ‖v‖)`` over the rows ``v``."""
-    res = vectors @ matrix.T - value * vectors
-    return float(np.max(np.linalg.norm(res, axis=1) / (value * np.linalg.norm(vectors, axis=1))))
-
-
 def verify_dlufm(
     model: DeepLinearUFM,
     point: object | None = None,
@@ -375,16 +527,19 @@ def verify_dlufm(
 ) -> DLUFMVerification:
     r"""Hold every theorem's prediction against ``point`` (default: :func:`exact_optimum`
     with ``seed``) at ``layers`` (default all): the optimum (objective, outputs ``t* Y``,
-    gradient norm), Thm 3.1 (DNC1-3 per layer), 4.1 (rank, eigenvalues, eigenvectors
+    gradient norm), Thm 3.1 (DNC1-3 and NC2/NC3 per layer, ``W_{L:l}W_{L:l}ᵀ = s_l I_K``
+    for ``l = 1..L``, ``l = L`` being ``W_LW_Lᵀ``), 4.1 (rank, eigenvalues, eigenvectors
     ``v_{kk'}``), 4.2 (both centrings: ranks of the parts and of the knockouts, eigenvalues,
     eigenvectors, ``G_within``, the images' overlap, ``G = G_class + G_cross + G_within``),
     4.3 (``g_l = β_l Σ v_{kk}``, natural-basis cosines, ``g_l = −λ_{W_l} w_l``), 4.4 (rank,
-    eigenvalues, balancedness), E.1 (covariance; second moment corrected and published),
-    E.2 and E.3. Ranks count eigenvalues above ``rank_rtol`` times the largest.
+    eigenvalues, eigenvectors, balancedness), E.1 (covariance; second moment corrected and
+    published), E.2 and E.3 (rank, eigenvalues, eigenvectors). Ranks count eigenvalues
+    above ``rank_rtol`` times the largest. An eigenvector check's error is
+    :meth:`SpectrumPrediction.eigenvector_residual` of the predictions built from ``point``.
     """
     form = _form(model)
     p = exact_optimum(model, seed) if point is None else model.check_point(point)
-    k = model.n_classes
+    order = check_choice("order", order, ORDERS)
     layer_list = (
         list(range(1, model.n_layers + 1))
         if layers is None
@@ -395,49 +550,69 @@ def verify_dlufm(
     out.add("optimum", "objective", 0, value, form.objective)
     out.add("optimum", "outputs t*Y", 0, model.features(p)[-1], form.t_star * model.targets)
     out.add("optimum", "gradient norm", 0, grad.norm(), 0.0)
-
-    dnc, pred = dnc_metrics(model, p), predict_dnc(model)
-    for key in ("dnc1", "orthogonal_frame", "etf_distance", "mean_norm_sq"):
-        out.add("3.1", key, 0, dnc[key], pred[key])
-    out.add("3.1", "dnc3", 0, dnc["dnc3"][:-1], pred["dnc3"][:-1])
-    out.add("3.1", "dnc3_scale", 0, dnc["dnc3_scale"][:-1], pred["dnc3_scale"][:-1])
-
-    spectra = weight_spectra(p)
+    _verify_dnc(out, model, p)
     out.add("4.4", "balancedness", 0, balancedness_residuals(model, p), 0.0)
     for ell in layer_list:
-        _verify_layer(out, model, p, ell, order, rank_rtol)
-        weights = predict_weights(model, ell)
-        out.add_count("4.4", "rank", ell, _rank(spectra[ell - 1], rank_rtol), weights.rank)
-        out.add("4.4", "eigenvalues", ell, spectra[ell - 1][:k], weights.eigenvalues)
+        _verify_hessian(out, model, p, ell, order, rank_rtol)
+        _verify_papyan(out, model, p, ell, order, rank_rtol)
+        _verify_gradient(out, model, p, ell, order)
+        _verify_weights(out, model, p, ell, rank_rtol)
+        _verify_covariance(out, model, p, ell, order, rank_rtol)
+        _verify_extended_errors(out, model, p, ell, rank_rtol)
     for ell in range(1, model.n_layers + 2):
-        feats = predict_features(model, ell)
-        values = descending_eigh(feature_gram(model, p, ell))[0]
-        out.add_count("E.3", "rank", ell, _rank(values, rank_rtol), feats.rank)
-        out.add("E.3", "eigenvalues", ell, values[:k], feats.eigenvalues)
+        _verify_features(out, model, p, ell, rank_rtol)
     return out
 
 
-def _verify_layer(
-    out: DLUFMVerification, model: DeepLinearUFM, p: object, ell: int, order: str, rtol: float
+def _verify_dnc(out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters) -> None:
+    """Theorem 3.1: the collapse metrics of every layer and ``W_{L:l}W_{L:l}ᵀ = s_l I_K``."""
+    dnc, pred = dnc_metrics(model, p), predict_dnc(model)
+    every_layer = ("dnc1", "orthogonal_frame", "etf_distance", "mean_norm_sq")
+    for key in (*every_layer, "equinorm", "equiangle", "maxangle"):
+        out.add("3.1", key, 0, dnc[key], pred[key])
+    for key in ("dnc3", "dnc3_scale", "self_duality", "self_duality_classwise"):
+        out.add("3.1", key, 0, dnc[key][:-1], pred[key][:-1])
+    eye = np.eye(model.n_classes)
+    for ell in range(1, model.n_layers + 1):
+        prod = weight_product(model, p, ell)
+        predicted = pred["weight_gram"][ell - 1] * eye
+        out.add("3.1", "W_{L:l}W_{L:l}^T = s_l I_K", ell, prod @ prod.T, predicted)
+
+
+def _verify_hessian(
+    out: DLUFMVerification,
+    model: DeepLinearUFM,
+    p: UFMParameters,
+    ell: int,
+    order: str,
+    rtol: float,
 ) -> None:
-    k = model.n_classes
+    """Theorem 4.1, and the Kronecker formula against the data formula."""
     hess = layer_hessian(model, p, ell, method="data", order=order)
     values = descending_eigh(hess)[0]
-    pred = predict_hessian(model, ell)
-    vectors = predicted_eigenvectors(model, p, ell, order=order)
+    pred = predict_hessian(model, ell, point=p, order=order)
+    k = model.n_classes
     out.add_count("4.1", "rank", ell, _rank(values, rtol), pred.rank)
     out.add("4.1", "eigenvalues", ell, values[: k * k], pred.eigenvalues)
-    out.add(
-        "4.1", "eigenvectors v_kk'", ell, _eigvec_residual(hess, vectors, pred.eigenvalues[0]), 0.0
-    )
+    out.add("4.1", "eigenvectors v_kk'", ell, pred.eigenvector_residual(hess), 0.0)
     kron = layer_hessian(model, p, ell, method="kronecker", order=order)
     out.add("4.1", "Kronecker = data formula", ell, np.abs(kron - hess).max() / values[0], 0.0)
 
-    parts = predict_papyan(model, ell)
-    means, means_next = layer_data(model, p, ell).class_means()
-    centred_next = means_next - means_next.mean(axis=1, keepdims=True)
-    global_next = means_next.mean(axis=1)
+
+def _verify_papyan(
+    out: DLUFMVerification,
+    model: DeepLinearUFM,
+    p: UFMParameters,
+    ell: int,
+    order: str,
+    rtol: float,
+) -> None:
+    """Theorem 4.2 under both centrings."""
+    k = model.n_classes
+    hess = layer_hessian(model, p, ell, method="data", order=order)
+    scale = descending_eigh(hess)[0][0]
     for centring in CENTRINGS:
+        parts = predict_papyan(model, ell, point=p, centring=centring, order=order)
         dec = papyan_decomposition(model, p, ell, centring=centring, order=order)
         tag = f"({centring} centring)"
         ranks = dec.ranks(rtol)
@@ -447,63 +622,38 @@ def _verify_layer(
         out.add_count("4.2", f"rank G - G_cross {tag}", ell, ranks["without_cross"], k)
         out.add_count("4.2", f"rank G - G_within {tag}", ell, ranks["without_within"], k * k)
         for name in ("class", "cross"):
-            got = descending_eigh(dec.parts()[name])[0][: parts[name].rank]
+            matrix = dec.parts()[name]
+            got = descending_eigh(matrix)[0][: parts[name].rank]
             out.add("4.2", f"eigenvalues {name} {tag}", ell, got, parts[name].eigenvalues)
-        out.add(
-            "4.2",
-            f"||G_within|| / ||G|| {tag}",
-            ell,
-            np.linalg.norm(dec.G_within) / np.linalg.norm(dec.G),
-            0.0,
-        )
+            residual = parts[name].eigenvector_residual(matrix)
+            out.add("4.2", f"eigenvectors {name} {tag}", ell, residual, 0.0)
+        within = np.linalg.norm(dec.G_within) / np.linalg.norm(dec.G)
+        out.add("4.2", f"||G_within|| / ||G|| {tag}", ell, within, 0.0)
         out.add("4.2", f"image overlap {tag}", ell, dec.image_overlap(), 0.0)
         total = dec.G_class + dec.G_cross + dec.G_within
-        out.add(
-            "4.2",
-            f"sum of parts = G {tag}",
-            ell,
-            np.abs(total - dec.G).max() / np.abs(dec.G).max(),
-            0.0,
-        )
-        out.add("4.2", f"G = Hessian {tag}", ell, np.abs(dec.G - hess).max() / values[0], 0.0)
-        if centring == "logit":
-            pairs_cross = [(centred_next[:, c], means[:, kk]) for c in range(k) for kk in range(k)]
-            pairs_class = [(global_next, means[:, kk]) for kk in range(k)]
-        else:
-            centred = means - means.mean(axis=1, keepdims=True)
-            global_mean = means.mean(axis=1)
-            pairs_cross = [(means_next[:, c], centred[:, kk]) for c in range(k) for kk in range(k)]
-            pairs_class = [(means_next[:, c], global_mean) for c in range(k)]
-        lam = parts["class"].eigenvalues[0]
-        for name, pairs in (("cross", pairs_cross), ("class", pairs_class)):
-            vecs = np.asarray(
-                [np.kron(a, b) if order == "row" else np.kron(b, a) for a, b in pairs]
-            )
-            out.add(
-                "4.2",
-                f"eigenvectors {name} {tag}",
-                ell,
-                _eigvec_residual(dec.parts()[name], vecs, lam),
-                0.0,
-            )
+        summed = np.abs(total - dec.G).max() / np.abs(dec.G).max()
+        out.add("4.2", f"sum of parts = G {tag}", ell, summed, 0.0)
+        out.add("4.2", f"G = Hessian {tag}", ell, np.abs(dec.G - hess).max() / scale, 0.0)
 
-    grad_pred = predict_gradient(model, ell)
+
+def _verify_gradient(
+    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, order: str
+) -> None:
+    """Theorem 4.3."""
+    k = model.n_classes
+    pred = predict_gradient(model, ell)
+    vectors = predicted_eigenvectors(model, p, ell, order=order)
     g = layer_gradient(model, p, ell, order=order)
-    diag = vectors[:: k + 1]
+    predicted = pred.coefficient * vectors[:: k + 1].sum(axis=0)
     out.add(
         "4.3",
         "g_l = beta_l sum_k v_kk",
         ell,
-        np.linalg.norm(g - grad_pred.coefficient * diag.sum(axis=0)) / np.linalg.norm(g),
+        np.linalg.norm(g - predicted) / np.linalg.norm(g),
         0.0,
     )
-    out.add(
-        "4.3",
-        "natural-basis cosines",
-        ell,
-        np.abs(gradient_coefficients(g, vectors) - grad_pred.cosines).max(),
-        0.0,
-    )
+    cosines = gradient_coefficients(g, vectors)
+    out.add("4.3", "natural-basis cosines", ell, np.abs(cosines - pred.cosines).max(), 0.0)
     w = p.W[ell - 1] if order == "row" else p.W[ell - 1].T
     # as a norm ratio: entrywise relative errors blow up on the near-zero entries that any
     # point short of the exact optimum has off the class-mean frames
@@ -516,31 +666,63 @@ def _verify_layer(
         0.0,
     )
 
+
+def _verify_weights(
+    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, rtol: float
+) -> None:
+    """Theorem 4.4 (the balancedness residuals are checked once, in :func:`verify_dlufm`)."""
+    pred = predict_weights(model, ell, point=p)
+    values = weight_spectra(p)[ell - 1]
+    out.add_count("4.4", "rank", ell, _rank(values, rtol), pred.rank)
+    out.add("4.4", "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
+    gram = p.W[ell - 1] @ p.W[ell - 1].T
+    out.add("4.4", "eigenvectors", ell, pred.eigenvector_residual(gram), 0.0)
+
+
+def _verify_covariance(
+    out: DLUFMVerification,
+    model: DeepLinearUFM,
+    p: UFMParameters,
+    ell: int,
+    order: str,
+    rtol: float,
+) -> None:
+    """Theorem E.1: the covariance, and the second moment corrected and published."""
     for centred in (True, False):
         matrix = gradient_covariance(model, p, ell, centred=centred, order=order)
         values = descending_eigh(matrix)[0]
         name = "covariance" if centred else "second moment"
-        variants = ("corrected",) if centred else VARIANTS
-        for variant in variants:
-            predicted = predict_gradient_covariance(model, ell, centred=centred, variant=variant)
-            out.add_count(
-                "E.1",
-                f"rank {name}",
-                ell,
-                _rank(values, rtol),
-                predicted.rank,
-                variant="published" if variant == "published" else "",
+        for variant in ("corrected",) if centred else VARIANTS:
+            pred = predict_gradient_covariance(
+                model, ell, centred=centred, variant=variant, point=p, order=order
             )
+            tag = "published" if variant == "published" else ""
+            out.add_count("E.1", f"rank {name}", ell, _rank(values, rtol), pred.rank, variant=tag)
             if variant == "corrected":
-                out.add(
-                    "E.1",
-                    f"eigenvalues {name}",
-                    ell,
-                    values[: predicted.rank],
-                    predicted.eigenvalues,
-                )
+                out.add("E.1", f"eigenvalues {name}", ell, values[: pred.rank], pred.eigenvalues)
+                residual = pred.eigenvector_residual(matrix)
+                out.add("E.1", f"eigenvectors {name}", ell, residual, 0.0)
 
-    errors = predict_extended_errors(model, ell)
-    values = descending_eigh(extended_error_moment(model, p, ell))[0]
-    out.add_count("E.2", "rank", ell, _rank(values, rtol), errors.rank)
-    out.add("E.2", "eigenvalues", ell, values[:k], errors.eigenvalues)
+
+def _verify_extended_errors(
+    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, rtol: float
+) -> None:
+    """Theorem E.2."""
+    pred = predict_extended_errors(model, ell, point=p)
+    matrix = extended_error_moment(model, p, ell)
+    values = descending_eigh(matrix)[0]
+    out.add_count("E.2", "rank", ell, _rank(values, rtol), pred.rank)
+    out.add("E.2", "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
+    out.add("E.2", "eigenvectors", ell, pred.eigenvector_residual(matrix), 0.0)
+
+
+def _verify_features(
+    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, rtol: float
+) -> None:
+    """Theorem E.3 at ``l = 1..L+1``."""
+    pred = predict_features(model, ell, point=p)
+    matrix = feature_gram(model, p, ell)
+    values = descending_eigh(matrix)[0]
+    out.add_count("E.3", "rank", ell, _rank(values, rtol), pred.rank)
+    out.add("E.3", "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
+    out.add("E.3", "eigenvectors", ell, pred.eigenvector_residual(matrix), 0.0)
