@@ -339,6 +339,81 @@ def test_projections_store_critical_pcs_and_discriminability_of_the_data(runs):
     np.testing.assert_allclose(d["binned_smoothed"], binned.smoothed)
 
 
+def _stored_members(run, label: str = "ensembles") -> list[tuple[dict, dict]]:
+    """``(config, arrays)`` of every sweep member stored under the run, read from its files."""
+    import json
+
+    out = []
+    for path in sorted((run.path / "members" / label).glob("member-*.json")):
+        record = json.loads(path.read_text())
+        with np.load(path.with_suffix(".npz")) as arrays:
+            out.append((record["config"], {k: arrays[k] for k in arrays.files}))
+    return out
+
+
+def _mean_over(correct: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """Per example, ``Σ_i Σ_e w_e correct_i[e, x] / (N Σ_e w_e)`` by explicit loops."""
+    n_examples = correct[0].shape[1]
+    out = np.zeros(n_examples)
+    for x in range(n_examples):
+        total = 0.0
+        for c in correct:
+            for e, w in enumerate(weights):
+                total += w * float(c[e, x])
+        out[x] = total / (len(correct) * weights.sum())
+    return out
+
+
+def test_stored_test_accessibility_averages_the_members_test_correctness(runs):
+    """R15/R24: the stored test-set accessibility of ``pcbias-projections`` and
+    ``pcbias-frequency`` is each test example's mean correctness over the stored members
+    and epochs 1..E, of ``pcbias-loc`` the same over the learning window weighted by the
+    steps each checkpoint stands for (explicit loops over the members' own files)."""
+    d = runs["pcbias-projections"].load_array("projections")
+    members = _stored_members(runs["pcbias-projections"])
+    epochs = runs["pcbias-projections"].config["epochs"]
+    every = np.r_[0.0, np.ones(epochs)]  # epoch 0 (untrained) left out
+    for kind in ("nonlinear", "linear"):
+        correct = [a["test_correct"] for c, a in members if c["kind"] == kind]
+        assert len(correct) == 2 and correct[0].shape == (epochs + 1, 80)
+        np.testing.assert_allclose(d[f"test_accessibility_{kind}"], _mean_over(correct, every),
+                                   rtol=0, atol=1e-12)  # fmt: skip
+    f = runs["pcbias-frequency"].load_array("frequency")
+    correct = [a["test_correct"] for _, a in _stored_members(runs["pcbias-frequency"])]
+    every = np.r_[0.0, np.ones(runs["pcbias-frequency"].config["epochs"])]
+    np.testing.assert_allclose(f["test_accessibility"], _mean_over(correct, every), atol=1e-12)
+    loc = runs["pcbias-loc"].load_array("loc")
+    stored = [(c, a) for c, a in _stored_members(runs["pcbias-loc"]) if c.get("record_correct")]
+    for condition in ("natural", "whitened"):
+        weights = np.where(loc[f"window_{condition}"], loc[f"weights_{condition}"], 0.0)
+        for k in range(2):
+            correct = [
+                a["test_correct"]
+                for c, a in stored
+                if c["seed"] == k
+                and ("whiten" in c["datasets"]["main"]) == (condition == "whitened")
+            ]
+            assert len(correct) == runs["pcbias-loc"].config["members"]
+            np.testing.assert_allclose(loc[f"test_accessibility_{condition}"][k],
+                                       _mean_over(correct, weights), atol=1e-12)  # fmt: skip
+
+
+def test_evaluation_on_transformed_test_sets_is_stored_per_epoch(runs):
+    """R16: the tiny presets evaluate on ``pca:8`` and ``zca`` copies (projections) and on a
+    ``zca`` copy (loc); the stored ``pca:8`` curve is the ``P = 8`` curve of Fig. 5, every
+    value a fraction of the 80 test images."""
+    d = runs["pcbias-projections"].load_array("projections")
+    assert d["eval_transforms"].tolist() == ["pca:8", "zca"]
+    for kind in ("nonlinear", "linear"):
+        assert d[f"eval_{kind}"].shape == (2, runs["pcbias-projections"].config["epochs"] + 1, 2)
+        np.testing.assert_array_equal(d[f"eval_{kind}"][..., 0], d[f"projected_{kind}"][..., 1])
+        counts = d[f"eval_{kind}"] * 80
+        np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
+    labels = runs["pcbias-loc"].load_array("labels")
+    for key in ("natural_real", "natural_shuffled", "whitened_real", "whitened_shuffled"):
+        assert labels[f"{key}_eval"].shape == (*labels[f"{key}_accuracy"].shape, 1)
+
+
 def test_manipulations_store_benefits_and_relabelling(runs):
     """The stored early-stopping benefit is peak minus final of the stored mean test curve;
     the P-separable relabelling changed labels, more of them from shuffled labels."""

@@ -16,7 +16,8 @@ Stored: ``arrays/frequency.npz`` (``accessibility``, ``critical``, ``discriminab
 ``(n,)``; ``scores``, ``access_means``, ``disc_means`` per critical frequency;
 ``boundary`` ``(len, G, G)``, ``boundary_epochs``, ``box`` the raw box corners, ``curve_x1``,
 ``curve_x2`` the true boundary ``x_2 = λ(x_1)`` in standardised coordinates,
-``train_accuracy`` ``(N, E+1)``).
+``train_accuracy`` ``(N, E+1)``, ``test_accessibility`` ``(n_test,)``: accessibility on the
+test split, which no claim reads).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collapselab._threads import serial_threads
 from collapselab.data import frequency_function, load_dataset
 from collapselab.data.transforms import Standardize
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import run_ensembles, verdict
+from collapselab.experiments.pcb._common import run_ensembles, stacked, verdict
 from collapselab.experiments.pcb.boundaries import BOUNDARY_TERMS_CLAIM
 from collapselab.experiments.pcb.projections import NEIGHBOURS, sgd_member
 from collapselab.experiments.registry import RunContext
@@ -62,6 +63,9 @@ def run_frequency(run: Run, context: RunContext) -> None:
     x, y = raw.x.double().numpy(), raw.y.numpy()
     correct = np.stack([r["correct"] for r in results])
     access = accessibility(correct[:, 1:])
+    test_correct = stacked(results, "test_correct")
+    optional = {} if test_correct is None else {
+        "test_accessibility": accessibility(test_correct[:, 1:])}  # fmt: skip
     critical = critical_frequency(x, y)
     disc = discriminability(x, y, NEIGHBOURS)
     by_access = binned_correlation(critical, access, width=1)
@@ -87,6 +91,7 @@ def run_frequency(run: Run, context: RunContext) -> None:
         curve_x1=curve[:, 0],
         curve_x2=curve[:, 1],
         train_accuracy=np.stack([r["train_accuracy"] for r in results]),
+        **optional,
     )  # fmt: skip
     pearsons = {"access_vs_critical": by_access.correlation.pearson,
                 "disc_vs_critical": by_disc.correlation.pearson}  # fmt: skip
