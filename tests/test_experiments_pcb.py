@@ -446,6 +446,88 @@ def test_frequency_stores_critical_frequencies_of_the_generated_points(runs):
     assert set(np.unique(d["boundary"])) <= {0, 1}
 
 
+def _critical_by_loops(points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Critical frequency (number of terms) by explicit loops over points and terms: the
+    smallest j such that every partial sum with >= j terms classifies the point (11 if
+    none)."""
+    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI
+
+    out = np.empty(len(points), dtype=np.int64)
+    for i, (x1, x2) in enumerate(points):
+        lam, right = 0.0, []
+        for kappa, phi in zip(PAPER_KAPPA, PAPER_PHI, strict=True):
+            lam += np.sin(2 * np.pi * kappa * x1 + phi)
+            right.append((x2 <= lam) == (labels[i] == 1))
+        j = len(right) + 1
+        while j > 1 and right[j - 2]:
+            j -= 1
+        out[i] = j
+    return out
+
+
+def test_fig16_shows_the_points_of_critical_frequency_zero_and_one(runs):
+    """The stored points and labels are the tiny preset's generated training set, their
+    stored critical frequencies equal an explicit-loop recomputation, the stored partial sums
+    are λ_j on the domain (explicit sums), and Fig. 16 is drawn."""
+    from collapselab.data import frequency_dataset
+    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI
+
+    run = runs["pcbias-frequency"]
+    d = run.load_array("frequency")
+    raw = frequency_dataset(n_train=300, n_test=100, seed=0).train
+    np.testing.assert_array_equal(d["points"], raw.x.double().numpy())
+    np.testing.assert_array_equal(d["labels"], raw.y.numpy())
+    loops = _critical_by_loops(d["points"], d["labels"])
+    np.testing.assert_array_equal(d["critical"], loops)
+    assert (loops == 1).sum() > 0 and (loops == 2).sum() > 0  # both panels have points
+    assert loops.max() <= 10  # the labels follow the rule: every point has one
+    for i in (0, 137, 399):
+        z = d["domain_x1"][i]
+        for j in range(10):
+            lam = sum(np.sin(2 * np.pi * PAPER_KAPPA[t] * z + PAPER_PHI[t]) for t in range(j + 1))
+            assert d["partial_sums"][j, i] == pytest.approx(lam, abs=1e-12)
+    assert d["kappa"].tolist() == list(PAPER_KAPPA)
+    figure = run.path / "figures" / "fig16_critical_frequency.png"
+    assert figure.read_bytes()[:4] == b"\x89PNG" and figure.stat().st_size > 10_000
+
+
+def _copy_without(run, tmp_path, keys: dict[str, tuple[str, ...]], drop_files=()):
+    """A new run holding ``run``'s arrays without ``keys`` (array file -> keys) and without
+    the array files ``drop_files``: what a run stored before those arrays existed holds."""
+    old = Run.create(tmp_path, run.experiment, "tiny", run.config)
+    for name in run.array_names():
+        if name in drop_files:
+            continue
+        arrays = run.load_array(name)
+        old.save_array(name, **{k: v for k, v in arrays.items() if k not in keys.get(name, ())})
+    return old
+
+
+def test_runs_stored_before_the_new_arrays_still_draw_their_figures(runs, tmp_path):
+    """A frequency run without the Fig. 16 arrays, a projections run without the Fig. 1
+    images and an init run without the closed-form curves draw every earlier figure and skip
+    only the new panels or figures."""
+    from collapselab.experiments.pcb.figures import draw_frequency
+
+    frequency = _copy_without(
+        runs["pcbias-frequency"],
+        tmp_path / "f",
+        {
+            "frequency": (
+                "points",
+                "labels",
+                "kappa",
+                "domain_x1",
+                "partial_sums",
+                "test_accessibility",
+            )
+        },
+    )
+    draw_frequency(frequency)
+    drawn = sorted(p.stem for p in (frequency.path / "figures").glob("*.png"))
+    assert drawn == ["fig13_boundaries", "fig8_frequency"]
+
+
 def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():
     """For an st-VGG built linear (no bias), the linearised compact matrix equals the exact
     Jacobian of the network (autograd), column per pixel."""

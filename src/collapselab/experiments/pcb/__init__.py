@@ -14,8 +14,8 @@ id                          what                                              fi
                             accessibility, critical PC, discriminability      Table 1
 ``pcbias-amplification``    PC amplification and early stopping               Fig. 9
 ``pcbias-separable``        P-separable relabelled data                       Fig. 11
-``pcbias-frequency``        frequency dataset: critical frequency vs          Figs. 8, 13
-                            accessibility and discriminability; boundaries
+``pcbias-frequency``        frequency dataset: critical frequency vs          Figs. 8, 13,
+                            accessibility and discriminability; boundaries    16
 ``pcbias-stvgg``            linearised st-VGG: per-PC std                     Fig. 4d
 ==========================  ================================================  ==============
 
@@ -226,7 +226,7 @@ FREQUENCY = register(
         **stated_runtimes("pcbias-frequency"),
         run=run_frequency,
         figures=list(FREQUENCY_CAPTIONS),
-        figure="Figs. 8, 13",
+        figure="Figs. 8, 13, 16",
         claims=FREQUENCY_CLAIMS,
         draw=draw_frequency,
         captions=FREQUENCY_CAPTIONS,

@@ -418,8 +418,9 @@ SEPARABLE_CAPTIONS = {
 
 
 def draw_frequency(run: Run) -> None:
-    """Fig. 8 (accessibility and discriminability per critical frequency) and Fig. 13
-    (decision regions of one network) from ``frequency.npz``."""
+    """Fig. 8 (accessibility and discriminability per critical frequency), Fig. 13
+    (decision regions of one network) and Fig. 16 (the points of critical frequency 0 and
+    1; only when the run stored the points) from ``frequency.npz``."""
     d = run.load_array("frequency")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     for ax, key, label in ((axes[0], "access_means", "mean accessibility"),
@@ -443,6 +444,30 @@ def draw_frequency(run: Run) -> None:
                xlabel="x₁ (standardised)")  # fmt: skip
     axes[0, 0].set_ylabel("x₂ (standardised)")
     save_run_figure(run, fig, "fig13_boundaries")
+    if {"points", "labels", "kappa", "domain_x1", "partial_sums"} <= set(d):
+        _draw_critical_points(run, d)  # runs stored before these arrays: no Fig. 16
+
+
+def _draw_critical_points(run: Run, d: dict[str, np.ndarray]) -> None:
+    """Fig. 16: the training points of critical frequency ``κ_1`` and ``κ_2`` (1 and 2 terms),
+    the rest faint, with the partial sum that classifies them and the full boundary."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True, sharey=True)
+    points, critical, labels = d["points"], d["critical"], d["labels"]
+    for ax, terms, letter in zip(axes, (1, 2), "ab", strict=True):
+        chosen = critical == terms
+        ax.scatter(*points[~chosen].T, s=3, color="0.78", lw=0)
+        for value, color, name in ((1, "C0", "y = 1 (below λ)"), (0, "C3", "y = 0")):
+            mine = chosen & (labels == value)
+            ax.scatter(*points[mine].T, s=5, color=color, lw=0, label=name)
+        ax.plot(d["domain_x1"], d["partial_sums"][-1], "k-", lw=1, label="λ (all terms)")
+        ax.plot(d["domain_x1"], d["partial_sums"][terms - 1], "k--", lw=1,
+                label=f"partial sum of {terms} term{'s' * (terms > 1)}")  # fmt: skip
+        title = f"({letter}) critical frequency {float(d['kappa'][terms - 1]):g}"
+        ax.set(xlim=(-1, 1), ylim=(-2 * np.pi, 2 * np.pi), xlabel="x₁",
+               title=f"{title}: {int(chosen.sum())} points")  # fmt: skip
+        ax.legend(fontsize="small", loc="lower left")
+    axes[0].set_ylabel("x₂")
+    save_run_figure(run, fig, "fig16_critical_frequency")
 
 
 FREQUENCY_CAPTIONS = {
@@ -452,6 +477,12 @@ FREQUENCY_CAPTIONS = {
     "fig13_boundaries": "Fig. 13 analogue: one ReLU MLP's decision regions on the frequency "
     "dataset after several epochs; black: the true boundary x₂ = λ(x₁). The low frequencies "
     "are fitted first.",
+    "fig16_critical_frequency": "Fig. 16 analogue: the training points of the frequency "
+    "dataset (raw coordinates, the whole domain) whose critical frequency is (a) 0 and (b) 1, "
+    "coloured by label, the other points faint; dashed: the partial sum of λ with that many "
+    "terms (1: the line x₂ = sin φ₁ = 0; 2: adds sin(2πx₁ + φ₂)), solid: the full λ. "
+    "Critical frequency 0: points that the first term already classifies and every longer "
+    "partial sum keeps correct, far from the boundary.",
 }
 
 
