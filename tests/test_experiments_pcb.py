@@ -491,6 +491,51 @@ def test_fig16_shows_the_points_of_critical_frequency_zero_and_one(runs):
     assert figure.read_bytes()[:4] == b"\x89PNG" and figure.stat().st_size > 10_000
 
 
+def test_fig1_stores_top_pc_reconstructions_and_lowpass_images(runs):
+    """Fig. 1's arrays on the tiny preset's 8 x 8 digits: the first test image of classes
+    0-3; the projection is m + U_P U_Pᵀ (x − m) with U_P the top 20 eigenvectors of the
+    training inputs' centred covariance (numpy eigh); the low-pass is np.fft with a mask
+    built by hand (signed frequencies, radius² <= 5: 21 bins, 21 >= 20 real coefficients);
+    the figure is drawn."""
+    from collapselab.experiments.pcb._common import read_dataset
+
+    run = runs["pcbias-projections"]
+    d = run.load_array("pca_images")
+    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    picks = [int(np.flatnonzero(data.y_test == c)[0]) for c in range(4)]
+    assert d["indices"].tolist() == picks and d["labels"].tolist() == [0, 1, 2, 3]
+    images = data.x_test[picks]
+    np.testing.assert_array_equal(d["original"], images.reshape(4, 1, 8, 8))
+    mean = data.x.mean(0)
+    values, vectors = np.linalg.eigh((data.x - mean).T @ (data.x - mean))
+    top = vectors[:, ::-1][:, :20]
+    assert values[::-1][19] > 1.01 * values[::-1][20]  # the 20-dim subspace is well defined
+    projected = mean + (images - mean) @ top @ top.T
+    np.testing.assert_allclose(d["projected"].reshape(4, 64), projected, atol=1e-9)
+    signed = np.array([0, 1, 2, 3, -4, -3, -2, -1])
+    mask = signed[:, None] ** 2 + signed[None, :] ** 2 <= 5
+    assert mask.sum() == 21 and int(d["lowpass_coefficients"]) == 21 and int(d["pcs"]) == 20
+    np.testing.assert_array_equal(d["mask"], mask)
+    for i in range(4):
+        low = np.fft.ifft2(np.fft.fft2(images[i].reshape(8, 8)) * mask)
+        np.testing.assert_allclose(d["lowpass"][i, 0], low.real, atol=1e-12)
+    assert (run.path / "figures" / "fig1_pca_vs_lowpass.png").stat().st_size > 5_000
+
+
+def test_image_shapes_are_read_from_the_feature_count():
+    """Grey squares, colour squares (channels first, CIFAR's 3 x 32 x 32) or not images."""
+    from collapselab.experiments.pcb.images import image_shape, pca_vs_lowpass
+
+    assert image_shape(196) == (1, 14, 14) and image_shape(784) == (1, 28, 28)
+    assert image_shape(3072) == (3, 32, 32) and image_shape(20) is None
+    rng = np.random.default_rng(0)
+    colour = pca_vs_lowpass(rng.normal(size=(40, 48)), rng.normal(size=(6, 48)),
+                            np.arange(6) % 3, n_pcs=20)  # fmt: skip
+    assert colour["original"].shape == (3, 3, 4, 4)  # three classes, 3 x 4 x 4 images
+    assert int(colour["lowpass_bins"]) == 9 and int(colour["lowpass_coefficients"]) == 27
+    assert pca_vs_lowpass(rng.normal(size=(30, 20)), rng.normal(size=(5, 20)), np.zeros(5)) is None
+
+
 def _copy_without(run, tmp_path, keys: dict[str, tuple[str, ...]], drop_files=()):
     """A new run holding ``run``'s arrays without ``keys`` (array file -> keys) and without
     the array files ``drop_files``: what a run stored before those arrays existed holds."""
@@ -507,7 +552,7 @@ def test_runs_stored_before_the_new_arrays_still_draw_their_figures(runs, tmp_pa
     """A frequency run without the Fig. 16 arrays, a projections run without the Fig. 1
     images and an init run without the closed-form curves draw every earlier figure and skip
     only the new panels or figures."""
-    from collapselab.experiments.pcb.figures import draw_frequency
+    from collapselab.experiments.pcb.figures import draw_frequency, draw_projections
 
     frequency = _copy_without(
         runs["pcbias-frequency"],
@@ -526,6 +571,23 @@ def test_runs_stored_before_the_new_arrays_still_draw_their_figures(runs, tmp_pa
     draw_frequency(frequency)
     drawn = sorted(p.stem for p in (frequency.path / "figures").glob("*.png"))
     assert drawn == ["fig13_boundaries", "fig8_frequency"]
+    projections = _copy_without(
+        runs["pcbias-projections"],
+        tmp_path / "p",
+        {
+            "projections": (
+                "test_accessibility_nonlinear",
+                "test_accessibility_linear",
+                "eval_nonlinear",
+                "eval_linear",
+                "eval_transforms",
+            )
+        },
+        drop_files=("pca_images",),
+    )
+    draw_projections(projections)
+    drawn = sorted(p.stem for p in (projections.path / "figures").glob("*.png"))
+    assert drawn == ["fig5_projections", "fig6_accessibility"]
 
 
 def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():

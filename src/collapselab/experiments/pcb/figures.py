@@ -320,7 +320,8 @@ LOC_CAPTIONS = {
 
 
 def draw_projections(run: Run) -> None:
-    """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``."""
+    """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``; Fig. 1 from
+    ``pca_images.npz`` when the run stored it (image data, runs since Fig. 1 was added)."""
     d = run.load_array("projections")
     fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
     for j, p in enumerate(d["pcs"]):
@@ -354,12 +355,47 @@ def draw_projections(run: Run) -> None:
     for ax in axes:
         ax.grid(alpha=0.3)
     save_run_figure(run, fig, "fig6_accessibility")
+    if "pca_images" in run.array_names():  # image data, stored since Fig. 1 was added
+        _draw_pca_images(run, run.load_array("pca_images"))
+
+
+def _shown(image: np.ndarray, low: float, high: float) -> np.ndarray:
+    """A ``(C, H, W)`` image scaled to ``[0, 1]`` by the original's range: ``(H, W)`` grey,
+    ``(H, W, 3)`` colour."""
+    scaled = np.clip((image - low) / max(high - low, 1e-12), 0.0, 1.0)
+    return scaled[0] if scaled.shape[0] == 1 else scaled.transpose(1, 2, 0)
+
+
+def _draw_pca_images(run: Run, d: dict[str, np.ndarray]) -> None:
+    """Fig. 1 from ``pca_images.npz``: originals, top-P PC reconstructions, low-pass."""
+    rows = (("original", "original"), ("projected", f"top {int(d['pcs'])} PCs"),
+            ("lowpass", f"low-pass, {int(d['lowpass_coefficients'])} coefficients"))  # fmt: skip
+    n = len(d["labels"])
+    fig, axes = plt.subplots(3, n, figsize=(2.2 * n, 6.9), constrained_layout=True,
+                             squeeze=False)  # fmt: skip
+    for col in range(n):
+        low, high = float(d["original"][col].min()), float(d["original"][col].max())
+        for row, (key, label) in enumerate(rows):
+            ax = axes[row, col]
+            ax.imshow(_shown(d[key][col], low, high), cmap="gray", vmin=0, vmax=1)
+            ax.set(xticks=[], yticks=[])
+            if col == 0:
+                ax.set_ylabel(label)
+        title = f"test image {int(d['indices'][col])}, class {int(d['labels'][col])}"
+        axes[0, col].set_title(title, fontsize="small")
+    save_run_figure(run, fig, "fig1_pca_vs_lowpass")
 
 
 PROJECTION_CAPTIONS = {
     "fig5_projections": "Fig. 5 analogue: ReLU MLPs trained on the original data, evaluated "
     "after every epoch on the test set projected onto its top P principal components (mean ± "
     "std over networks). Few PCs: the accuracy peaks early and declines; more PCs: later.",
+    "fig1_pca_vs_lowpass": "Fig. 1 analogue: test images as the networks see them "
+    "(standardised; top row), reconstructed from the top P = 20 principal components of the "
+    "training images (middle; m + U_P U_Pᵀ(x − m)) and low-pass filtered by a 2-D DFT keeping "
+    "the lowest frequencies, at least as many real coefficients per image as PCs (bottom; "
+    "21 for 20 on grey images: whole rings of frequencies). Both keep the coarse shape and "
+    "lose the fine detail.",
     "fig6_accessibility": "Left, Fig. 6a: accessibility of every training example for the ReLU "
     "MLPs against their linear twins. Middle, Fig. 6b: accessibility against the critical "
     "principal component (mean ± SE per value, moving average of 10). Right, Table 1: "

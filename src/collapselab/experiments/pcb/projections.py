@@ -1,7 +1,7 @@
 r"""``pcbias-projections``: non-linear networks and the PC-bias: accuracy on top-``P``
 projections over epochs, accessibility of linear vs non-linear nets, the critical principal
 component, and discriminability (paper 002 Fig. 5, Fig. 6a-b, Table 1; note 002 §2.5-2.6,
-§5 items 9).
+§5 items 9); and Fig. 1, top-``P`` projections of images beside low-pass filtered images.
 
 Two ensembles of the same MLP (bias on, trained by minibatch SGD on cross-entropy, no
 momentum or weight decay, the paper's optimiser) are trained from the same seeds: ReLU
@@ -25,8 +25,10 @@ len(P))``, ``accessibility_<kind>`` ``(n,)`` for ``kind`` in ``nonlinear``/``lin
 ``(n_test,)`` the same accessibility on the test split (no claim reads it); with
 ``eval_transforms`` in the configuration, ``eval_<kind>`` ``(N, E+1, len)`` the test
 accuracies on those transformed copies, :mod:`~collapselab.experiments.pcb.evaluation`,
-and ``eval_transforms`` their names); rows of split ``projected`` (``layer`` ``P=<p>``:
-ensemble-mean accuracy per epoch).
+and ``eval_transforms`` their names); for image data ``arrays/pca_images.npz`` (Fig. 1:
+:func:`~collapselab.experiments.pcb.images.pca_vs_lowpass`, a few test images, their top-20
+PC reconstruction and their Fourier low-pass); rows of split ``projected`` (``layer``
+``P=<p>``: ensemble-mean accuracy per epoch).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from collapselab.experiments.pcb._common import (
     verdict,
 )
 from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
+from collapselab.experiments.pcb.images import IMAGE_PCS, pca_vs_lowpass
 from collapselab.experiments.pcb.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import (
@@ -223,6 +226,9 @@ def run_projections(run: Run, context: RunContext) -> None:
     arrays |= {"binned_scores": binned.scores, "binned_smoothed": binned.smoothed,
                "binned_means": binned.means, "binned_sems": binned.sems}  # fmt: skip
     run.save_array("projections", **arrays)
+    images = pca_vs_lowpass(data.x, data.x_test, data.y_test, int(c.get("image_pcs", IMAGE_PCS)))
+    if images is not None:  # Fig. 1, for image data only
+        run.save_array("pca_images", **images)
     mean = arrays["projected_nonlinear"].mean(0)
     for e in arrays["epochs"]:
         for j, p in enumerate(arrays["pcs"]):
