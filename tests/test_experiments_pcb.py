@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from collapselab._threads import serial_threads
 from collapselab.experiments import experiments_for_paper, get_experiment, reproduce
 from collapselab.experiments.pcb.training import initial_weights, pc_gd_step
+from collapselab.models import DeepLinear
 from collapselab.store import Run
 from collapselab.theory.pc_bias import (
     effective_factor,
@@ -144,6 +146,48 @@ def test_init_holds_both_factors_against_gd_and_the_glorot_erratum(runs):
     effective = stored_claims(run)["closed-form-glorot-effective-factor"]
     assert glorot["kind"] == "erratum"
     assert glorot["values"]["max_error"] > 2 * effective["values"]["max_error"]
+
+
+def test_init_stores_the_closed_form_learning_curves_of_fig12(runs):
+    """For every network of both tiny ensembles, the stored predicted loss is
+    L* + ½ Σ_j d_j (1 − μ c d_j)^{2s} ‖W⁰u_j − m_j/d_j‖² and the stored predicted train
+    accuracy that of W(s) = Σ_j [λ_j^s W⁰u_j + (1 − λ_j^s) m_j/d_j] u_jᵀ, recomputed here
+    by loops over the PCs from numpy's eigh of XᵀX and the initial weights drawn again
+    (c = Σα_lβ_l as stored); under Def. 3 the prediction is within 5% of the measured loss."""
+    from collapselab.experiments.pcb._common import read_dataset
+
+    run = runs["pcbias-init"]
+    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    x, targets = data.x, np.eye(10)[data.y]
+    values, vectors = np.linalg.eigh(x.T @ x)
+    keep = values > 1e-8 * values.max()
+    d, u = values[keep], vectors[:, keep]
+    m = targets.T @ x @ u  # (K, r)
+    best = 0.5 * (targets**2).sum() - 0.5 * sum(m[:, j] @ m[:, j] / d[j] for j in range(len(d)))
+    mu = run.config["lr"] / (2 * d.max())
+    for init in ("def3", "glorot_uniform"):
+        stored = run.load_array(init)
+        c = float(stored["factor_corrected"])
+        for member in range(run.config["members"]):
+            torch.manual_seed(member)  # seed 0: 1000 * 0 + member
+            layers = DeepLinear([64, *run.config["hidden"], 10], init=init).layers
+            w1, w2 = (layer.weight.detach().double().numpy() for layer in layers)
+            w0 = w2 @ w1
+            for i, s in enumerate(stored["steps"]):
+                loss, w = best, np.zeros((10, 64))
+                for j in range(len(d)):
+                    lam = (1 - mu * c * d[j]) ** int(s)
+                    gap = w0 @ u[:, j] - m[:, j] / d[j]
+                    loss += 0.5 * d[j] * lam**2 * (gap @ gap)
+                    w += np.outer(lam * (w0 @ u[:, j]) + (1 - lam) * m[:, j] / d[j], u[:, j])
+                assert stored["predicted_loss_corrected"][member, i] == pytest.approx(
+                    loss, rel=1e-9
+                )
+                accuracy = np.mean((x @ w.T).argmax(1) == data.y)
+                got = stored["predicted_train_accuracy_corrected"][member, i]
+                assert got == pytest.approx(accuracy, abs=1.01 / len(data.y))
+    def3 = run.load_array("def3")
+    assert np.abs(def3["predicted_loss_corrected"] / def3["loss"] - 1).max() < 0.05
 
 
 def test_relu_paired_net_on_symmetric_data_follows_the_quarter_constant(runs):
@@ -552,7 +596,7 @@ def test_runs_stored_before_the_new_arrays_still_draw_their_figures(runs, tmp_pa
     """A frequency run without the Fig. 16 arrays, a projections run without the Fig. 1
     images and an init run without the closed-form curves draw every earlier figure and skip
     only the new panels or figures."""
-    from collapselab.experiments.pcb.figures import draw_frequency, draw_projections
+    from collapselab.experiments.pcb.figures import draw_frequency, draw_init, draw_projections
 
     frequency = _copy_without(
         runs["pcbias-frequency"],
@@ -588,6 +632,12 @@ def test_runs_stored_before_the_new_arrays_still_draw_their_figures(runs, tmp_pa
     draw_projections(projections)
     drawn = sorted(p.stem for p in (projections.path / "figures").glob("*.png"))
     assert drawn == ["fig5_projections", "fig6_accessibility"]
+    predicted = tuple(f"predicted_{k}_{v}" for k in ("loss", "train_accuracy", "test_accuracy")
+                      for v in ("corrected", "published"))  # fmt: skip
+    init = _copy_without(runs["pcbias-init"], tmp_path / "i",
+                         {"def3": predicted, "glorot_uniform": predicted})  # fmt: skip
+    draw_init(init)
+    assert [p.stem for p in (init.path / "figures").glob("*.png")] == ["fig12_init"]
 
 
 def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():

@@ -177,45 +177,55 @@ SCALES_CAPTIONS = {
 
 
 def draw_init(run: Run) -> None:
-    """Fig. 12 from ``def3.npz`` and ``glorot_uniform.npz``: train and test accuracy curves
-    (mean ± std over networks), and Eq. 10's error with both factors."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+    """Fig. 12 from ``def3.npz`` and ``glorot_uniform.npz``: train and test accuracy and the
+    loss (mean ± std over networks) with Eq. 10's predictions over them (dashed; runs that
+    stored them), and Eq. 10's error with both factors."""
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4.5), constrained_layout=True)
     for color, init, label in (
         ("C0", "def3", "Def. 3"),
         ("C3", "glorot_uniform", "Glorot uniform"),
     ):
         d = run.load_array(init)
         x = steps_on_log_axis(d["steps"])
-        for ax, key in zip(axes[:2], ("train_accuracy", "test_accuracy"), strict=True):
+        theory = f"{label}, Eq. 10 (c = {float(d['factor_corrected']):.3g})"
+        for ax, key in zip(axes[:3], ("train_accuracy", "test_accuracy", "loss"), strict=True):
             mean, std = d[key].mean(0), d[key].std(0)
             ax.plot(x, mean, color=color, label=label)
             ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2)
+            predicted = d.get(f"predicted_{key}_corrected")
+            if predicted is not None:
+                ax.plot(x, predicted.mean(0), "--", color=color, lw=1.2, label=theory)
         for variant, style in (("corrected", "-"), ("published", ":")):
             err = np.nanmean(d[f"error_{variant}"][:, 1:], axis=0)
             c = float(d[f"factor_{variant}"])
-            axes[2].plot(x[1:], err, style, color=color, label=f"{label}, c = {c:.3g}")
-    for ax, title in zip(axes[:2], ("train accuracy", "test accuracy"), strict=True):
+            axes[3].plot(x[1:], err, style, color=color, label=f"{label}, c = {c:.3g}")
+    titles = ("train accuracy", "test accuracy", "loss ½‖WX − Y‖² (Eq. 5)")
+    for ax, title in zip(axes[:3], titles, strict=True):
         ax.set(xscale="log", xlabel="GD step + 1", ylabel=title, title=f"Fig. 12: {title}")
         ax.legend(fontsize="small")
         ax.grid(alpha=0.3, which="both")
-    axes[2].set(
+    axes[2].set_yscale("log")
+    axes[3].set(
         xscale="log",
         yscale="log",
         xlabel="GD step + 1",
         ylabel="‖W̃_pred − W̃‖ / ‖W̃ − W̃⁰‖",
         title="Eq. 10 with c = Σα_lβ_l (—) or L (⋯)",
     )
-    axes[2].legend(fontsize="small")
-    axes[2].grid(alpha=0.3, which="both")
+    axes[3].legend(fontsize="small")
+    axes[3].grid(alpha=0.3, which="both")
     save_run_figure(run, fig, "fig12_init")
 
 
 INIT_CAPTIONS = {
     "fig12_init": "Fig. 12 analogue: a wide one-hidden-layer linear net trained by full-batch GD "
     "at the same step with Def. 3 (blue) and Glorot uniform (red) initialisation: train and "
-    "test accuracy (mean ± std over networks), and the error of Eq. 10 with the effective "
-    "factor c = Σα_lβ_l (solid) and the paper's c = L (dotted). Under Def. 3 the two factors "
-    "coincide; under Glorot only the effective one follows GD.",
+    "test accuracy and the squared loss (mean ± std over networks), dashed: the curves Eq. 10 "
+    "predicts from each network's initial weights with the effective factor c = Σα_lβ_l "
+    "(accuracy of the predicted compact matrix; the loss L* + ½Σ_j d_j λ_j^{2s}‖w̃_j⁰ − "
+    "m_j/d_j‖², note 002 §2.3); right: the error of Eq. 10 with c = Σα_lβ_l (solid) and the "
+    "paper's c = L (dotted). Under Def. 3 the two factors coincide; under Glorot only the "
+    "effective one follows GD.",
 }
 
 
