@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from collapselab._threads import serial_threads
 from collapselab.experiments import experiments_for_paper, get_experiment, reproduce
 from collapselab.experiments.pcb.training import initial_weights, pc_gd_step
+from collapselab.models import DeepLinear
 from collapselab.store import Run
 from collapselab.theory.pc_bias import (
     effective_factor,
@@ -144,6 +146,48 @@ def test_init_holds_both_factors_against_gd_and_the_glorot_erratum(runs):
     effective = stored_claims(run)["closed-form-glorot-effective-factor"]
     assert glorot["kind"] == "erratum"
     assert glorot["values"]["max_error"] > 2 * effective["values"]["max_error"]
+
+
+def test_init_stores_the_closed_form_learning_curves_of_fig12(runs):
+    """For every network of both tiny ensembles, the stored predicted loss is
+    L* + ½ Σ_j d_j (1 − μ c d_j)^{2s} ‖W⁰u_j − m_j/d_j‖² and the stored predicted train
+    accuracy that of W(s) = Σ_j [λ_j^s W⁰u_j + (1 − λ_j^s) m_j/d_j] u_jᵀ, recomputed here
+    by loops over the PCs from numpy's eigh of XᵀX and the initial weights drawn again
+    (c = Σα_lβ_l as stored); under Def. 3 the prediction is within 5% of the measured loss."""
+    from collapselab.experiments.pcb._common import read_dataset
+
+    run = runs["pcbias-init"]
+    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    x, targets = data.x, np.eye(10)[data.y]
+    values, vectors = np.linalg.eigh(x.T @ x)
+    keep = values > 1e-8 * values.max()
+    d, u = values[keep], vectors[:, keep]
+    m = targets.T @ x @ u  # (K, r)
+    best = 0.5 * (targets**2).sum() - 0.5 * sum(m[:, j] @ m[:, j] / d[j] for j in range(len(d)))
+    mu = run.config["lr"] / (2 * d.max())
+    for init in ("def3", "glorot_uniform"):
+        stored = run.load_array(init)
+        c = float(stored["factor_corrected"])
+        for member in range(run.config["members"]):
+            torch.manual_seed(member)  # seed 0: 1000 * 0 + member
+            layers = DeepLinear([64, *run.config["hidden"], 10], init=init).layers
+            w1, w2 = (layer.weight.detach().double().numpy() for layer in layers)
+            w0 = w2 @ w1
+            for i, s in enumerate(stored["steps"]):
+                loss, w = best, np.zeros((10, 64))
+                for j in range(len(d)):
+                    lam = (1 - mu * c * d[j]) ** int(s)
+                    gap = w0 @ u[:, j] - m[:, j] / d[j]
+                    loss += 0.5 * d[j] * lam**2 * (gap @ gap)
+                    w += np.outer(lam * (w0 @ u[:, j]) + (1 - lam) * m[:, j] / d[j], u[:, j])
+                assert stored["predicted_loss_corrected"][member, i] == pytest.approx(
+                    loss, rel=1e-9
+                )
+                accuracy = np.mean((x @ w.T).argmax(1) == data.y)
+                got = stored["predicted_train_accuracy_corrected"][member, i]
+                assert got == pytest.approx(accuracy, abs=1.01 / len(data.y))
+    def3 = run.load_array("def3")
+    assert np.abs(def3["predicted_loss_corrected"] / def3["loss"] - 1).max() < 0.05
 
 
 def test_relu_paired_net_on_symmetric_data_follows_the_quarter_constant(runs):
@@ -339,6 +383,81 @@ def test_projections_store_critical_pcs_and_discriminability_of_the_data(runs):
     np.testing.assert_allclose(d["binned_smoothed"], binned.smoothed)
 
 
+def _stored_members(run, label: str = "ensembles") -> list[tuple[dict, dict]]:
+    """``(config, arrays)`` of every sweep member stored under the run, read from its files."""
+    import json
+
+    out = []
+    for path in sorted((run.path / "members" / label).glob("member-*.json")):
+        record = json.loads(path.read_text())
+        with np.load(path.with_suffix(".npz")) as arrays:
+            out.append((record["config"], {k: arrays[k] for k in arrays.files}))
+    return out
+
+
+def _mean_over(correct: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """Per example, ``Σ_i Σ_e w_e correct_i[e, x] / (N Σ_e w_e)`` by explicit loops."""
+    n_examples = correct[0].shape[1]
+    out = np.zeros(n_examples)
+    for x in range(n_examples):
+        total = 0.0
+        for c in correct:
+            for e, w in enumerate(weights):
+                total += w * float(c[e, x])
+        out[x] = total / (len(correct) * weights.sum())
+    return out
+
+
+def test_stored_test_accessibility_averages_the_members_test_correctness(runs):
+    """R15/R24: the stored test-set accessibility of ``pcbias-projections`` and
+    ``pcbias-frequency`` is each test example's mean correctness over the stored members
+    and epochs 1..E, of ``pcbias-loc`` the same over the learning window weighted by the
+    steps each checkpoint stands for (explicit loops over the members' own files)."""
+    d = runs["pcbias-projections"].load_array("projections")
+    members = _stored_members(runs["pcbias-projections"])
+    epochs = runs["pcbias-projections"].config["epochs"]
+    every = np.r_[0.0, np.ones(epochs)]  # epoch 0 (untrained) left out
+    for kind in ("nonlinear", "linear"):
+        correct = [a["test_correct"] for c, a in members if c["kind"] == kind]
+        assert len(correct) == 2 and correct[0].shape == (epochs + 1, 80)
+        np.testing.assert_allclose(d[f"test_accessibility_{kind}"], _mean_over(correct, every),
+                                   rtol=0, atol=1e-12)  # fmt: skip
+    f = runs["pcbias-frequency"].load_array("frequency")
+    correct = [a["test_correct"] for _, a in _stored_members(runs["pcbias-frequency"])]
+    every = np.r_[0.0, np.ones(runs["pcbias-frequency"].config["epochs"])]
+    np.testing.assert_allclose(f["test_accessibility"], _mean_over(correct, every), atol=1e-12)
+    loc = runs["pcbias-loc"].load_array("loc")
+    stored = [(c, a) for c, a in _stored_members(runs["pcbias-loc"]) if c.get("record_correct")]
+    for condition in ("natural", "whitened"):
+        weights = np.where(loc[f"window_{condition}"], loc[f"weights_{condition}"], 0.0)
+        for k in range(2):
+            correct = [
+                a["test_correct"]
+                for c, a in stored
+                if c["seed"] == k
+                and ("whiten" in c["datasets"]["main"]) == (condition == "whitened")
+            ]
+            assert len(correct) == runs["pcbias-loc"].config["members"]
+            np.testing.assert_allclose(loc[f"test_accessibility_{condition}"][k],
+                                       _mean_over(correct, weights), atol=1e-12)  # fmt: skip
+
+
+def test_evaluation_on_transformed_test_sets_is_stored_per_epoch(runs):
+    """R16: the tiny presets evaluate on ``pca:8`` and ``zca`` copies (projections) and on a
+    ``zca`` copy (loc); the stored ``pca:8`` curve is the ``P = 8`` curve of Fig. 5, every
+    value a fraction of the 80 test images."""
+    d = runs["pcbias-projections"].load_array("projections")
+    assert d["eval_transforms"].tolist() == ["pca:8", "zca"]
+    for kind in ("nonlinear", "linear"):
+        assert d[f"eval_{kind}"].shape == (2, runs["pcbias-projections"].config["epochs"] + 1, 2)
+        np.testing.assert_array_equal(d[f"eval_{kind}"][..., 0], d[f"projected_{kind}"][..., 1])
+        counts = d[f"eval_{kind}"] * 80
+        np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
+    labels = runs["pcbias-loc"].load_array("labels")
+    for key in ("natural_real", "natural_shuffled", "whitened_real", "whitened_shuffled"):
+        assert labels[f"{key}_eval"].shape == (*labels[f"{key}_accuracy"].shape, 1)
+
+
 def test_manipulations_store_benefits_and_relabelling(runs):
     """The stored early-stopping benefit is peak minus final of the stored mean test curve;
     the P-separable relabelling changed labels, more of them from shuffled labels."""
@@ -369,6 +488,156 @@ def test_frequency_stores_critical_frequencies_of_the_generated_points(runs):
         assert mean == pytest.approx(d["accessibility"][critical == score].mean())
     assert d["boundary"].shape == (2, 20, 20)
     assert set(np.unique(d["boundary"])) <= {0, 1}
+
+
+def _critical_by_loops(points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Critical frequency (number of terms) by explicit loops over points and terms: the
+    smallest j such that every partial sum with >= j terms classifies the point (11 if
+    none)."""
+    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI
+
+    out = np.empty(len(points), dtype=np.int64)
+    for i, (x1, x2) in enumerate(points):
+        lam, right = 0.0, []
+        for kappa, phi in zip(PAPER_KAPPA, PAPER_PHI, strict=True):
+            lam += np.sin(2 * np.pi * kappa * x1 + phi)
+            right.append((x2 <= lam) == (labels[i] == 1))
+        j = len(right) + 1
+        while j > 1 and right[j - 2]:
+            j -= 1
+        out[i] = j
+    return out
+
+
+def test_fig16_shows_the_points_of_critical_frequency_zero_and_one(runs):
+    """The stored points and labels are the tiny preset's generated training set, their
+    stored critical frequencies equal an explicit-loop recomputation, the stored partial sums
+    are λ_j on the domain (explicit sums), and Fig. 16 is drawn."""
+    from collapselab.data import frequency_dataset
+    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI
+
+    run = runs["pcbias-frequency"]
+    d = run.load_array("frequency")
+    raw = frequency_dataset(n_train=300, n_test=100, seed=0).train
+    np.testing.assert_array_equal(d["points"], raw.x.double().numpy())
+    np.testing.assert_array_equal(d["labels"], raw.y.numpy())
+    loops = _critical_by_loops(d["points"], d["labels"])
+    np.testing.assert_array_equal(d["critical"], loops)
+    assert (loops == 1).sum() > 0 and (loops == 2).sum() > 0  # both panels have points
+    assert loops.max() <= 10  # the labels follow the rule: every point has one
+    for i in (0, 137, 399):
+        z = d["domain_x1"][i]
+        for j in range(10):
+            lam = sum(np.sin(2 * np.pi * PAPER_KAPPA[t] * z + PAPER_PHI[t]) for t in range(j + 1))
+            assert d["partial_sums"][j, i] == pytest.approx(lam, abs=1e-12)
+    assert d["kappa"].tolist() == list(PAPER_KAPPA)
+    figure = run.path / "figures" / "fig16_critical_frequency.png"
+    assert figure.read_bytes()[:4] == b"\x89PNG" and figure.stat().st_size > 10_000
+
+
+def test_fig1_stores_top_pc_reconstructions_and_lowpass_images(runs):
+    """Fig. 1's arrays on the tiny preset's 8 x 8 digits: the first test image of classes
+    0-3; the projection is m + U_P U_Pᵀ (x − m) with U_P the top 20 eigenvectors of the
+    training inputs' centred covariance (numpy eigh); the low-pass is np.fft with a mask
+    built by hand (signed frequencies, radius² <= 5: 21 bins, 21 >= 20 real coefficients);
+    the figure is drawn."""
+    from collapselab.experiments.pcb._common import read_dataset
+
+    run = runs["pcbias-projections"]
+    d = run.load_array("pca_images")
+    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    picks = [int(np.flatnonzero(data.y_test == c)[0]) for c in range(4)]
+    assert d["indices"].tolist() == picks and d["labels"].tolist() == [0, 1, 2, 3]
+    images = data.x_test[picks]
+    np.testing.assert_array_equal(d["original"], images.reshape(4, 1, 8, 8))
+    mean = data.x.mean(0)
+    values, vectors = np.linalg.eigh((data.x - mean).T @ (data.x - mean))
+    top = vectors[:, ::-1][:, :20]
+    assert values[::-1][19] > 1.01 * values[::-1][20]  # the 20-dim subspace is well defined
+    projected = mean + (images - mean) @ top @ top.T
+    np.testing.assert_allclose(d["projected"].reshape(4, 64), projected, atol=1e-9)
+    signed = np.array([0, 1, 2, 3, -4, -3, -2, -1])
+    mask = signed[:, None] ** 2 + signed[None, :] ** 2 <= 5
+    assert mask.sum() == 21 and int(d["lowpass_coefficients"]) == 21 and int(d["pcs"]) == 20
+    np.testing.assert_array_equal(d["mask"], mask)
+    for i in range(4):
+        low = np.fft.ifft2(np.fft.fft2(images[i].reshape(8, 8)) * mask)
+        np.testing.assert_allclose(d["lowpass"][i, 0], low.real, atol=1e-12)
+    assert (run.path / "figures" / "fig1_pca_vs_lowpass.png").stat().st_size > 5_000
+
+
+def test_image_shapes_are_read_from_the_feature_count():
+    """Grey squares, colour squares (channels first, CIFAR's 3 x 32 x 32) or not images."""
+    from collapselab.experiments.pcb.images import image_shape, pca_vs_lowpass
+
+    assert image_shape(196) == (1, 14, 14) and image_shape(784) == (1, 28, 28)
+    assert image_shape(3072) == (3, 32, 32) and image_shape(20) is None
+    rng = np.random.default_rng(0)
+    colour = pca_vs_lowpass(rng.normal(size=(40, 48)), rng.normal(size=(6, 48)),
+                            np.arange(6) % 3, n_pcs=20)  # fmt: skip
+    assert colour["original"].shape == (3, 3, 4, 4)  # three classes, 3 x 4 x 4 images
+    assert int(colour["lowpass_bins"]) == 9 and int(colour["lowpass_coefficients"]) == 27
+    assert pca_vs_lowpass(rng.normal(size=(30, 20)), rng.normal(size=(5, 20)), np.zeros(5)) is None
+
+
+def _copy_without(run, tmp_path, keys: dict[str, tuple[str, ...]], drop_files=()):
+    """A new run holding ``run``'s arrays without ``keys`` (array file -> keys) and without
+    the array files ``drop_files``: what a run stored before those arrays existed holds."""
+    old = Run.create(tmp_path, run.experiment, "tiny", run.config)
+    for name in run.array_names():
+        if name in drop_files:
+            continue
+        arrays = run.load_array(name)
+        old.save_array(name, **{k: v for k, v in arrays.items() if k not in keys.get(name, ())})
+    return old
+
+
+def test_runs_stored_before_the_new_arrays_still_draw_their_figures(runs, tmp_path):
+    """A frequency run without the Fig. 16 arrays, a projections run without the Fig. 1
+    images and an init run without the closed-form curves draw every earlier figure and skip
+    only the new panels or figures."""
+    from collapselab.experiments.pcb.figures import draw_frequency, draw_init, draw_projections
+
+    frequency = _copy_without(
+        runs["pcbias-frequency"],
+        tmp_path / "f",
+        {
+            "frequency": (
+                "points",
+                "labels",
+                "kappa",
+                "domain_x1",
+                "partial_sums",
+                "test_accessibility",
+            )
+        },
+    )
+    draw_frequency(frequency)
+    drawn = sorted(p.stem for p in (frequency.path / "figures").glob("*.png"))
+    assert drawn == ["fig13_boundaries", "fig8_frequency"]
+    projections = _copy_without(
+        runs["pcbias-projections"],
+        tmp_path / "p",
+        {
+            "projections": (
+                "test_accessibility_nonlinear",
+                "test_accessibility_linear",
+                "eval_nonlinear",
+                "eval_linear",
+                "eval_transforms",
+            )
+        },
+        drop_files=("pca_images",),
+    )
+    draw_projections(projections)
+    drawn = sorted(p.stem for p in (projections.path / "figures").glob("*.png"))
+    assert drawn == ["fig5_projections", "fig6_accessibility"]
+    predicted = tuple(f"predicted_{k}_{v}" for k in ("loss", "train_accuracy", "test_accuracy")
+                      for v in ("corrected", "published"))  # fmt: skip
+    init = _copy_without(runs["pcbias-init"], tmp_path / "i",
+                         {"def3": predicted, "glorot_uniform": predicted})  # fmt: skip
+    draw_init(init)
+    assert [p.stem for p in (init.path / "figures").glob("*.png")] == ["fig12_init"]
 
 
 def test_the_linearisation_of_a_linear_twin_is_its_own_jacobian():

@@ -79,7 +79,8 @@ def test_minibatches_run_through_a_fresh_permutation_every_epoch():
 def test_a_full_batch_run_without_dropout_follows_a_numpy_gradient_descent_loop():
     """batch_size = n and dropout 0: SGD is full-batch GD on the mean cross-entropy; the
     recorded training loss and accuracy at the log-spaced checkpoints equal a float64 numpy
-    loop from the same initial weights (float32 training: to 1e-5)."""
+    loop from the same initial weights (float32 training: to 1e-5), and so does which test
+    images it classifies correctly (wherever the top two logits differ by > 1e-4)."""
     spec = {"name": "digits", "n_per_class": 20, "test_fraction": 0.25}
     config = {"datasets": {"main": spec}, "hidden": [16], "init": "glorot_uniform",
               "dropout": 0.0, "lr": 0.05, "batch_size": 10_000, "epochs": 40,
@@ -91,7 +92,8 @@ def test_a_full_batch_run_without_dropout_follows_a_numpy_gradient_descent_loop(
           DeepLinear([64, 16, 10], init="glorot_uniform").layers]  # fmt: skip
     x = data.x.astype(np.float32).astype(np.float64)
     ones = np.ones((len(x), 16))
-    losses, accuracies, step = [], [], 0
+    x_test = data.x_test.astype(np.float32).astype(np.float64)
+    losses, accuracies, step, clear = [], [], 0, 0
     for mark in out["steps"]:
         while step < mark:
             _, grads = _cross_entropy_grads(ws, x, data.y, ones)
@@ -100,10 +102,18 @@ def test_a_full_batch_run_without_dropout_follows_a_numpy_gradient_descent_loop(
         loss, _ = _cross_entropy_grads(ws, x, data.y, ones)
         losses.append(loss)
         accuracies.append(np.mean((x @ ws[0].T @ ws[1].T).argmax(1) == data.y))
+        logits = x_test @ ws[0].T @ ws[1].T
+        top2 = np.sort(logits, axis=1)[:, -2:]
+        sure = top2[:, 1] - top2[:, 0] > 1e-4
+        recorded = out["test_correct"][len(losses) - 1]
+        np.testing.assert_array_equal(recorded[sure], (logits.argmax(1) == data.y_test)[sure])
+        clear += int(sure.sum())
     assert out["steps"][-1] == 40 and out["steps_per_epoch"] == 1
     np.testing.assert_allclose(out["train_loss"], losses, rtol=1e-5)
     np.testing.assert_allclose(out["train_accuracy"], accuracies, atol=1.5 / len(x))
     assert out["correct"].shape == (len(out["steps"]), len(x)) and not out["diverged"]
+    assert clear >= 0.95 * out["test_correct"].size  # nearly every comparison is decided
+    np.testing.assert_array_equal(out["test_correct"].mean(1), out["test_accuracy"])
     assert out["test_error"] == pytest.approx(1 - out["test_accuracy"][-1])
 
 

@@ -3,6 +3,7 @@
 from collapselab.data.bundled import digits, mnist1d
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
+from collapselab.data.fourier import fourier_lowpass, lowpass_mask
 from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_dataset, frequency_function
 from collapselab.data.pairs import (
     dataset_confused_pair,
@@ -62,12 +63,14 @@ __all__ = [
     "center_crop",
     "dataset_confused_pair",
     "digits",
+    "fourier_lowpass",
     "frequency_dataset",
     "frequency_function",
     "gaussian_mixture",
     "gaussian_mixture_means",
     "least_squares_confusion",
     "load_dataset",
+    "lowpass_mask",
     "mnist1d",
     "most_confused_pair",
     "pad_to_size",

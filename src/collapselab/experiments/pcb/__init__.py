@@ -10,12 +10,13 @@ id                          what                                              fi
 ``pcbias-init``             Def. 3 vs Glorot uniform; Eq. 10's factor c       Fig. 12
 ``pcbias-relu``             two-layer ReLU: per-PC std vs §2.5's dynamics     Fig. 2 right
 ``pcbias-loc``              LOC natural vs whitened; real vs shuffled labels  Figs. 7a, 10
-``pcbias-projections``      ReLU MLPs vs linear twins: top-P projections,     Figs. 5, 6,
-                            accessibility, critical PC, discriminability      Table 1
+``pcbias-projections``      ReLU MLPs vs linear twins: top-P projections,     Figs. 1, 5, 6,
+                            accessibility, critical PC, discriminability;     Table 1
+                            images on top PCs vs low-pass filtered
 ``pcbias-amplification``    PC amplification and early stopping               Fig. 9
 ``pcbias-separable``        P-separable relabelled data                       Fig. 11
-``pcbias-frequency``        frequency dataset: critical frequency vs          Figs. 8, 13
-                            accessibility and discriminability; boundaries
+``pcbias-frequency``        frequency dataset: critical frequency vs          Figs. 8, 13,
+                            accessibility and discriminability; boundaries    16
 ``pcbias-stvgg``            linearised st-VGG: per-PC std                     Fig. 4d
 ==========================  ================================================  ==============
 
@@ -174,7 +175,7 @@ PROJECTIONS = register(
         run=run_projections,
         dry_run=projections_dry_run,
         figures=list(PROJECTION_CAPTIONS),
-        figure="Figs. 5, 6a-b, Table 1",
+        figure="Figs. 1, 5, 6a-b, Table 1",
         claims=PROJECTION_CLAIMS,
         draw=draw_projections,
         captions=PROJECTION_CAPTIONS,
@@ -226,7 +227,7 @@ FREQUENCY = register(
         **stated_runtimes("pcbias-frequency"),
         run=run_frequency,
         figures=list(FREQUENCY_CAPTIONS),
-        figure="Figs. 8, 13",
+        figure="Figs. 8, 13, 16",
         claims=FREQUENCY_CLAIMS,
         draw=draw_frequency,
         captions=FREQUENCY_CAPTIONS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,14 @@ def run_ensembles(
     results = run_members(task, configs, run, context, label="ensembles")
     return {label: [r for r, o in zip(results, owners, strict=True) if o == label]
             for label in ensembles}  # fmt: skip
+
+
+def stacked(results: Sequence[Mapping[str, Any]], key: str) -> np.ndarray | None:
+    """The members' ``key`` stacked along a new first axis, or ``None`` when a member lacks
+    it (a member stored by an earlier version, reloaded when a run resumes)."""
+    if not results or any(key not in r for r in results):
+        return None
+    return np.stack([np.asarray(r[key]) for r in results])
 
 
 def member_base(context: RunContext, **extra: Any) -> dict[str, Any]:

@@ -177,45 +177,55 @@ SCALES_CAPTIONS = {
 
 
 def draw_init(run: Run) -> None:
-    """Fig. 12 from ``def3.npz`` and ``glorot_uniform.npz``: train and test accuracy curves
-    (mean ± std over networks), and Eq. 10's error with both factors."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+    """Fig. 12 from ``def3.npz`` and ``glorot_uniform.npz``: train and test accuracy and the
+    loss (mean ± std over networks) with Eq. 10's predictions over them (dashed; runs that
+    stored them), and Eq. 10's error with both factors."""
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4.5), constrained_layout=True)
     for color, init, label in (
         ("C0", "def3", "Def. 3"),
         ("C3", "glorot_uniform", "Glorot uniform"),
     ):
         d = run.load_array(init)
         x = steps_on_log_axis(d["steps"])
-        for ax, key in zip(axes[:2], ("train_accuracy", "test_accuracy"), strict=True):
+        theory = f"{label}, Eq. 10 (c = {float(d['factor_corrected']):.3g})"
+        for ax, key in zip(axes[:3], ("train_accuracy", "test_accuracy", "loss"), strict=True):
             mean, std = d[key].mean(0), d[key].std(0)
             ax.plot(x, mean, color=color, label=label)
             ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2)
+            predicted = d.get(f"predicted_{key}_corrected")
+            if predicted is not None:
+                ax.plot(x, predicted.mean(0), "--", color=color, lw=1.2, label=theory)
         for variant, style in (("corrected", "-"), ("published", ":")):
             err = np.nanmean(d[f"error_{variant}"][:, 1:], axis=0)
             c = float(d[f"factor_{variant}"])
-            axes[2].plot(x[1:], err, style, color=color, label=f"{label}, c = {c:.3g}")
-    for ax, title in zip(axes[:2], ("train accuracy", "test accuracy"), strict=True):
+            axes[3].plot(x[1:], err, style, color=color, label=f"{label}, c = {c:.3g}")
+    titles = ("train accuracy", "test accuracy", "loss ½‖WX − Y‖² (Eq. 5)")
+    for ax, title in zip(axes[:3], titles, strict=True):
         ax.set(xscale="log", xlabel="GD step + 1", ylabel=title, title=f"Fig. 12: {title}")
         ax.legend(fontsize="small")
         ax.grid(alpha=0.3, which="both")
-    axes[2].set(
+    axes[2].set_yscale("log")
+    axes[3].set(
         xscale="log",
         yscale="log",
         xlabel="GD step + 1",
         ylabel="‖W̃_pred − W̃‖ / ‖W̃ − W̃⁰‖",
         title="Eq. 10 with c = Σα_lβ_l (—) or L (⋯)",
     )
-    axes[2].legend(fontsize="small")
-    axes[2].grid(alpha=0.3, which="both")
+    axes[3].legend(fontsize="small")
+    axes[3].grid(alpha=0.3, which="both")
     save_run_figure(run, fig, "fig12_init")
 
 
 INIT_CAPTIONS = {
     "fig12_init": "Fig. 12 analogue: a wide one-hidden-layer linear net trained by full-batch GD "
     "at the same step with Def. 3 (blue) and Glorot uniform (red) initialisation: train and "
-    "test accuracy (mean ± std over networks), and the error of Eq. 10 with the effective "
-    "factor c = Σα_lβ_l (solid) and the paper's c = L (dotted). Under Def. 3 the two factors "
-    "coincide; under Glorot only the effective one follows GD.",
+    "test accuracy and the squared loss (mean ± std over networks), dashed: the curves Eq. 10 "
+    "predicts from each network's initial weights with the effective factor c = Σα_lβ_l "
+    "(accuracy of the predicted compact matrix; the loss L* + ½Σ_j d_j λ_j^{2s}‖w̃_j⁰ − "
+    "m_j/d_j‖², note 002 §2.3); right: the error of Eq. 10 with c = Σα_lβ_l (solid) and the "
+    "paper's c = L (dotted). Under Def. 3 the two factors coincide; under Glorot only the "
+    "effective one follows GD.",
 }
 
 
@@ -320,7 +330,8 @@ LOC_CAPTIONS = {
 
 
 def draw_projections(run: Run) -> None:
-    """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``."""
+    """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``; Fig. 1 from
+    ``pca_images.npz`` when the run stored it (image data, runs since Fig. 1 was added)."""
     d = run.load_array("projections")
     fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
     for j, p in enumerate(d["pcs"]):
@@ -354,12 +365,47 @@ def draw_projections(run: Run) -> None:
     for ax in axes:
         ax.grid(alpha=0.3)
     save_run_figure(run, fig, "fig6_accessibility")
+    if "pca_images" in run.array_names():  # image data, stored since Fig. 1 was added
+        _draw_pca_images(run, run.load_array("pca_images"))
+
+
+def _shown(image: np.ndarray, low: float, high: float) -> np.ndarray:
+    """A ``(C, H, W)`` image scaled to ``[0, 1]`` by the original's range: ``(H, W)`` grey,
+    ``(H, W, 3)`` colour."""
+    scaled = np.clip((image - low) / max(high - low, 1e-12), 0.0, 1.0)
+    return scaled[0] if scaled.shape[0] == 1 else scaled.transpose(1, 2, 0)
+
+
+def _draw_pca_images(run: Run, d: dict[str, np.ndarray]) -> None:
+    """Fig. 1 from ``pca_images.npz``: originals, top-P PC reconstructions, low-pass."""
+    rows = (("original", "original"), ("projected", f"top {int(d['pcs'])} PCs"),
+            ("lowpass", f"low-pass, {int(d['lowpass_coefficients'])} coefficients"))  # fmt: skip
+    n = len(d["labels"])
+    fig, axes = plt.subplots(3, n, figsize=(2.2 * n, 6.9), constrained_layout=True,
+                             squeeze=False)  # fmt: skip
+    for col in range(n):
+        low, high = float(d["original"][col].min()), float(d["original"][col].max())
+        for row, (key, label) in enumerate(rows):
+            ax = axes[row, col]
+            ax.imshow(_shown(d[key][col], low, high), cmap="gray", vmin=0, vmax=1)
+            ax.set(xticks=[], yticks=[])
+            if col == 0:
+                ax.set_ylabel(label)
+        title = f"test image {int(d['indices'][col])}, class {int(d['labels'][col])}"
+        axes[0, col].set_title(title, fontsize="small")
+    save_run_figure(run, fig, "fig1_pca_vs_lowpass")
 
 
 PROJECTION_CAPTIONS = {
     "fig5_projections": "Fig. 5 analogue: ReLU MLPs trained on the original data, evaluated "
     "after every epoch on the test set projected onto its top P principal components (mean ± "
     "std over networks). Few PCs: the accuracy peaks early and declines; more PCs: later.",
+    "fig1_pca_vs_lowpass": "Fig. 1 analogue: test images as the networks see them "
+    "(standardised; top row), reconstructed from the top P = 20 principal components of the "
+    "training images (middle; m + U_P U_Pᵀ(x − m)) and low-pass filtered by a 2-D DFT keeping "
+    "the lowest frequencies, at least as many real coefficients per image as PCs (bottom; "
+    "21 for 20 on grey images: whole rings of frequencies). Both keep the coarse shape and "
+    "lose the fine detail.",
     "fig6_accessibility": "Left, Fig. 6a: accessibility of every training example for the ReLU "
     "MLPs against their linear twins. Middle, Fig. 6b: accessibility against the critical "
     "principal component (mean ± SE per value, moving average of 10). Right, Table 1: "
@@ -418,8 +464,9 @@ SEPARABLE_CAPTIONS = {
 
 
 def draw_frequency(run: Run) -> None:
-    """Fig. 8 (accessibility and discriminability per critical frequency) and Fig. 13
-    (decision regions of one network) from ``frequency.npz``."""
+    """Fig. 8 (accessibility and discriminability per critical frequency), Fig. 13
+    (decision regions of one network) and Fig. 16 (the points of critical frequency 0 and
+    1; only when the run stored the points) from ``frequency.npz``."""
     d = run.load_array("frequency")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     for ax, key, label in ((axes[0], "access_means", "mean accessibility"),
@@ -443,6 +490,30 @@ def draw_frequency(run: Run) -> None:
                xlabel="x₁ (standardised)")  # fmt: skip
     axes[0, 0].set_ylabel("x₂ (standardised)")
     save_run_figure(run, fig, "fig13_boundaries")
+    if {"points", "labels", "kappa", "domain_x1", "partial_sums"} <= set(d):
+        _draw_critical_points(run, d)  # runs stored before these arrays: no Fig. 16
+
+
+def _draw_critical_points(run: Run, d: dict[str, np.ndarray]) -> None:
+    """Fig. 16: the training points of critical frequency ``κ_1`` and ``κ_2`` (1 and 2 terms),
+    the rest faint, with the partial sum that classifies them and the full boundary."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True, sharey=True)
+    points, critical, labels = d["points"], d["critical"], d["labels"]
+    for ax, terms, letter in zip(axes, (1, 2), "ab", strict=True):
+        chosen = critical == terms
+        ax.scatter(*points[~chosen].T, s=3, color="0.78", lw=0)
+        for value, color, name in ((1, "C0", "y = 1 (below λ)"), (0, "C3", "y = 0")):
+            mine = chosen & (labels == value)
+            ax.scatter(*points[mine].T, s=5, color=color, lw=0, label=name)
+        ax.plot(d["domain_x1"], d["partial_sums"][-1], "k-", lw=1, label="λ (all terms)")
+        ax.plot(d["domain_x1"], d["partial_sums"][terms - 1], "k--", lw=1,
+                label=f"partial sum of {terms} term{'s' * (terms > 1)}")  # fmt: skip
+        title = f"({letter}) critical frequency {float(d['kappa'][terms - 1]):g}"
+        ax.set(xlim=(-1, 1), ylim=(-2 * np.pi, 2 * np.pi), xlabel="x₁",
+               title=f"{title}: {int(chosen.sum())} points")  # fmt: skip
+        ax.legend(fontsize="small", loc="lower left")
+    axes[0].set_ylabel("x₂")
+    save_run_figure(run, fig, "fig16_critical_frequency")
 
 
 FREQUENCY_CAPTIONS = {
@@ -452,6 +523,12 @@ FREQUENCY_CAPTIONS = {
     "fig13_boundaries": "Fig. 13 analogue: one ReLU MLP's decision regions on the frequency "
     "dataset after several epochs; black: the true boundary x₂ = λ(x₁). The low frequencies "
     "are fitted first.",
+    "fig16_critical_frequency": "Fig. 16 analogue: the training points of the frequency "
+    "dataset (raw coordinates, the whole domain) whose critical frequency is (a) 0 and (b) 1, "
+    "coloured by label, the other points faint; dashed: the partial sum of λ with that many "
+    "terms (1: the line x₂ = sin φ₁ = 0; 2: adds sin(2πx₁ + φ₂)), solid: the full λ. "
+    "Critical frequency 0: points that the first term already classifies and every longer "
+    "partial sum keeps correct, far from the boundary.",
 }
 
 

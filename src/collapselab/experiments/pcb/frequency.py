@@ -1,5 +1,5 @@
 r"""``pcbias-frequency``: the spectral bias on the frequency dataset (paper 002 §5, Fig. 8,
-Fig. 13; note 002 §5 item 10).
+Fig. 13, Fig. 16; note 002 §5 item 10).
 
 An ensemble of ReLU MLPs (the paper: 100 st-VGGs; 2-D inputs call for an MLP) is trained by
 minibatch SGD (:func:`~collapselab.experiments.pcb.projections.sgd_member`) on the frequency
@@ -10,13 +10,20 @@ epochs), its critical frequency (the number of terms of ``λ`` needed, on the ra
 its k-NN discriminability (raw inputs, ``k = 10``); the binned correlations (mean per
 critical frequency, width-1 smoothing: 10 values only) of accessibility and of
 discriminability with the critical frequency. One network's decision regions on a grid over
-the data's box after the configured epochs are Fig. 13.
+the data's box after the configured epochs are Fig. 13; the points of critical frequency
+0 and 1 over the data's domain are Fig. 16.
 
 Stored: ``arrays/frequency.npz`` (``accessibility``, ``critical``, ``discriminability``
 ``(n,)``; ``scores``, ``access_means``, ``disc_means`` per critical frequency;
 ``boundary`` ``(len, G, G)``, ``boundary_epochs``, ``box`` the raw box corners, ``curve_x1``,
 ``curve_x2`` the true boundary ``x_2 = λ(x_1)`` in standardised coordinates,
-``train_accuracy`` ``(N, E+1)``).
+``train_accuracy`` ``(N, E+1)``, ``test_accessibility`` ``(n_test,)``: accessibility on the
+test split, which no claim reads; for Fig. 16: ``points`` ``(n, 2)`` and ``labels`` ``(n,)``
+the raw training points, ``kappa`` the frequencies ``κ_j``, ``domain_x1`` ``(400,)`` and
+``partial_sums`` ``(m, 400)`` the partial sums ``λ_j(x_1) = Σ_{i<=j} sin(2π κ_i x_1 + φ_i)``
+on the raw domain). Fig. 16 draws the points whose critical frequency is ``κ_1 = 0`` and
+``κ_2 = 1`` (``critical`` counts terms: 1 and 2); a run stored before these arrays existed
+draws Figs. 8 and 13 only.
 """
 
 from __future__ import annotations
@@ -25,10 +32,10 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.data import frequency_function, load_dataset
+from collapselab.data import PAPER_KAPPA, PAPER_PHI, frequency_function, load_dataset
 from collapselab.data.transforms import Standardize
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import run_ensembles, verdict
+from collapselab.experiments.pcb._common import run_ensembles, stacked, verdict
 from collapselab.experiments.pcb.boundaries import BOUNDARY_TERMS_CLAIM
 from collapselab.experiments.pcb.projections import NEIGHBOURS, sgd_member
 from collapselab.experiments.registry import RunContext
@@ -62,6 +69,9 @@ def run_frequency(run: Run, context: RunContext) -> None:
     x, y = raw.x.double().numpy(), raw.y.numpy()
     correct = np.stack([r["correct"] for r in results])
     access = accessibility(correct[:, 1:])
+    test_correct = stacked(results, "test_correct")
+    optional = {} if test_correct is None else {
+        "test_accessibility": accessibility(test_correct[:, 1:])}  # fmt: skip
     critical = critical_frequency(x, y)
     disc = discriminability(x, y, NEIGHBOURS)
     by_access = binned_correlation(critical, access, width=1)
@@ -69,6 +79,8 @@ def run_frequency(run: Run, context: RunContext) -> None:
     standard = Standardize().fit(raw.x.double())
     z = np.linspace(-1.0, 1.0, 400)
     curve = standard.apply(torch.from_numpy(np.stack([z, frequency_function(z)], 1))).numpy()
+    partial = np.cumsum(np.sin(2.0 * np.pi * np.multiply.outer(PAPER_KAPPA, z)
+                               + np.asarray(PAPER_PHI)[:, None]), axis=0)  # fmt: skip
     size = int(c["boundary_grid"])
     run.save_array(
         "frequency",
@@ -87,6 +99,12 @@ def run_frequency(run: Run, context: RunContext) -> None:
         curve_x1=curve[:, 0],
         curve_x2=curve[:, 1],
         train_accuracy=np.stack([r["train_accuracy"] for r in results]),
+        points=x,
+        labels=y,
+        kappa=np.asarray(PAPER_KAPPA),
+        domain_x1=z,
+        partial_sums=partial,
+        **optional,
     )  # fmt: skip
     pearsons = {"access_vs_critical": by_access.correlation.pearson,
                 "disc_vs_critical": by_disc.correlation.pearson}  # fmt: skip

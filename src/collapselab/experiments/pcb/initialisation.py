@@ -9,10 +9,19 @@ against Eq. 10 with the effective factor ``c = Σ_l α_l β_l`` (``corrected``, 
 widths) and with the paper's ``c = L`` (``published``; both with the exponent ``s``, so only
 the factor differs): under Def. 3 the two agree; under Glorot ``c ≠ L``.
 
+The networks are the theory's own (linear, squared loss ``½‖W X − Y‖²``, exact full-batch
+GD, no biases), so Eq. 10 predicts their learning curves too: the loss of note 002 §2.3
+(``L(s) = L* + ½ Σ_j d_j λ_j^{2s} ‖w̃_j^0 − m_j/d_j‖²``,
+:func:`~collapselab.theory.pc_bias.predicted_loss`) and the accuracy of the predicted
+compact matrix, both from each network's own initial weights; Fig. 12 draws them over the
+measured curves (with ``c = Σ α_l β_l``).
+
 Stored: ``arrays/<init>.npz`` for ``init`` in ``def3``, ``glorot_uniform`` (``steps``,
 ``train_accuracy``/``test_accuracy``/``loss`` ``(N, S)``, ``factor_<variant>``,
-``error_<variant>`` ``(N, S)`` motion-relative errors); rows of split ``<init>``
-(ensemble-mean ``train_accuracy``, ``test_accuracy``, ``loss``).
+``error_<variant>`` ``(N, S)`` motion-relative errors, ``predicted_loss_<variant>``,
+``predicted_train_accuracy_<variant>``, ``predicted_test_accuracy_<variant>`` ``(N, S)``
+the curves Eq. 10 predicts; runs stored before those draw the measured curves alone); rows
+of split ``<init>`` (ensemble-mean ``train_accuracy``, ``test_accuracy``, ``loss``).
 """
 
 from __future__ import annotations
@@ -28,7 +37,12 @@ from collapselab.experiments.pcb.training import data_frame, deep_linear_member
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import convergence_epoch
 from collapselab.store import Run
-from collapselab.theory.pc_bias import VARIANTS, closed_form_columns, effective_factor
+from collapselab.theory.pc_bias import (
+    VARIANTS,
+    closed_form_columns,
+    effective_factor,
+    predicted_loss,
+)
 
 __all__ = ["INITS", "INIT_CLAIMS", "run_init"]
 
@@ -47,8 +61,17 @@ about 32% apart at the standard preset's crossing, too coarse to order two ensem
 cross between the same two)."""
 
 
+def _accuracies(x_pc: np.ndarray, y: np.ndarray, w_pc: np.ndarray) -> np.ndarray:
+    """Accuracy ``(N, S)`` of the compact matrices ``w_pc`` ``(S, N, K, q)`` on ``x_pc``."""
+    return np.array([[np.mean((x_pc @ w.T).argmax(1) == y) for w in step] for step in w_pc]).T
+
+
 def _factor_errors(config: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
-    frame, _ = data_frame(config)
+    """Per factor variant: Eq. 10's motion-relative error, the factor, and the curves Eq. 10
+    predicts from each member's initial weights (exponent ``s``): the loss (Eq. 5,
+    :func:`~collapselab.theory.pc_bias.predicted_loss`) and the train and test accuracy of
+    the predicted compact matrix, ``(N, S)`` each."""
+    frame, inputs = data_frame(config)
     sim = np.stack([r["w_pc"] for r in results], axis=1)  # (S, N, K, q)
     steps, mu = results[0]["steps"], float(results[0]["mu"])
     widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
@@ -60,6 +83,10 @@ def _factor_errors(config: dict[str, Any], results: list[dict[str, Any]]) -> dic
         with np.errstate(invalid="ignore", divide="ignore"):
             out[f"error_{variant}"] = (np.linalg.norm(pred - sim, axis=(2, 3)) / motion).T
         out[f"factor_{variant}"] = np.float64(c)
+        loss = predicted_loss(frame, sim[0], mu, c, steps, "corrected")  # (S, N)
+        out[f"predicted_loss_{variant}"] = loss.T
+        for split, x, y in (("train", inputs.x, inputs.y), ("test", inputs.x_test, inputs.y_test)):
+            out[f"predicted_{split}_accuracy_{variant}"] = _accuracies(x @ frame.basis, y, pred)
     return out
 
 

@@ -42,9 +42,11 @@ Stored: ``arrays/loc.npz`` (per condition ``accessibility_<cond>`` ``(2, n)``,
 steps each checkpoint stands for, ``accuracy_<cond>`` ``(2, S)``
 ensemble means, ``pearson_<cond>``, ``spearman_<cond>`` and ``..._fastest`` on the 20%
 ranked by the first ensemble; ``pearson_<cond>_fastest_mean_rank`` ranked by both ensembles'
-mean, the reading that biases the correlation down; ``steps_per_epoch``);
-``arrays/labels.npz`` (per ``<cond>_<labels>``: ``steps``, ``accuracy``, ``loss``
-(cross-entropy) and ``test_accuracy`` ``(N, S)``); ``arrays/rates.npz`` (per
+mean, the reading that biases the correlation down; ``steps_per_epoch``;
+``test_accessibility_<cond>`` ``(2, n_test)``, the same mean on the test split, which no
+claim reads); ``arrays/labels.npz`` (per ``<cond>_<labels>``: ``steps``, ``accuracy``,
+``loss`` (cross-entropy) and ``test_accuracy`` ``(N, S)``; with ``eval_transforms``,
+``eval`` ``(N, S, len)`` the test accuracies on the transformed copies); ``arrays/rates.npz`` (per
 ``<setup>_<cond>``, setup ``loc`` or ``labels``: ``rates``, ``errors``, ``chosen``); rows of
 split ``loc`` (``layer`` the condition).
 """
@@ -63,6 +65,7 @@ from collapselab.experiments.pcb._common import (
     members,
     read_dataset,
     run_ensembles,
+    stacked,
     verdict,
     whitened,
 )
@@ -180,20 +183,25 @@ def run_loc(run: Run, context: RunContext) -> None:
 
 
 def _curves(results: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """One ensemble's learning curves, ``(N, S)`` each, and its checkpoints."""
-    return {"steps": results[0]["steps"],
-            "accuracy": np.stack([r["train_accuracy"] for r in results]),
-            "loss": np.stack([r["train_loss"] for r in results]),
-            "test_accuracy": np.stack([r["test_accuracy"] for r in results])}  # fmt: skip
+    """One ensemble's learning curves, ``(N, S)`` each, and its checkpoints; with
+    ``eval_transforms``, ``eval`` ``(N, S, len)``, the test accuracies on the transformed
+    copies."""
+    curves = {"steps": results[0]["steps"],
+              "accuracy": np.stack([r["train_accuracy"] for r in results]),
+              "loss": np.stack([r["train_loss"] for r in results]),
+              "test_accuracy": np.stack([r["test_accuracy"] for r in results])}  # fmt: skip
+    evaluated = stacked(results, "eval_accuracy")
+    return curves if evaluated is None else {**curves, "eval": evaluated}
 
 
 def _learning_order(found: dict[str, list[dict[str, Any]]], run: Run) -> dict[str, Any]:
     """Accessibility over the learning phase and the LOC correlations of each condition."""
-    correct, curves = {}, {}
+    correct, test_correct, curves = {}, {}, {}
     for condition in CONDITIONS:
         for k in range(2):
             results = found[f"loc_{condition}_{k}"]
             correct[condition, k] = np.stack([r["correct"] for r in results])  # (N, S, n)
+            test_correct[condition, k] = stacked(results, "test_correct")  # (N, S, n_test)
             curves[condition, k] = np.stack([r["train_accuracy"] for r in results]).mean(0)
     level = PHASE * min(float(curve[-1]) for curve in curves.values())
     first = found[f"loc_{CONDITIONS[0]}_0"][0]
@@ -209,6 +217,10 @@ def _learning_order(found: dict[str, list[dict[str, Any]]], run: Run) -> dict[st
         weights = checkpoint_weights(steps, steps[-1] + 1)  # the last: the final step only
         access = np.stack([accessibility(correct[condition, k][:, window], weights[window])
                            for k in range(2)])  # fmt: skip
+        if all(test_correct[condition, k] is not None for k in range(2)):
+            arrays[f"test_accessibility_{condition}"] = np.stack(
+                [accessibility(test_correct[condition, k][:, window], weights[window])
+                 for k in range(2)])  # fmt: skip
         every = loc_correlation(access[0], access[1])
         fastest = loc_correlation(access[0], access[1], FASTEST)  # ranked by ensemble 0
         # The other reading of Fig. 7's subset, kept for comparison: ranking by the mean of

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from collapselab.experiments.pcb._common import log_steps, read_dataset
+from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
 from collapselab.experiments.pcb.training import sgd_step
 from collapselab.models import DeepLinear
 
@@ -69,8 +70,12 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train member ``config["member"]`` (widths ``[q, *hidden, K]``, ``init``, ``dropout``,
     ``lr``, ``batch_size``, ``epochs``) by SGD; returns, at the checkpoints ``steps``:
     ``train_accuracy``, ``train_loss`` (mean cross-entropy, evaluation mode),
-    ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)``; and ``test_error``,
-    one minus the last test accuracy (the validation error of the rate search).
+    ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)`` and ``test_correct``
+    ``(S, n_test)``, which training and test examples the network classifies correctly;
+    with ``eval_transforms`` (:mod:`~collapselab.experiments.pcb.evaluation`)
+    ``eval_accuracy`` ``(S, len)``, the test accuracies on the transformed copies; and
+    ``test_error``, one minus the last test accuracy (the validation error of the rate
+    search).
 
     Seeds: ``s = 1000 seed + member``; torch's generator ``2 s`` draws the init and the
     dropout masks, a separate generator ``2 s + 1`` the batch order, so two ensembles of
@@ -81,6 +86,7 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
                         int(config.get("data_seed", 0)))  # fmt: skip
     x, y = torch.from_numpy(data.x).float(), torch.from_numpy(data.y).long()
     x_test, y_test = torch.from_numpy(data.x_test).float(), torch.from_numpy(data.y_test).long()
+    extra_test = transformed_sets(config.get("eval_transforms", []), x, x_test, y_test)
     seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
     torch.manual_seed(2 * seed)
     widths = [x.shape[1], *[int(w) for w in config.get("hidden", [])], data.n_classes]
@@ -104,10 +110,14 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
             return {"diverged": True, "test_error": 1.0, "lr": float(config["lr"])}
         net.eval()
         correct, loss = _score(net, x, y)
+        test_correct = _score(net, x_test, y_test)[0]
         values = {"train_accuracy": float(correct.mean()), "train_loss": loss,
-                  "test_accuracy": float(_score(net, x_test, y_test)[0].mean())}  # fmt: skip
+                  "test_accuracy": float(test_correct.mean())}  # fmt: skip
         if config.get("record_correct"):
             values["correct"] = correct
+            values["test_correct"] = test_correct
+        if extra_test:
+            values["eval_accuracy"] = set_accuracies(net, extra_test)
         for key, value in values.items():
             record.setdefault(key, []).append(value)
     out = {k: np.asarray(v) for k, v in record.items()}

@@ -186,7 +186,8 @@ LOC: dict[str, dict[str, Any]] = {
     "paper": {**_LOC, "datasets": {"main": {"name": "cifar10", "classes": [3, 5]}},
               "epochs": 50, "checkpoints": 40},
     "tiny": {**_LOC, "datasets": {"main": _digits(30)}, "batch_size": 50, "epochs": 10,
-             "checkpoints": 20, "members": 3, "rates": [1e-2, 1e-1], "hidden_labels": [32]},
+             "checkpoints": 20, "members": 3, "rates": [1e-2, 1e-1], "hidden_labels": [32],
+             "eval_transforms": ["zca"]},
 }  # fmt: skip
 """``pcbias-loc`` (Figs. 7a, 10): the paper's linear FC nets trained by the paper's protocol
 (§3.1, App. D; issue 14): Glorot uniform, 0.5 dropout before the output layer, SGD without
@@ -202,7 +203,8 @@ of its most confused pair (:data:`FASHION_PAIR`, pullover and coat) on their 784
 class of the pair pooled to 14 x 14, width 256, 10 epochs (``quick-bundled``: all ten
 digits); ``paper``: CIFAR-10's cats and dogs. Before issue 14's protocol change these were
 one-layer nets for both figures trained by exact full-batch GD on the squared loss at rates
-set as fractions of the stability limit, on all ten Fashion-MNIST classes."""
+set as fractions of the stability limit, on all ten Fashion-MNIST classes. ``tiny`` also
+scores every checkpoint on the ZCA-whitened test set (``eval_transforms``)."""
 
 
 _SGD = {"width": 256, "depth": 3, "lr": 0.05, "batch_size": 100, "members": 6}
@@ -218,13 +220,15 @@ PROJECTIONS: dict[str, dict[str, Any]] = {
               "superclass": "small_mammals"}}, "pcs": [1, 10, 100, 1000, 3072],
               "epochs": 100, "members": 100},
     "tiny": {**_SGD, "width": 32, "datasets": {"main": _digits(30)}, "pcs": [1, 8, 64],
-             "epochs": 4, "members": 2},
+             "epochs": 4, "members": 2, "eval_transforms": ["pca:8", "zca"]},
 }  # fmt: skip
 """``pcbias-projections`` (Figs. 5, 6a-b, Table 1): an MLP (3 layers, biases, SGD on
 cross-entropy at lr 0.05, batch 100: the paper's st-VGG optimiser) and its linear twin.
 ``quick``: Fashion-MNIST pooled to 14 x 14 (``quick-bundled``: digits); ``paper``: CIFAR-100's
 small mammals with 100 networks per ensemble (Fig. 6a's N) and the paper's P up to 1000 (an
-MLP, not st-VGG: the paper preset keeps the ensemble sizes and data, not the CNN)."""
+MLP, not st-VGG: the paper preset keeps the ensemble sizes and data, not the CNN). ``tiny``
+also scores every epoch on the test set's top-8 projection and ZCA-whitened copy
+(``eval_transforms``, :mod:`~collapselab.experiments.pcb.evaluation`)."""
 
 
 _AMPLIFY = {**_SGD, "fraction": 0.015, "factor": 10.0, "members": 4}

@@ -1,7 +1,7 @@
 r"""``pcbias-projections``: non-linear networks and the PC-bias: accuracy on top-``P``
 projections over epochs, accessibility of linear vs non-linear nets, the critical principal
 component, and discriminability (paper 002 Fig. 5, Fig. 6a-b, Table 1; note 002 §2.5-2.6,
-§5 items 9).
+§5 items 9); and Fig. 1, top-``P`` projections of images beside low-pass filtered images.
 
 Two ensembles of the same MLP (bias on, trained by minibatch SGD on cross-entropy, no
 momentum or weight decay, the paper's optimiser) are trained from the same seeds: ReLU
@@ -21,8 +21,14 @@ accessibility against the critical PC.
 Stored: ``arrays/projections.npz`` (``epochs``, ``pcs``, ``projected_<kind>`` ``(N, E+1,
 len(P))``, ``accessibility_<kind>`` ``(n,)`` for ``kind`` in ``nonlinear``/``linear``,
 ``critical_pc``, ``disc_raw``, ``disc_penultimate`` ``(n,)``, ``binned_scores``,
-``binned_smoothed``, ``train_accuracy_<kind>`` ``(N, E+1)``); rows of split ``projected``
-(``layer`` ``P=<p>``: ensemble-mean accuracy per epoch).
+``binned_smoothed``, ``train_accuracy_<kind>`` ``(N, E+1)``, ``test_accessibility_<kind>``
+``(n_test,)`` the same accessibility on the test split (no claim reads it); with
+``eval_transforms`` in the configuration, ``eval_<kind>`` ``(N, E+1, len)`` the test
+accuracies on those transformed copies, :mod:`~collapselab.experiments.pcb.evaluation`,
+and ``eval_transforms`` their names); for image data ``arrays/pca_images.npz`` (Fig. 1:
+:func:`~collapselab.experiments.pcb.images.pca_vs_lowpass`, a few test images, their top-20
+PC reconstruction and their Fourier low-pass); rows of split ``projected`` (``layer``
+``P=<p>``: ensemble-mean accuracy per epoch).
 """
 
 from __future__ import annotations
@@ -33,9 +39,16 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.data.pca import PCAProjection
 from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcb._common import member_base, read_dataset, run_ensembles, verdict
+from collapselab.experiments.pcb._common import (
+    member_base,
+    read_dataset,
+    run_ensembles,
+    stacked,
+    verdict,
+)
+from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
+from collapselab.experiments.pcb.images import IMAGE_PCS, pca_vs_lowpass
 from collapselab.experiments.pcb.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import (
@@ -88,33 +101,41 @@ def _grid(x: np.ndarray, size: int) -> torch.Tensor:
 
 def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train one network (``kind`` ``nonlinear`` or ``linear``) for ``epochs`` epochs of SGD;
-    return ``correct`` ``(E+1, n)``, ``projected`` ``(E+1, len(pcs))`` test accuracies on the
-    top-``P`` projections, ``train_accuracy`` and ``test_accuracy`` ``(E+1,)`` and
-    (non-linear, unless ``discriminability`` is false) ``penultimate`` discriminability
-    ``(n,)``; for 2-D inputs with ``boundary_epochs``, ``boundary`` ``(len, G, G)``: the
-    predicted class on a ``G x G`` grid over the inputs' bounding box after each of those
-    epochs (``G = boundary_grid``)."""
+    return, after every epoch (and at epoch 0), ``correct`` ``(E+1, n)`` and
+    ``test_correct`` ``(E+1, n_test)`` (which training and test examples it classifies
+    correctly), ``projected`` ``(E+1, len(pcs))`` test accuracies on the top-``P``
+    projections, ``train_accuracy`` and ``test_accuracy`` ``(E+1,)``; with
+    ``eval_transforms`` (names of :mod:`~collapselab.experiments.pcb.evaluation`, e.g.
+    ``["pca:10", "zca"]``) ``eval_accuracy`` ``(E+1, len)`` the test accuracies on those
+    copies; (non-linear, unless ``discriminability`` is false) ``penultimate``
+    discriminability ``(n,)``; for 2-D inputs with ``boundary_epochs``, ``boundary``
+    ``(len, G, G)``: the predicted class on a ``G x G`` grid over the inputs' bounding box
+    after each of those epochs (``G = boundary_grid``)."""
     data = _inputs(config)
     x = torch.from_numpy(data.x).float()
     y = torch.from_numpy(data.y).long()
     x_test = torch.from_numpy(data.x_test).float()
     y_test = torch.from_numpy(data.y_test).long()
-    projected_test = [PCAProjection(int(p)).fit(x).apply(x_test) for p in config.get("pcs", [])]
+    projected_test = transformed_sets([f"pca:{int(p)}" for p in config.get("pcs", [])],
+                                      x, x_test, y_test)  # fmt: skip
+    extra_test = transformed_sets(config.get("eval_transforms", []), x, x_test, y_test)
     torch.manual_seed(1000 * int(config.get("seed", 0)) + int(config["member"]))
     net = _network(config, x.shape[1], data.n_classes)
     optimiser = torch.optim.SGD(net.parameters(), lr=float(config["lr"]))
     batch = int(config["batch_size"])
     order = torch.Generator().manual_seed(int(config["member"]))
-    correct, projected, accuracy, test_accuracy = [], [], [], []
+    correct, test_correct, projected, extra, accuracy, test_accuracy = [], [], [], [], [], []
 
     def score() -> None:
         with torch.no_grad():
             hits = net(x).argmax(1) == y
             correct.append(hits.numpy())
             accuracy.append(float(hits.double().mean()))
-            test_accuracy.append(float((net(x_test).argmax(1) == y_test).double().mean()))
-            projected.append([float((net(p).argmax(1) == y_test).double().mean())
-                              for p in projected_test])  # fmt: skip
+            test_hits = net(x_test).argmax(1) == y_test
+            test_correct.append(test_hits.numpy())
+            test_accuracy.append(float(test_hits.double().mean()))
+        projected.append(set_accuracies(net, projected_test))
+        extra.append(set_accuracies(net, extra_test))
 
     snapshots = [int(e) for e in config.get("boundary_epochs", [])]
     grid = _grid(data.x, int(config.get("boundary_grid", 60))) if snapshots else None
@@ -126,9 +147,12 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
         if epoch in snapshots:
             with torch.no_grad():
                 boundary.append(net(grid).argmax(1).numpy().astype(np.int8))
-    out: dict[str, Any] = {"correct": np.stack(correct), "projected": np.asarray(projected),
+    out: dict[str, Any] = {"correct": np.stack(correct), "test_correct": np.stack(test_correct),
+                           "projected": np.asarray(projected),
                            "train_accuracy": np.asarray(accuracy),
                            "test_accuracy": np.asarray(test_accuracy)}  # fmt: skip
+    if extra_test:
+        out["eval_accuracy"] = np.asarray(extra)
     if boundary:
         out["boundary"] = np.stack(boundary)
     if config["kind"] == "nonlinear" and config.get("discriminability", True):
@@ -159,6 +183,23 @@ def projections_dry_run(
             "members": int(config["members"]), "epochs": int(config["epochs"])}  # fmt: skip
 
 
+def _optional_records(
+    results: list[dict[str, Any]], kind: str, names: list[str]
+) -> dict[str, np.ndarray]:
+    """``test_accessibility_<kind>`` ``(n_test,)`` (over epochs 1..E, as on the training
+    set) and, with ``eval_transforms``, ``eval_<kind>`` ``(N, E+1, len)`` and their names;
+    what a member stored by an earlier version lacks is left out."""
+    out: dict[str, np.ndarray] = {}
+    test_correct = stacked(results, "test_correct")  # (N, E+1, n_test)
+    if test_correct is not None:
+        out[f"test_accessibility_{kind}"] = accessibility(test_correct[:, 1:])
+    evaluated = stacked(results, "eval_accuracy") if names else None
+    if evaluated is not None:
+        out[f"eval_{kind}"] = evaluated
+        out["eval_transforms"] = np.asarray(names, dtype=str)
+    return out
+
+
 def run_projections(run: Run, context: RunContext) -> None:
     """Train both ensembles; store the curves, accessibility, critical PCs and
     discriminability."""
@@ -179,11 +220,15 @@ def run_projections(run: Run, context: RunContext) -> None:
         arrays[f"accessibility_{kind}"] = accessibility(correct[:, 1:])
         arrays[f"projected_{kind}"] = np.stack([r["projected"] for r in results])
         arrays[f"train_accuracy_{kind}"] = np.stack([r["train_accuracy"] for r in results])
+        arrays |= _optional_records(results, kind, c.get("eval_transforms", []))
     arrays["disc_penultimate"] = np.mean([r["penultimate"] for r in found["nonlinear"]], axis=0)
     binned = binned_correlation(critical, arrays["accessibility_nonlinear"], width=10)
     arrays |= {"binned_scores": binned.scores, "binned_smoothed": binned.smoothed,
                "binned_means": binned.means, "binned_sems": binned.sems}  # fmt: skip
     run.save_array("projections", **arrays)
+    images = pca_vs_lowpass(data.x, data.x_test, data.y_test, int(c.get("image_pcs", IMAGE_PCS)))
+    if images is not None:  # Fig. 1, for image data only
+        run.save_array("pca_images", **images)
     mean = arrays["projected_nonlinear"].mean(0)
     for e in arrays["epochs"]:
         for j, p in enumerate(arrays["pcs"]):

@@ -24,6 +24,7 @@ import scipy.sparse.linalg
 import torch
 
 from collapselab.experiments.pcb._common import log_steps, one_hot, read_dataset
+from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
 from collapselab.metrics.pc_bias import gradient_scale_statistics
 from collapselab.models import DeepLinear
 from collapselab.theory.pc_bias import (
@@ -109,17 +110,26 @@ def _accuracy(x_pc: np.ndarray, y: np.ndarray, w_pc: np.ndarray) -> float:
     return float(np.mean((x_pc @ w_pc.T).argmax(1) == y))
 
 
+def _linear_map(w: np.ndarray):
+    """The logits ``x Wᵀ`` of float64 inputs, as a function."""
+    weight = torch.from_numpy(w)
+    return lambda x: x @ weight.T
+
+
 def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train member ``config["member"]`` of an ensemble; returns, at the checkpoints
     ``steps`` (log-spaced, :func:`log_steps` of ``steps``/``checkpoints``): ``w_pc``
     ``(S, K, q)`` the compact matrix in PC coordinates, ``loss`` (Eq. 5), ``train_accuracy``
-    and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)``, which training
-    examples the network classifies correctly; with ``scale_layers`` (1-based) the entry
+    and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)`` and
+    ``test_correct`` ``(S, n_test)``, which training and test examples the network
+    classifies correctly; with ``scale_layers`` (1-based) the entry
     statistics of the gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input
     coordinates, ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
     (:func:`~collapselab.metrics.pc_bias.gradient_scale_statistics`), ``(S, len)`` each:
     ``a_diagonal``/``b_diagonal`` (mean ``|M_ii − s|``), ``a_diagonal_std``/``b_diagonal_std``
-    and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``)."""
+    and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``); with
+    ``eval_transforms`` (:mod:`~collapselab.experiments.pcb.evaluation`) ``eval_accuracy``
+    ``(S, len)``, the test accuracies on the transformed copies (float64)."""
     frame, inputs = data_frame(config)
     widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
     seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
@@ -128,6 +138,9 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     marks = checkpoints(config)
     x_train, x_test = inputs.x @ frame.basis, inputs.x_test @ frame.basis
     layers = [int(ell) - 1 for ell in config.get("scale_layers", [])]
+    extra_test = transformed_sets(config.get("eval_transforms", []), torch.from_numpy(inputs.x),
+                                  torch.from_numpy(inputs.x_test),
+                                  torch.from_numpy(inputs.y_test))  # fmt: skip
     alpha, beta = expected_scales(widths, str(config["init"]))
     record: dict[str, list] = {}
     step = 0
@@ -146,6 +159,10 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
         }
         if config.get("record_correct"):
             values["correct"] = (x_train @ w.T).argmax(1) == inputs.y
+            values["test_correct"] = (x_test @ w.T).argmax(1) == inputs.y_test
+        if extra_test:
+            model = _linear_map(frame.unrotate(w))  # input coordinates
+            values["eval_accuracy"] = set_accuracies(model, extra_test)
         if layers:
             a, b = gradient_scale_matrices(ws)
             b = [frame.basis @ m @ frame.basis.T for m in b]
