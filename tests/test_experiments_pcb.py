@@ -326,21 +326,30 @@ def test_loc_stores_accessibility_and_its_correlations(runs):
     run = runs["pcbias-loc"]
     d = run.load_array("loc")
     members = run.config["members"]
-    for condition in ("natural", "whitened"):
-        access = d[f"accessibility_{condition}"]
-        window = d[f"window_{condition}"]
-        assert access.shape[0] == 2 and not window[0] and window.sum() >= 2
-        assert access.min() >= 0 and access.max() <= 1
-        steps, weights = d[f"steps_{condition}"], d[f"weights_{condition}"]
-        held = [int(steps[steps <= s].max()) for s in range(1, int(steps[-1]) + 1)]
-        np.testing.assert_array_equal(weights[1:], [held.count(k) for k in steps[1:]])
-        grid = access * members * weights[window].sum()
-        np.testing.assert_allclose(grid, np.round(grid), atol=1e-9)
-        pearson = stats.pearsonr(access[0], access[1]).statistic
-        assert float(d[f"pearson_{condition}"]) == pytest.approx(pearson, rel=1e-12)
+    for prefix in ("", "nonlinear_"):  # Fig. 7a's linear nets, Fig. 7b's ReLU nets
+        for condition in ("natural", "whitened"):
+            access = d[f"{prefix}accessibility_{condition}"]
+            window = d[f"{prefix}window_{condition}"]
+            assert access.shape[0] == 2 and not window[0] and window.sum() >= 2
+            assert access.min() >= 0 and access.max() <= 1
+            steps, weights = d[f"{prefix}steps_{condition}"], d[f"{prefix}weights_{condition}"]
+            held = [int(steps[steps <= s].max()) for s in range(1, int(steps[-1]) + 1)]
+            np.testing.assert_array_equal(weights[1:], [held.count(k) for k in steps[1:]])
+            grid = access * members * weights[window].sum()
+            np.testing.assert_allclose(grid, np.round(grid), atol=1e-9)
+            pearson = stats.pearsonr(access[0], access[1]).statistic
+            assert float(d[f"{prefix}pearson_{condition}"]) == pytest.approx(pearson, rel=1e-12)
     assert int(d["steps_per_epoch"]) == 5 and int(steps[-1]) == 10 * 5  # 225 images, batch 50
+    assert not np.array_equal(d["accessibility_natural"], d["nonlinear_accessibility_natural"])
+    claims = stored_claims(run)
+    less = claims["nonlinear-whitening-drops-loc-less"]
+    if less["verdict"] != "not evaluable":  # the tiny linear nets' LOC may not drop
+        linear = float(d["pearson_natural"] - d["pearson_whitened"])
+        nonlinear = float(d["nonlinear_pearson_natural"] - d["nonlinear_pearson_whitened"])
+        assert less["values"]["ratio"] == pytest.approx(nonlinear / linear, rel=1e-12)
+        assert (less["verdict"] == "holds") == (nonlinear / linear <= 0.5)
     rates = run.load_array("rates")
-    for setup in ("loc", "labels"):
+    for setup in ("loc", "labels", "nonlinear"):
         for condition in ("natural", "whitened"):
             key = f"{setup}_{condition}"
             grid, errors = rates[f"{key}_rates"], rates[f"{key}_errors"]
@@ -435,6 +444,7 @@ def test_stored_test_accessibility_averages_the_members_test_correctness(runs):
                 a["test_correct"]
                 for c, a in stored
                 if c["seed"] == k
+                and c.get("activation", "none") == "none"  # Fig. 7a's linear nets
                 and ("whiten" in c["datasets"]["main"]) == (condition == "whitened")
             ]
             assert len(correct) == runs["pcbias-loc"].config["members"]

@@ -15,7 +15,7 @@ from collapselab.metrics.catalogue import catalogue
 from collapselab.metrics.families import PCBias
 from collapselab.metrics.families.pcbias import DISTANCE_KEYS, SCALE_KEYS
 from collapselab.metrics.pc_bias import pc_distance, pc_ensemble_std, scale_matrix_statistics
-from collapselab.models import DeepLinear
+from collapselab.models import DeepLinear, DeepReLU
 from collapselab.store import Run
 from collapselab.theory.pc_bias import expected_scales, gradient_scale_matrices
 from collapselab.track import Monitor, compact_pc_from_runs
@@ -166,3 +166,16 @@ def test_an_ensembles_compact_matrices_come_back_from_the_stored_runs(tmp_path):
     empty = Run.create(tmp_path, "pcbias-none")
     with pytest.raises(ValueError, match="no pcbias measurement with compact_pc"):
         compact_pc_from_runs([empty])
+
+
+def test_a_relu_chain_is_not_a_deep_linear_network():
+    """DeepReLU has a bias-free linear chain's parameters; its ReLUs make it non-linear, so
+    the family names them (the Monitor warns and skips) instead of reporting a compact
+    matrix the net does not have."""
+    _, data, _, _ = _setup()
+    net = DeepReLU([Q, 10, 10, K], init="def3")
+    with pytest.warns(UserWarning, match=r"\['acts.0', 'acts.1'\] are activations"):
+        monitor = Monitor(net, data, families=[PCBias()], layers=["acts.0"], n_classes=K,
+                          schedule=None, loss="mse")  # fmt: skip
+        got = monitor.measure_now()
+    assert all("scale_a_diagonal_mean" not in v for v in got["train"].values())

@@ -1,4 +1,4 @@
-"""DeepLinear of paper 002: end-to-end product, Def. 3 / Glorot / He initialisation."""
+"""DeepLinear of paper 002: end-to-end product, Def. 3 / Glorot / He initialisation; DeepReLU."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from collapselab.models import DeepLinear, check_convention, def3_variances
+from collapselab.models import DeepLinear, DeepReLU, check_convention, def3_variances
 
 
 def _kurtosis(w: torch.Tensor) -> float:
@@ -126,3 +126,28 @@ def test_wrong_input_raises() -> None:
     with pytest.raises(ValueError, match="in_dim=5"):
         DeepLinear([5, 3])(torch.randn(2, 4))
     assert isinstance(DeepLinear([5, 3]).classifier, nn.Linear)
+
+
+def test_deep_relu_is_the_same_network_with_relus() -> None:
+    """DeepReLU draws the same weights as DeepLinear from the same seed; its output is
+    W_3 relu(W_2 relu(W_1 x)) computed entry by entry in float64 (eval mode: no dropout);
+    it names its ReLUs as features and has no compact matrix."""
+    torch.manual_seed(3)
+    relu = DeepReLU([4, 6, 5, 3], init="glorot_uniform", dropout=0.5).double().eval()
+    torch.manual_seed(3)
+    linear = DeepLinear([4, 6, 5, 3], init="glorot_uniform", dropout=0.5).double()
+    for a, b in zip(relu.parameters(), linear.parameters(), strict=True):
+        assert torch.equal(a, b)
+    x = torch.randn(7, 4, dtype=torch.float64)
+    ws = [layer.weight.detach().tolist() for layer in relu.layers]
+    for i in range(7):
+        h = x[i].tolist()
+        for depth, w in enumerate(ws):
+            h = [sum(row[j] * h[j] for j in range(len(h))) for row in w]
+            if depth < len(ws) - 1:
+                h = [max(v, 0.0) for v in h]
+        assert relu(x[i : i + 1])[0].tolist() == pytest.approx(h, rel=1e-12, abs=1e-14)
+    assert relu.feature_layers == ["acts.0", "acts.1"]
+    assert not torch.allclose(relu(x), linear.eval()(x))
+    with pytest.raises(TypeError, match=r"not linear.*compact_representation"):
+        relu.product()

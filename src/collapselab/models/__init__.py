@@ -30,7 +30,8 @@ Models
 * :class:`MLP`: deep plain MLP of 000 (bias off, optional BatchNorm / affine-free norm,
   Xavier-normal init with variance scaled by gamma).
 * :class:`DeepLinear`: bias-free deep linear network of 002 with Def. 3 / Glorot / He init
-  and :meth:`DeepLinear.product`.
+  and :meth:`DeepLinear.product`; :class:`DeepReLU`, the same with a ReLU after every
+  hidden layer.
 * :class:`TwoLayerReLU`: ``a^T ReLU(W x)`` with fixed ``a`` and paired init (002 §2.5).
 * :class:`FCResNet`, :class:`ConvResNet` and the Table I presets of 001
   (:func:`pfc_mnist`, :func:`pfc_fashion_mnist`, :func:`pfc_cifar10`, :func:`pfc_stl10`,
@@ -47,7 +48,12 @@ Models
 """
 
 from collapselab.models.convention import FeatureModel, check_convention
-from collapselab.models.deep_linear import DeepLinear, def3_variances, layer_variances
+from collapselab.models.deep_linear import (
+    DeepLinear,
+    DeepReLU,
+    def3_variances,
+    layer_variances,
+)
 from collapselab.models.densenet import (
     DenseNet,
     densenet40,
@@ -88,6 +94,7 @@ __all__ = [
     "Bottleneck",
     "ConvResNet",
     "DeepLinear",
+    "DeepReLU",
     "DenseNet",
     "FCResNet",
     "FeatureModel",

@@ -135,3 +135,42 @@ class DeepLinear(nn.Module):
         for layer in list(self.layers)[:-1]:
             h = layer(h)
         return self.layers[-1](self.dropout(h))
+
+
+class DeepReLU(DeepLinear):
+    r"""The non-linear counterpart of :class:`DeepLinear`: the same bias-free layers, inits
+    and dropout, with a ReLU after every hidden layer,
+
+    .. math::
+
+        f(x) = W_L\, \mathrm{drop}\big(\sigma(W_{L-1} \cdots \sigma(W_1 x))\big),
+        \qquad \sigma = \mathrm{ReLU}.
+
+    Paper 002 compares its linear nets with non-linear ones (VGG-19 in Fig. 7b); this is the
+    comparison with everything else held fixed. The ReLUs are ``acts.{i}`` (``feature_layers``,
+    post-activation). A ReLU network has no compact matrix: :meth:`product` raises (read its
+    linearisation with :func:`collapselab.models.compact_representation`).
+    """
+
+    def __init__(self, widths: Sequence[int], init: str = "def3", dropout: float = 0.0) -> None:
+        super().__init__(widths, init, dropout)
+        self.acts = nn.ModuleList(nn.ReLU() for _ in range(self.n_layers - 1))
+
+    @property
+    def feature_layers(self) -> list[str]:
+        return [f"acts.{i}" for i in range(self.n_layers - 1)]
+
+    def product(self) -> torch.Tensor:
+        raise TypeError(
+            "DeepReLU is not linear: it has no compact matrix W_L ⋯ W_1; use "
+            "collapselab.models.compact_representation(net, shape, 'ignore_nonlinearities') "
+            "for its linearisation"
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Outputs ``(N, m_L)`` for inputs ``(N, ...)`` with ``m_0`` features."""
+        _check_features_input(x, self.widths[0])
+        h = self.flatten(x)
+        for layer, act in zip(list(self.layers)[:-1], self.acts, strict=True):
+            h = act(layer(h))
+        return self.layers[-1](self.dropout(h))

@@ -149,14 +149,15 @@ LOC = register(
     Experiment(
         id="pcbias-loc",
         paper=PAPER,
-        title="learning-order constancy of linear nets: natural vs whitened, real vs shuffled",
+        title="learning-order constancy of linear and ReLU nets: natural vs whitened, real vs "
+        "shuffled labels",
         presets=presets.LOC,
         **stated_runtimes("pcbias-loc"),
         fallbacks={"quick": "quick-bundled"},
         run=run_loc,
         dry_run=loc_dry_run,
         figures=list(LOC_CAPTIONS),
-        figure="Figs. 7a, 10",
+        figure="Figs. 7a-b, 10",
         claims=LOC_CLAIMS,
         draw=draw_loc,
         captions=LOC_CAPTIONS,

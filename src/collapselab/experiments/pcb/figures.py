@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -258,41 +260,44 @@ RELU_CAPTIONS = {
 
 
 def draw_loc(run: Run) -> None:
-    """Fig. 7a (LOC bars, learning phases, the rate search) and Fig. 10 (real vs shuffled
-    learning curves) from ``loc.npz``, ``rates.npz`` and ``labels.npz``."""
+    """Figs. 7a-b (LOC bars of the linear and, where stored, the ReLU nets, learning phases,
+    the rate search) and Fig. 10 (real vs shuffled learning curves) from ``loc.npz``,
+    ``rates.npz`` and ``labels.npz``."""
     d = run.load_array("loc")
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.5), constrained_layout=True)
-    width = 0.35
-    for i, (suffix, label) in enumerate((("", "all examples"), ("_fastest", "fastest 20%"))):
-        values = [float(d[f"pearson_{c}{suffix}"]) for c in ("natural", "whitened")]
-        axes[0].bar(np.arange(2) + (i - 0.5) * width, values, width, label=label)
-    axes[0].set_xticks(np.arange(2), ["natural", "ZCA-whitened"])
-    axes[0].set(ylabel="LOC: Pearson r of two ensembles' accessibility",
-                title="Fig. 7a: learning-order constancy, one-layer linear nets")  # fmt: skip
-    axes[0].axhline(0, color="k", lw=0.8)
-    axes[0].legend(fontsize="small")
+    panels = [("", "Fig. 7a: learning-order constancy, one-layer linear nets")]
+    if "nonlinear_pearson_natural" in d:  # runs from before Fig. 7b have the linear nets only
+        panels.append(("nonlinear_", "Fig. 7b: the same, two-layer ReLU nets"))
+    fig, axes = plt.subplots(1, len(panels) + 2, figsize=(6 * len(panels) + 11, 4.5),
+                             constrained_layout=True)  # fmt: skip
+    for ax, (prefix, title) in zip(axes, panels, strict=False):
+        _loc_bars(ax, d, prefix, title)
+    phases, search = axes[len(panels)], axes[len(panels) + 1]
     for color, condition in (("C0", "natural"), ("C1", "whitened")):
         window = d[f"window_{condition}"]
         x = steps_on_log_axis(d[f"steps_{condition}"])
         for k, style in enumerate(("-", "--")):
-            axes[1].plot(x, d[f"accuracy_{condition}"][k], style, color=color,
-                         label=f"{condition}, ensemble {k + 1}")  # fmt: skip
-        axes[1].axvspan(x[window].min(), x[window].max(), color=color, alpha=0.08)
-    axes[1].axhline(float(d["level"]), color="k", ls=":", lw=1, label="end of learning phase")
-    axes[1].set(xscale="log", xlabel="SGD step + 1", ylabel="mean train accuracy",
-                title="learning phases over which accessibility is averaged")  # fmt: skip
-    axes[1].legend(fontsize="small")
+            phases.plot(x, d[f"accuracy_{condition}"][k], style, color=color,
+                        label=f"{condition}, ensemble {k + 1}")  # fmt: skip
+        phases.axvspan(x[window].min(), x[window].max(), color=color, alpha=0.08)
+    phases.axhline(float(d["level"]), color="k", ls=":", lw=1, label="end of learning phase")
+    phases.set(xscale="log", xlabel="SGD step + 1", ylabel="mean train accuracy",
+               title="linear nets' learning phases (accessibility's window)")  # fmt: skip
+    phases.legend(fontsize="small")
     rates = run.load_array("rates")
-    for style, setup, name in (("-o", "loc", "1 layer"), ("--s", "labels", "2 layers")):
+    setups = (("-o", "loc", "1 layer"), ("--s", "labels", "2 layers"),
+              (":^", "nonlinear", "2 layers, ReLU"))  # fmt: skip
+    for style, setup, name in setups:
         for color, condition in (("C0", "natural"), ("C1", "whitened")):
             key = f"{setup}_{condition}"
-            axes[2].plot(rates[f"{key}_rates"], rates[f"{key}_errors"], style, color=color,
-                         label=f"{name}, {condition}")  # fmt: skip
-            axes[2].plot(float(rates[f"{key}_chosen"]),
-                         rates[f"{key}_errors"].min(), "k*", ms=10)  # fmt: skip
-    axes[2].set(xscale="log", xlabel="learning rate", ylabel="test error after the last epoch",
-                title="the rate search (*: chosen)")  # fmt: skip
-    axes[2].legend(fontsize="small")
+            if f"{key}_rates" not in rates:
+                continue
+            search.plot(rates[f"{key}_rates"], rates[f"{key}_errors"], style, color=color,
+                        label=f"{name}, {condition}")  # fmt: skip
+            search.plot(float(rates[f"{key}_chosen"]),
+                        rates[f"{key}_errors"].min(), "k*", ms=10)  # fmt: skip
+    search.set(xscale="log", xlabel="learning rate", ylabel="test error after the last epoch",
+               title="the rate search (*: chosen)")  # fmt: skip
+    search.legend(fontsize="small")
     for ax in axes:
         ax.grid(alpha=0.3)
     save_run_figure(run, fig, "fig7_loc")
@@ -317,12 +322,25 @@ def draw_loc(run: Run) -> None:
     save_run_figure(run, fig, "fig10_labels")
 
 
+def _loc_bars(ax: Any, d: dict[str, np.ndarray], prefix: str, title: str) -> None:
+    """LOC (Pearson) bars, natural vs whitened, all examples and the fastest 20%."""
+    width = 0.35
+    for i, (suffix, label) in enumerate((("", "all examples"), ("_fastest", "fastest 20%"))):
+        values = [float(d[f"{prefix}pearson_{c}{suffix}"]) for c in ("natural", "whitened")]
+        ax.bar(np.arange(2) + (i - 0.5) * width, values, width, label=label)
+    ax.set_xticks(np.arange(2), ["natural", "ZCA-whitened"])
+    ax.set(ylabel="LOC: Pearson r of two ensembles' accessibility", title=title)
+    ax.axhline(0, color="k", lw=0.8)
+    ax.legend(fontsize="small")
+
+
 LOC_CAPTIONS = {
-    "fig7_loc": "Fig. 7a analogue. Left: learning-order constancy (Pearson r between the "
+    "fig7_loc": "Fig. 7 analogue. (a) Learning-order constancy (Pearson r between the "
     "accessibility vectors of two independent ensembles of one-layer linear nets, SGD with "
-    "dropout), natural vs ZCA-whitened data, on all examples and on the 20% fastest learned. "
-    "Middle: the ensembles' mean train accuracy; shaded: the learning phase over which "
-    "accessibility is averaged. Right: the grid search of the learning rate per setup.",
+    "dropout), natural vs ZCA-whitened data, on all examples and on the 20% fastest learned; "
+    "(b) the same for two-layer ReLU nets (runs from before Fig. 7b lack this panel). Then the "
+    "linear ensembles' mean train accuracy (shaded: the learning phase over which "
+    "accessibility is averaged) and the grid search of the learning rate per setup.",
     "fig10_labels": "Fig. 10 analogue: two-layer linear nets (SGD with dropout) with real "
     "(blue) and shuffled (red) labels on natural (left) and whitened (right) data: train "
     "accuracy (top) and cross-entropy (bottom). The claims time the rise of the accuracy.",

@@ -12,6 +12,12 @@ rate coarsely grid-searched per setup to minimise a validation error.
   examples (:func:`~collapselab.metrics.pc_bias.accessibility`); their correlation is the
   LOC score, on all examples and on the fastest 20%
   (:func:`~collapselab.metrics.pc_bias.loc_correlation`; Pearson and Spearman).
+* Fig. 7b (§4.3: "2 collections of N=10 VGG-19 networks on CIFAR-10"): the same, with
+  non-linear networks. Here the two-layer nets of Fig. 10 with a ReLU after the hidden
+  layer (:class:`~collapselab.models.DeepReLU`: the same width, init, dropout, optimiser
+  and rate search), so that the non-linearity is the only change from a linear net; its
+  keys in ``loc.npz`` carry the prefix ``nonlinear_``. The claims compare its drop with the
+  one-layer linear nets' (the paper compares its Fig. 7a nets with VGG-19).
 * Fig. 10 (App. D: "10 2-layers fully connected linear networks trained over the cats and
   dogs dataset"): per condition one ensemble of two-layer nets (``hidden_labels``, 1024 at
   ``standard``) on the real labels and one, from the same initial weights and batch order,
@@ -33,7 +39,8 @@ implementer and the paper settles by its grid search.
 
 Accessibility is the mean correctness over the **learning phase**: the checkpoints after
 step 0 where the ensemble's mean training accuracy is below 95% of the lowest of the four
-LOC ensembles' final accuracies; the checkpoints are log-spaced SGD steps, each weighted by
+LOC ensembles' final accuracies (of the same setup: linear and non-linear nets each have
+their own learning phase); the checkpoints are log-spaced SGD steps, each weighted by
 the steps it stands for, held until the next (:func:`~collapselab.metrics.pc_bias.
 checkpoint_weights`): the paper's mean over epochs, at a finer resolution than an epoch.
 
@@ -46,9 +53,12 @@ mean, the reading that biases the correlation down; ``steps_per_epoch``;
 ``test_accessibility_<cond>`` ``(2, n_test)``, the same mean on the test split, which no
 claim reads); ``arrays/labels.npz`` (per ``<cond>_<labels>``: ``steps``, ``accuracy``,
 ``loss`` (cross-entropy) and ``test_accuracy`` ``(N, S)``; with ``eval_transforms``,
-``eval`` ``(N, S, len)`` the test accuracies on the transformed copies); ``arrays/rates.npz`` (per
-``<setup>_<cond>``, setup ``loc`` or ``labels``: ``rates``, ``errors``, ``chosen``); rows of
-split ``loc`` (``layer`` the condition).
+``eval`` ``(N, S, len)`` the test accuracies on the transformed copies);
+``arrays/rates.npz`` (per ``<setup>_<cond>``, setup ``loc``, ``labels`` or ``nonlinear``:
+``rates``, ``errors``, ``chosen``); rows of split ``loc`` (``layer`` the condition,
+``nonlinear_<cond>`` for Fig. 7b's nets). Every ``loc.npz`` key above but
+``steps_per_epoch`` also exists with the prefix ``nonlinear_`` for Fig. 7b's ensembles
+(runs from before Fig. 7b lack them; its claims are then not evaluable).
 """
 
 from __future__ import annotations
@@ -82,15 +92,20 @@ from collapselab.metrics.pc_bias import (
     convergence_epoch,
     loc_correlation,
 )
-from collapselab.models import DeepLinear
+from collapselab.models import DeepLinear, DeepReLU
 from collapselab.store import Run
 
 __all__ = ["CONDITIONS", "LOC_CLAIMS", "SETUPS", "loc_dry_run", "run_loc"]
 
 CONDITIONS = ("natural", "whitened")
 
-SETUPS = ("loc", "labels")
-"""Fig. 7a's one-layer nets and Fig. 10's two-layer nets: each has its own rate search."""
+SETUPS = ("loc", "labels", "nonlinear")
+"""Fig. 7a's one-layer nets, Fig. 10's two-layer nets and Fig. 7b's non-linear nets (the
+two-layer nets with a ReLU): each has its own rate search."""
+
+LOC_SETUPS = {"loc": "", "nonlinear": "nonlinear_"}
+"""The setups whose ensembles give LOC scores, and the prefix of their keys in ``loc.npz``
+(Fig. 7a's keys keep no prefix, as before Fig. 7b was added)."""
 
 PHASE = 0.95
 """The learning phase ends at this fraction of the lower final mean training accuracy."""
@@ -115,6 +130,14 @@ SLOWER = 2.0
 SAME = 1.5
 """Largest such ratio counted as no gap."""
 
+MUCH_LESS = 0.5
+"""Largest ratio of the non-linear nets' LOC drop to the linear nets' counted as "much
+less" (Fig. 7b)."""
+
+HALVED = 0.5
+"""Largest ratio of the whitened to the natural LOC on the fastest 20% counted as halved
+(Fig. 7b: "the drop is much larger and very significant (half)")."""
+
 
 def _spec(config: dict[str, Any], condition: str, shuffle: bool = False) -> dict[str, Any]:
     spec = dict(config["datasets"]["main"])
@@ -129,6 +152,7 @@ def _hidden(config: dict[str, Any], setup: str) -> list[int]:
 
 def _setup(base: dict[str, Any], setup: str, condition: str, **extra: Any) -> dict[str, Any]:
     return {**base, "hidden": _hidden(base, setup),
+            "activation": "relu" if setup == "nonlinear" else "none",
             "datasets": {"main": _spec(base, condition, extra.pop("shuffle", False))},
             **extra}  # fmt: skip
 
@@ -157,18 +181,20 @@ def _search_rates(base: dict[str, Any], run: Run, context: RunContext) -> dict[s
 
 
 def run_loc(run: Run, context: RunContext) -> None:
-    """The rate search, then two one-layer ensembles per condition for LOC and a real- and a
-    shuffled-label two-layer ensemble per condition for Fig. 10."""
+    """The rate search, then two one-layer linear and two non-linear ensembles per condition
+    for LOC (Figs. 7a, 7b) and a real- and a shuffled-label two-layer ensemble per condition
+    for Fig. 10."""
     base = member_base(context)
     chosen = _search_rates(base, run, context)
     run.save_array("rates", **chosen)
     seed = 4 * context.seed
     ensembles = {}
     for condition in CONDITIONS:
-        for k in range(2):
-            ensembles[f"loc_{condition}_{k}"] = _setup(
-                base, "loc", condition, lr=float(chosen[f"loc_{condition}_chosen"]),
-                seed=seed + k, record_correct=True)  # fmt: skip
+        for setup in LOC_SETUPS:
+            for k in range(2):
+                ensembles[f"{setup}_{condition}_{k}"] = _setup(
+                    base, setup, condition, lr=float(chosen[f"{setup}_{condition}_chosen"]),
+                    seed=seed + k, record_correct=True)  # fmt: skip
         for kind in ("real", "shuffled"):
             ensembles[f"labels_{condition}_{kind}"] = _setup(
                 base, "labels", condition, lr=float(chosen[f"labels_{condition}_chosen"]),
@@ -177,7 +203,10 @@ def run_loc(run: Run, context: RunContext) -> None:
         found = run_ensembles(linear_sgd_member, ensembles, run, context)
     labels = {f"{condition}_{kind}": _curves(found[f"labels_{condition}_{kind}"])
               for condition in CONDITIONS for kind in ("real", "shuffled")}  # fmt: skip
-    run.save_array("loc", **_learning_order(found, run))
+    loc = {}
+    for setup in LOC_SETUPS:
+        loc |= _learning_order(found, run, setup)
+    run.save_array("loc", **loc)
     run.save_array("labels", **{f"{k}_{key}": v for k, d in labels.items() for key, v in d.items()})
     run.flush()
 
@@ -194,31 +223,35 @@ def _curves(results: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     return curves if evaluated is None else {**curves, "eval": evaluated}
 
 
-def _learning_order(found: dict[str, list[dict[str, Any]]], run: Run) -> dict[str, Any]:
-    """Accessibility over the learning phase and the LOC correlations of each condition."""
+def _learning_order(
+    found: dict[str, list[dict[str, Any]]], run: Run, setup: str = "loc"
+) -> dict[str, Any]:
+    """Accessibility over the learning phase and the LOC correlations of each condition for
+    the ensembles of ``setup`` (keys prefixed by :data:`LOC_SETUPS`)."""
+    prefix = LOC_SETUPS[setup]
     correct, test_correct, curves = {}, {}, {}
     for condition in CONDITIONS:
         for k in range(2):
-            results = found[f"loc_{condition}_{k}"]
+            results = found[f"{setup}_{condition}_{k}"]
             correct[condition, k] = np.stack([r["correct"] for r in results])  # (N, S, n)
             test_correct[condition, k] = stacked(results, "test_correct")  # (N, S, n_test)
             curves[condition, k] = np.stack([r["train_accuracy"] for r in results]).mean(0)
     level = PHASE * min(float(curve[-1]) for curve in curves.values())
-    first = found[f"loc_{CONDITIONS[0]}_0"][0]
-    arrays: dict[str, Any] = {"level": np.float64(level),
+    first = found[f"{setup}_{CONDITIONS[0]}_0"][0]
+    arrays: dict[str, Any] = {f"{prefix}level": np.float64(level),
                               "steps_per_epoch": np.int64(first["steps_per_epoch"])}  # fmt: skip
     for condition in CONDITIONS:
         window = np.all([curves[condition, k] < level for k in range(2)], axis=0)
         window[0] = False  # step 0: the untrained networks
         if window.sum() < 2:
-            raise ValueError(f"{condition}: fewer than 2 checkpoints in the learning phase; "
-                             "give more checkpoints")  # fmt: skip
-        steps = found[f"loc_{condition}_0"][0]["steps"]
+            raise ValueError(f"{setup}, {condition}: fewer than 2 checkpoints in the learning "
+                             "phase; give more checkpoints")  # fmt: skip
+        steps = found[f"{setup}_{condition}_0"][0]["steps"]
         weights = checkpoint_weights(steps, steps[-1] + 1)  # the last: the final step only
         access = np.stack([accessibility(correct[condition, k][:, window], weights[window])
                            for k in range(2)])  # fmt: skip
         if all(test_correct[condition, k] is not None for k in range(2)):
-            arrays[f"test_accessibility_{condition}"] = np.stack(
+            arrays[f"{prefix}test_accessibility_{condition}"] = np.stack(
                 [accessibility(test_correct[condition, k][:, window], weights[window])
                  for k in range(2)])  # fmt: skip
         every = loc_correlation(access[0], access[1])
@@ -227,21 +260,24 @@ def _learning_order(found: dict[str, list[dict[str, Any]]], run: Run) -> dict[st
         # the two ensembles biases the subset's correlation down (metrics.pc_bias).
         by_mean = loc_correlation(access[0], access[1], FASTEST, rank_by="mean")
         arrays |= {
-            f"accessibility_{condition}": access,
-            f"window_{condition}": window,
-            f"steps_{condition}": steps,
-            f"weights_{condition}": weights,
-            f"accuracy_{condition}": np.stack([curves[condition, k] for k in range(2)]),
-            f"pearson_{condition}": np.float64(every.pearson),
-            f"spearman_{condition}": np.float64(every.spearman),
-            f"pearson_{condition}_fastest": np.float64(fastest.pearson),
-            f"spearman_{condition}_fastest": np.float64(fastest.spearman),
-            f"pearson_{condition}_fastest_mean_rank": np.float64(by_mean.pearson),
+            f"{prefix}{key}": value
+            for key, value in {
+                f"accessibility_{condition}": access,
+                f"window_{condition}": window,
+                f"steps_{condition}": steps,
+                f"weights_{condition}": weights,
+                f"accuracy_{condition}": np.stack([curves[condition, k] for k in range(2)]),
+                f"pearson_{condition}": np.float64(every.pearson),
+                f"spearman_{condition}": np.float64(every.spearman),
+                f"pearson_{condition}_fastest": np.float64(fastest.pearson),
+                f"spearman_{condition}_fastest": np.float64(fastest.spearman),
+                f"pearson_{condition}_fastest_mean_rank": np.float64(by_mean.pearson),
+            }.items()
         }
         run.log_dict(0, {"loc_pearson": every.pearson, "loc_spearman": every.spearman,
                          "loc_pearson_fastest": fastest.pearson,
                          "loc_spearman_fastest": fastest.spearman},
-                     split="loc", layer=condition)  # fmt: skip
+                     split="loc", layer=f"{prefix}{condition}")  # fmt: skip
     return arrays
 
 
@@ -255,12 +291,13 @@ def loc_dry_run(
     inputs = read_dataset(_spec(base, "whitened"), base["data_dir"], seed)
     q, k = inputs.x.shape[1], inputs.n_classes
     built = {setup: [q, *_hidden(base, setup), k] for setup in SETUPS}
-    nets = [DeepLinear(w, init=str(config["init"]), dropout=float(config["dropout"]))
-            for w in built.values()]  # fmt: skip
+    nets = [(DeepReLU if setup == "nonlinear" else DeepLinear)(
+                w, init=str(config["init"]), dropout=float(config["dropout"]))
+            for setup, w in built.items()]  # fmt: skip
     marks, per_epoch = sgd_checkpoints(base, len(inputs.y))
     return {"dataset": config["datasets"]["main"]["name"], "n_train": int(inputs.x.shape[0]),
             "n_test": int(inputs.x_test.shape[0]), "widths": built["loc"],
-            "widths_labels": built["labels"],
+            "widths_labels": built["labels"], "widths_nonlinear": built["nonlinear"],
             "parameters": [sum(p.numel() for p in net.parameters()) for net in nets],
             "members": int(config["members"]), "epochs": int(config["epochs"]),
             "steps": int(marks[-1]), "steps_per_epoch": per_epoch,
@@ -271,8 +308,8 @@ def loc_dry_run(
 # claims
 
 
-def _loc(results: RunResults, condition: str, fastest: bool = False) -> float:
-    key = f"pearson_{condition}" + ("_fastest" if fastest else "")
+def _loc(results: RunResults, condition: str, fastest: bool = False, prefix: str = "") -> float:
+    key = f"{prefix}pearson_{condition}" + ("_fastest" if fastest else "")
     value = float(results.array("loc", key))
     if not np.isfinite(value):
         raise NotEvaluable(f"the LOC correlation {key} is undefined (constant accessibility)")
@@ -306,6 +343,37 @@ def _fastest_drops_more(results: RunResults):
     values = {"natural_fastest": nat, "whitened_fastest": white, "drop_fastest": drop,
               "drop_all": drop_all}  # fmt: skip
     return verdict(drop > drop_all, values, None, detail)
+
+
+def _nonlinear_drops_less(results: RunResults):
+    linear = _loc(results, "natural") - _loc(results, "whitened")
+    nat, white = (_loc(results, c, prefix="nonlinear_") for c in CONDITIONS)
+    if linear <= 0:
+        raise NotEvaluable(f"the linear nets' LOC does not drop ({linear:.3g}): nothing to be "
+                           "less than")  # fmt: skip
+    ratio = (nat - white) / linear
+    detail = (
+        f"Pearson LOC drop natural − whitened: non-linear nets {nat:.3g} − {white:.3g} = "
+        f"{nat - white:.3g}, linear nets {linear:.3g}; ratio {ratio:.3g} (<= {MUCH_LESS:g})"
+    )
+    values = {"nonlinear_natural": nat, "nonlinear_whitened": white,
+              "nonlinear_drop": nat - white, "linear_drop": linear, "ratio": ratio}  # fmt: skip
+    return verdict(ratio <= MUCH_LESS, values, MUCH_LESS, detail)
+
+
+def _nonlinear_fastest_halved(results: RunResults):
+    nat_all, white_all = (_loc(results, c, prefix="nonlinear_") for c in CONDITIONS)
+    nat, white = (_loc(results, c, True, prefix="nonlinear_") for c in CONDITIONS)
+    drop, drop_all = nat - white, nat_all - white_all
+    halved = nat > 0 and white <= HALVED * nat
+    detail = (
+        f"non-linear nets, fastest {FASTEST:.0%}: Pearson LOC natural {nat:.3g}, whitened "
+        f"{white:.3g}, drop {drop:.3g} (all examples: drop {drop_all:.3g}); drop larger than on "
+        f"all examples and whitened <= {HALVED:g} x natural?"
+    )
+    values = {"natural_fastest": nat, "whitened_fastest": white, "drop_fastest": drop,
+              "drop_all": drop_all}  # fmt: skip
+    return verdict(drop > drop_all and halved, values, HALVED, detail)
 
 
 def _converged(results: RunResults, key: str) -> float:
@@ -359,6 +427,24 @@ LOC_CLAIMS: list[Claim] = [
         "drop of the Pearson LOC on the fastest 20% (ranked by the first ensemble's "
         "accessibility) > drop on all examples",
         _fastest_drops_more,
+    ),
+    Claim(
+        "nonlinear-whitening-drops-loc-less",
+        "Fig. 7b: for non-linear networks the elimination of the PC-bias by whitening affects "
+        "the LOC much less than for linear ones.",
+        "002 §4.3, Fig. 7b",
+        f"Pearson LOC drop (natural − whitened, all examples) of the ReLU nets <= {MUCH_LESS:g} "
+        "x that of the one-layer linear nets",
+        _nonlinear_drops_less,
+    ),
+    Claim(
+        "nonlinear-whitening-halves-loc-fastest",
+        "Fig. 7b: at the beginning of learning the drop is much larger for non-linear "
+        "networks too, and very significant (half).",
+        "002 §4.3, Fig. 7b",
+        f"ReLU nets, fastest 20% (ranked by the first ensemble): drop > drop on all examples, "
+        f"and whitened LOC <= {HALVED:g} x natural",
+        _nonlinear_fastest_halved,
     ),
     Claim(
         "shuffled-labels-slower",

@@ -23,6 +23,11 @@ is
 fresh permutation of the training set (:func:`minibatches`); the network is scored in
 evaluation mode (no dropout) at log-spaced steps.
 
+``activation="relu"`` trains the non-linear counterpart instead
+(:class:`~collapselab.models.DeepReLU`: the same layers, init and dropout with a ReLU after
+every hidden layer), the analogue of Fig. 7b's non-linear nets with everything else held
+fixed.
+
 Unlike the exact full-batch GD of :mod:`~collapselab.experiments.pcb.training`, none of this
 follows the closed form (Eq. 10) exactly (note 002 §7 item 10): it serves the experiments
 whose claims are empirical (Figs. 7a and 10), not the closed-form comparisons.
@@ -37,12 +42,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from collapselab.checks import check_choice
 from collapselab.experiments.pcb._common import log_steps, read_dataset
 from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
 from collapselab.experiments.pcb.training import sgd_step
-from collapselab.models import DeepLinear
+from collapselab.models import DeepLinear, DeepReLU
 
-__all__ = ["linear_sgd_member", "minibatches", "select_rate", "sgd_checkpoints"]
+__all__ = ["ACTIVATIONS", "linear_sgd_member", "minibatches", "select_rate", "sgd_checkpoints"]
+
+ACTIVATIONS = ("none", "relu")
+"""The members' ``activation``: the linear net, or its ReLU counterpart."""
 
 
 def minibatches(n: int, batch_size: int, order: torch.Generator) -> Iterator[torch.Tensor]:
@@ -59,7 +68,7 @@ def sgd_checkpoints(config: dict[str, Any], n: int) -> tuple[np.ndarray, int]:
     return log_steps(int(config["epochs"]) * per_epoch, int(config["checkpoints"])), per_epoch
 
 
-def _score(net: DeepLinear, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, float]:
+def _score(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, float]:
     with torch.no_grad():
         logits = net(x)
         loss = torch.nn.functional.cross_entropy(logits, y)
@@ -68,10 +77,11 @@ def _score(net: DeepLinear, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarra
 
 def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train member ``config["member"]`` (widths ``[q, *hidden, K]``, ``init``, ``dropout``,
-    ``lr``, ``batch_size``, ``epochs``) by SGD; returns, at the checkpoints ``steps``:
-    ``train_accuracy``, ``train_loss`` (mean cross-entropy, evaluation mode),
-    ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)`` and ``test_correct``
-    ``(S, n_test)``, which training and test examples the network classifies correctly;
+    ``lr``, ``batch_size``, ``epochs``; ``activation`` ``"none"`` or ``"relu"``) by SGD;
+    returns, at the checkpoints ``steps``: ``train_accuracy``, ``train_loss`` (mean
+    cross-entropy, evaluation mode), ``test_accuracy``; with ``record_correct``
+    ``correct`` ``(S, n)`` and ``test_correct`` ``(S, n_test)``, which training and test
+    examples the network classifies correctly;
     with ``eval_transforms`` (:mod:`~collapselab.experiments.pcb.evaluation`)
     ``eval_accuracy`` ``(S, len)``, the test accuracies on the transformed copies; and
     ``test_error``, one minus the last test accuracy (the validation error of the rate
@@ -90,7 +100,9 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
     torch.manual_seed(2 * seed)
     widths = [x.shape[1], *[int(w) for w in config.get("hidden", [])], data.n_classes]
-    net = DeepLinear(widths, init=str(config["init"]), dropout=float(config["dropout"]))
+    activation = check_choice("activation", config.get("activation", "none"), ACTIVATIONS)
+    network = DeepReLU if activation == "relu" else DeepLinear
+    net = network(widths, init=str(config["init"]), dropout=float(config["dropout"]))
     optimiser = torch.optim.SGD(net.parameters(), lr=float(config["lr"]))
     order = torch.Generator().manual_seed(2 * seed + 1)
     batches = minibatches(len(y), int(config["batch_size"]), order)

@@ -274,6 +274,14 @@ def _linear_chain(model: nn.Module) -> tuple[list[str], list[np.ndarray]]:
     with_bias = [n for n, m in linears if m.bias is not None]
     if with_bias:
         raise ValueError(f"the pcbias family needs bias-free linear layers; {with_bias} have one")
+    # an activation between the layers (DeepReLU) leaves the parameters a linear chain's
+    activations = [n for n, m in model.named_modules()
+                   if type(m).__module__ == nn.modules.activation.__name__]  # fmt: skip
+    if activations:
+        raise ValueError(
+            f"the pcbias family needs a deep linear network; {activations} are activations "
+            "(read a non-linear net's linearisation with models.compact_representation)"
+        )
     n_linear = sum(m.weight.numel() for _, m in linears)
     if sum(p.numel() for p in model.parameters()) != n_linear:
         raise ValueError(
