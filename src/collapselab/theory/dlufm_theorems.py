@@ -589,12 +589,8 @@ def _verify_hessian(
 ) -> None:
     """Theorem 4.1, and the Kronecker formula against the data formula."""
     hess = layer_hessian(model, p, ell, method="data", order=order)
-    values = descending_eigh(hess)[0]
     pred = predict_hessian(model, ell, point=p, order=order)
-    k = model.n_classes
-    out.add_count("4.1", "rank", ell, _rank(values, rtol), pred.rank)
-    out.add("4.1", "eigenvalues", ell, values[: k * k], pred.eigenvalues)
-    out.add("4.1", "eigenvectors v_kk'", ell, pred.eigenvector_residual(hess), 0.0)
+    values = _check_spectrum(out, "4.1", ell, pred, hess, rtol, vectors="eigenvectors v_kk'")
     kron = layer_hessian(model, p, ell, method="kronecker", order=order)
     out.add("4.1", "Kronecker = data formula", ell, np.abs(kron - hess).max() / values[0], 0.0)
 
@@ -672,11 +668,8 @@ def _verify_weights(
 ) -> None:
     """Theorem 4.4 (the balancedness residuals are checked once, in :func:`verify_dlufm`)."""
     pred = predict_weights(model, ell, point=p)
-    values = weight_spectra(p)[ell - 1]
-    out.add_count("4.4", "rank", ell, _rank(values, rtol), pred.rank)
-    out.add("4.4", "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
     gram = p.W[ell - 1] @ p.W[ell - 1].T
-    out.add("4.4", "eigenvectors", ell, pred.eigenvector_residual(gram), 0.0)
+    _check_spectrum(out, "4.4", ell, pred, gram, rtol, values=weight_spectra(p)[ell - 1])
 
 
 def _verify_covariance(
@@ -709,11 +702,7 @@ def _verify_extended_errors(
 ) -> None:
     """Theorem E.2."""
     pred = predict_extended_errors(model, ell, point=p)
-    matrix = extended_error_moment(model, p, ell)
-    values = descending_eigh(matrix)[0]
-    out.add_count("E.2", "rank", ell, _rank(values, rtol), pred.rank)
-    out.add("E.2", "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
-    out.add("E.2", "eigenvectors", ell, pred.eigenvector_residual(matrix), 0.0)
+    _check_spectrum(out, "E.2", ell, pred, extended_error_moment(model, p, ell), rtol)
 
 
 def _verify_features(
@@ -721,8 +710,24 @@ def _verify_features(
 ) -> None:
     """Theorem E.3 at ``l = 1..L+1``."""
     pred = predict_features(model, ell, point=p)
-    matrix = feature_gram(model, p, ell)
-    values = descending_eigh(matrix)[0]
-    out.add_count("E.3", "rank", ell, _rank(values, rtol), pred.rank)
-    out.add("E.3", "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
-    out.add("E.3", "eigenvectors", ell, pred.eigenvector_residual(matrix), 0.0)
+    _check_spectrum(out, "E.3", ell, pred, feature_gram(model, p, ell), rtol)
+
+
+def _check_spectrum(
+    out: DLUFMVerification,
+    theorem: str,
+    ell: int,
+    pred: SpectrumPrediction,
+    matrix: np.ndarray,
+    rtol: float,
+    *,
+    values: np.ndarray | None = None,
+    vectors: str = "eigenvectors",
+) -> np.ndarray:
+    """The rank, the top eigenvalues and the eigenvectors of ``matrix`` against ``pred``
+    (``values``: its descending spectrum when already known); returns that spectrum."""
+    values = descending_eigh(matrix)[0] if values is None else values
+    out.add_count(theorem, "rank", ell, _rank(values, rtol), pred.rank)
+    out.add(theorem, "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
+    out.add(theorem, vectors, ell, pred.eigenvector_residual(matrix), 0.0)
+    return values
