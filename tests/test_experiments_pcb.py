@@ -4,6 +4,7 @@ the stored numbers against independent recomputation."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -690,3 +691,102 @@ def test_linearised_matrix_equals_the_former_twin_formula_bit_for_bit():
     former = (out[:-1] - out[-1:]).double().numpy().T
     np.testing.assert_array_equal(linearised_matrix(net), former)
     assert net.training and np.abs(former).max() > 0
+
+
+def _loc_fixture(**pearson: float):
+    from collapselab.experiments.claims import RunResults
+
+    return RunResults(
+        pd.DataFrame(), arrays={"loc": {k: np.float64(v) for k, v in pearson.items()}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "less", "halved"),
+    [  # dyadic values: the differences and ratios are exact in float64
+        # linear drop 0.5; ReLU drop 0.125 (ratio 0.25); fastest 0.5 -> 0.1875 (drop 0.3125)
+        (
+            {
+                "natural": 0.875,
+                "whitened": 0.375,
+                "nl_natural": 0.9375,
+                "nl_whitened": 0.8125,
+                "nl_natural_f": 0.5,
+                "nl_whitened_f": 0.1875,
+            },
+            ("holds", 0.25),
+            "holds",
+        ),
+        # ratio exactly 0.5 holds; fastest 0.5 -> 0.3125: drop 0.1875 < 0.25, not halved
+        (
+            {
+                "natural": 0.875,
+                "whitened": 0.375,
+                "nl_natural": 0.875,
+                "nl_whitened": 0.625,
+                "nl_natural_f": 0.5,
+                "nl_whitened_f": 0.3125,
+            },
+            ("holds", 0.5),
+            "does not hold",
+        ),
+        # ReLU drop 0.375 (ratio 0.75); fastest drop 0.25 < 0.375 on all examples
+        (
+            {
+                "natural": 0.875,
+                "whitened": 0.375,
+                "nl_natural": 0.875,
+                "nl_whitened": 0.5,
+                "nl_natural_f": 0.5,
+                "nl_whitened_f": 0.25,
+            },
+            ("does not hold", 0.75),
+            "does not hold",
+        ),
+        # the linear LOC rises under whitening: "much less" than no drop is not evaluable
+        (
+            {
+                "natural": 0.5,
+                "whitened": 0.625,
+                "nl_natural": 0.875,
+                "nl_whitened": 0.75,
+                "nl_natural_f": 0.5,
+                "nl_whitened_f": 0.125,
+            },
+            ("not evaluable", None),
+            "holds",
+        ),
+    ],
+)
+def test_fig7b_claims_on_fixed_numbers(values, less, halved):
+    """The two Fig. 7b claims on hand-set LOC values: the verdicts and the ratio as
+    computed by hand (0.5 bounds both, inclusive)."""
+    from collapselab.experiments.claims import evaluate_claim
+    from collapselab.experiments.pcb.learning_order import LOC_CLAIMS
+
+    results = _loc_fixture(
+        pearson_natural=values["natural"], pearson_whitened=values["whitened"],
+        nonlinear_pearson_natural=values["nl_natural"],
+        nonlinear_pearson_whitened=values["nl_whitened"],
+        nonlinear_pearson_natural_fastest=values["nl_natural_f"],
+        nonlinear_pearson_whitened_fastest=values["nl_whitened_f"],
+    )  # fmt: skip
+    claims = {c.name: c for c in LOC_CLAIMS}
+    got = evaluate_claim(claims["nonlinear-whitening-drops-loc-less"], results)
+    assert got.verdict == less[0]
+    if less[1] is not None:
+        assert got.values["ratio"] == pytest.approx(less[1], abs=1e-12)
+    assert (
+        evaluate_claim(claims["nonlinear-whitening-halves-loc-fastest"], results).verdict == halved
+    )
+
+
+def test_fig7b_claims_are_not_evaluable_on_a_run_from_before_fig7b():
+    from collapselab.experiments.claims import evaluate_claim
+    from collapselab.experiments.pcb.learning_order import LOC_CLAIMS
+
+    results = _loc_fixture(pearson_natural=0.9, pearson_whitened=0.5)
+    for claim in LOC_CLAIMS:
+        if claim.name.startswith("nonlinear-"):
+            got = evaluate_claim(claim, results)
+            assert got.verdict == "not evaluable" and "nonlinear_pearson" in got.detail
