@@ -423,3 +423,34 @@ def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     assert "dlufm-mlp (preset paper)" in text and "input dim: 784" in text
     assert "curvature-mlp-ce: no preset paper" in text
     assert "nothing was trained" in text
+
+
+def test_mlp_claims_report_the_premise_of_each_layer_from_its_input_features(runs):
+    """Every per-layer claim of dlufm-mlp ends with DNC1 of each analysed layer's input
+    features; it equals Tr(Σ_W Σ_B⁺)/K of the trained MLP's own hidden features (the
+    library's convention: ddof 0, class-balanced), computed here by loops over the samples."""
+    run = runs["dlufm-mlp"]
+    config = run.config
+    data = load_images(config, None, 0)
+    seed_everything(0)
+    model = MLP(64, 10, width=config["width"], depth=config["depth"], bias=False)
+    model.load_state_dict(Run.open(run.path).latest_checkpoint().load()["model"])
+    x, y = data.train.x.double(), data.train.y.numpy()
+    inputs = [x]  # h^(1) = x, h^(l+1) = relu(W_l h^(l))
+    for block in model.layers:
+        inputs.append(torch.relu(inputs[-1] @ block.linear.weight.detach().double().T))
+    detail = stored_claims(run)["mlp-hessian-k2-outliers"]["detail"]
+    for ell in run.config["layers"]:
+        h = inputs[ell - 1].numpy()
+        classes = sorted(set(y.tolist()))
+        means = [h[y == c].mean(axis=0) for c in classes]
+        grand = np.mean(means, axis=0)
+        within = sum(np.outer(v - means[c], v - means[c]) for c in classes for v in h[y == c])
+        between = sum(np.outer(m - grand, m - grand) for m in means) / len(classes)
+        dnc1 = np.trace(within / len(h) @ np.linalg.pinv(between, rcond=1e-10)) / len(classes)
+        stored = float(run.load_array(f"mlp_final_layer{ell}")["dnc1"][ell - 1])
+        assert stored == pytest.approx(dnc1, rel=1e-6)
+        assert f"W_{ell} {stored:.3g} (" in detail
+    for name in ("mlp-kronecker-eigenvectors-align", "mlp-gradient-in-top-space",
+                 "mlp-papyan-knockouts"):  # fmt: skip
+        assert stored_claims(run)[name]["detail"].endswith(detail[detail.index(" [the premise") :])

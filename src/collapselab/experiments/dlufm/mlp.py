@@ -284,9 +284,25 @@ def _per_layer(key: str, measure: Any, ok: Any, text: str, bound: float) -> Any:
             values |= {f"W{ell}_final": final, f"W{ell}_init": start}
             parts.append(f"W_{ell}: {start:.4g} at initialisation -> {final:.4g} trained")
         holds = all(ok(values[f"W{ell}_final"], k) for ell in layers)
-        return holds, values, bound, f"{text}: " + "; ".join(parts)
+        return holds, values, bound, f"{text}: " + "; ".join(parts) + _premise(results)
 
     return check
+
+
+def _premise(results: RunResults) -> str:
+    """How far the trained network is from the theory's premise at each analysed layer:
+    DNC1 of the layer's input features ``h^(l)`` and the orthogonal-frame distance of their
+    class means (both 0 at a deep UFM's optimum), reported beside every per-layer claim."""
+    layers, _ = _layers(results)
+    parts = []
+    for ell in layers:
+        dnc1 = float(results.array(f"mlp_final_layer{ell}", "dnc1")[ell - 1])
+        frame = float(results.array(f"mlp_final_layer{ell}", "orthogonal_frame")[ell - 1])
+        parts.append(f"W_{ell} {dnc1:.3g} ({frame:.3g})")
+    return (
+        " [the premise, 0 at the optimum: DNC1 of each layer's trained input (orthogonal-frame "
+        "distance of its class means): " + ", ".join(parts) + "]"
+    )
 
 
 def _knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None, str]:
@@ -303,7 +319,7 @@ def _knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None, st
         parts.append(f"W_{ell}: " + ", ".join(f"{p} {v}" for p, v in counts.items()))
     detail = (
         f"outliers above the bulk of G and G minus each part (none, within, cross, class; theory "
-        f"{k * k}, {k * k}, {k}, {k * (k - 1)}): " + "; ".join(parts)
+        f"{k * k}, {k * k}, {k}, {k * (k - 1)}): " + "; ".join(parts) + _premise(results)
     )
     return ok, values, None, detail
 
