@@ -66,6 +66,15 @@ def test_tiny_runs_end_to_end_with_figures_spectra_and_claims(runs, experiment_i
     assert tpt["final_epoch"] == 3
     assert tpt["nc1_final"] == float(nc1[nc1["epoch"] == 3]["value"].iloc[-1])
     assert run.manifest["terminal_phase"] == tpt["summary"]
+    # every verdict's detail ends with the premise read from that record: NC1 of the
+    # classifier's input at the last measurement and whether the terminal phase was reached
+    phase = "reached" if tpt["reached"] else "not reached"
+    premise = (
+        f" [the premise, collapse: NC1 of {tpt['nc1_layer']!r} (the classifier's input) "
+        f"{tpt['nc1_final']:.3g} at epoch 3, 0 at collapse; terminal phase {phase}]"
+    )
+    for entry in claims["claims"]:
+        assert entry["detail"].endswith(premise) == (entry["name"] not in scoped), entry
 
 
 def test_figures_are_redrawn_from_the_stored_results(runs):

@@ -16,6 +16,8 @@ cross-entropy counterpart (docs/curvature.md, "The claims as worded, with cross-
 
 from __future__ import annotations
 
+import dataclasses
+
 from collapselab.experiments.claims import (
     DOES_NOT_HOLD,
     HOLDS,
@@ -146,6 +148,31 @@ def _within_shrinks(results: RunResults) -> ClaimResult:
     )
 
 
+def _premise(results: RunResults) -> str:
+    """How collapsed the network is, the theory's premise: NC1 of the classifier's input at
+    the last measurement and whether the terminal phase was reached (the run's
+    :mod:`~collapselab.experiments.curvature.terminal` record; empty when absent)."""
+    tpt = (results.manifest.get("curvature") or {}).get("terminal_phase") or {}
+    if not {"nc1_layer", "nc1_final", "final_epoch", "reached"} <= set(tpt):
+        return ""
+    phase = "reached" if tpt["reached"] else "not reached"
+    return (
+        f" [the premise, collapse: NC1 of {tpt['nc1_layer']!r} (the classifier's input) "
+        f"{tpt['nc1_final']:.3g} at epoch {tpt['final_epoch']}, 0 at collapse; terminal "
+        f"phase {phase}]"
+    )
+
+
+def _reported(evaluate):
+    """``evaluate`` with :func:`_premise` appended to its detail."""
+
+    def with_premise(results: RunResults) -> ClaimResult:
+        result = evaluate(results)
+        return dataclasses.replace(result, detail=result.detail + _premise(results))
+
+    return with_premise
+
+
 CLAIMS = [
     Claim(
         "hessian-k2-outliers",
@@ -153,28 +180,28 @@ CLAIMS = [
         "adjacent class means",
         "004 Thm 4.1, Fig. 3",
         "outlier count of the classifier layer's Hessian at the final epoch within K of K²",
-        _count_claim("hessian_outliers", "K^2", "K", -1),
+        _reported(_count_claim("hessian_outliers", "K^2", "K", -1)),
     ),
     Claim(
         "class-part-k-outliers",
         "Knocking the cross-class part out of G leaves the K class outliers",
         "004 Thm 4.2, Figs 5-6; Papyan 2020",
         "outliers of G - G_cross (classifier layer, final epoch) within 1 of K",
-        _count_claim("ggn_outliers_without_cross", "K", "1", -1),
+        _reported(_count_claim("ggn_outliers_without_cross", "K", "1", -1)),
     ),
     Claim(
         "cross-part-k2-outliers",
         "Knocking the class part out of G leaves the K(K-1) cross-class outliers",
         "004 Thm 4.2, Figs 5-6; Papyan 2020",
         "outliers of G - G_class (classifier layer, final epoch) within K of K(K-1)",
-        _count_claim("ggn_outliers_without_class", "K(K-1)", "K", -1),
+        _reported(_count_claim("ggn_outliers_without_class", "K(K-1)", "K", -1)),
     ),
     Claim(
         "ggn-k2-outliers",
         "G has K + K(K-1) = K² outliers (the class part plus the cross-class mini-bulk)",
         "004 §1, Thm 4.1; Papyan 2020",
         "outliers of G (weight layer before the classifier, final epoch) within K of K²",
-        _count_claim("ggn_outliers", "K^2", "K", -2),
+        _reported(_count_claim("ggn_outliers", "K^2", "K", -2)),
     ),
     Claim(
         "within-part-shrinks",
@@ -182,16 +209,18 @@ CLAIMS = [
         "004 Thm 4.2(a)",
         f"λ1(G_within)/λ1(G) of the classifier layer falls to <= {WITHIN_RATIO_DROP} x its "
         "first value",
-        _within_shrinks,
+        _reported(_within_shrinks),
     ),
     Claim(
         "class-cross-orthogonal",
         "The images of G_class and G_cross are orthogonal (MSE; not evaluated with CE)",
         "004 Thm 4.2",
         f"largest cosine between the images (classifier layer, final) <= {OVERLAP}",
-        _mse_only(
-            "class-cross-orthogonal",
-            _value_claim("papyan_class_cross_overlap", -1, OVERLAP, above=False),
+        _reported(
+            _mse_only(
+                "class-cross-orthogonal",
+                _value_claim("papyan_class_cross_overlap", -1, OVERLAP, above=False),
+            )
         ),
     ),
     Claim(
@@ -200,7 +229,7 @@ CLAIMS = [
         "K² outliers' for MSE (004), the top K for CE (Gur-Ari et al.)",
         "004 Thm 4.3, App. C, M14; Gur-Ari et al. 2018",
         f"f_top of the weight layer before the classifier at the final epoch >= {F_TOP}",
-        _f_top,
+        _reported(_f_top),
     ),
     Claim(
         "kronecker-eigenvectors",
@@ -208,9 +237,11 @@ CLAIMS = [
         "not evaluated with CE)",
         "004 Thm 4.1, M11",
         f"mean a(v) over the K² vectors (weight layer before the classifier, final) >= {KRONECKER}",
-        _mse_only(
-            "kronecker-eigenvectors",
-            _value_claim("kronecker_alignment_mean", -2, KRONECKER, above=True),
+        _reported(
+            _mse_only(
+                "kronecker-eigenvectors",
+                _value_claim("kronecker_alignment_mean", -2, KRONECKER, above=True),
+            )
         ),
     ),
     Claim(
@@ -218,7 +249,7 @@ CLAIMS = [
         "W Wᵀ of a layer has K outliers (low-rank weights under DNC)",
         "004 Thm 4.4",
         "outliers of eig(W Wᵀ) of the weight layer before the classifier within 1 of K",
-        _count_claim("weight_outliers", "K", "1", -2),
+        _reported(_count_claim("weight_outliers", "K", "1", -2)),
     ),
 ]
 """The claims every curvature experiment evaluates."""
