@@ -11,6 +11,7 @@ from collapselab.data import (
     PAPER_PHI,
     frequency_dataset,
     frequency_function,
+    frequency_partial_sums,
     gaussian_mixture,
     gaussian_mixture_means,
     spectrum_gaussian,
@@ -210,6 +211,22 @@ def test_frequency_function_against_explicit_sum():
     assert isinstance(torch_values, torch.Tensor) and torch_values.dtype == torch.float64
     np.testing.assert_allclose(torch_values.numpy(), expected, rtol=0, atol=1e-12)
     assert frequency_function(0.25, kappa=[1.0], phi=[0.0]) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_frequency_partial_sums_against_explicit_loops():
+    """lambda_j(z) = sum_{i <= j} sin(2 pi kappa_i z + phi_i) by loops, for every j; the
+    last equals the full sum."""
+    z = np.random.default_rng(1).uniform(-1, 1, (4, 5))
+    got = frequency_partial_sums(z)
+    assert got.shape == (4, 5, len(PAPER_KAPPA))
+    for idx in np.ndindex(z.shape):
+        running = 0.0
+        for j, (k, p) in enumerate(zip(PAPER_KAPPA, PAPER_PHI, strict=True)):
+            running += math.sin(2 * math.pi * k * z[idx] + p)
+            assert got[(*idx, j)] == pytest.approx(running, abs=1e-12)
+    np.testing.assert_allclose(got[..., -1], frequency_function(z), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="phi must have the same length as kappa"):
+        frequency_partial_sums(z, kappa=[1.0, 2.0], phi=[0.0])
 
 
 def test_frequency_dataset_labels_follow_the_boundary_exactly():

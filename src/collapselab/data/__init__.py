@@ -4,7 +4,13 @@ from collapselab.data.bundled import digits, mnist1d
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
 from collapselab.data.fourier import fourier_lowpass, lowpass_mask
-from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_dataset, frequency_function
+from collapselab.data.frequency import (
+    PAPER_KAPPA,
+    PAPER_PHI,
+    frequency_dataset,
+    frequency_function,
+    frequency_partial_sums,
+)
 from collapselab.data.pairs import (
     dataset_confused_pair,
     least_squares_confusion,
@@ -66,6 +72,7 @@ __all__ = [
     "fourier_lowpass",
     "frequency_dataset",
     "frequency_function",
+    "frequency_partial_sums",
     "gaussian_mixture",
     "gaussian_mixture_means",
     "least_squares_confusion",

@@ -51,6 +51,20 @@ def frequency_function(
     return np.sin(2.0 * np.pi * za[..., None] * k + p).sum(-1)
 
 
+def frequency_partial_sums(
+    z: np.ndarray | float,
+    kappa: Sequence[float] = PAPER_KAPPA,
+    phi: Sequence[float] = PAPER_PHI,
+) -> np.ndarray:
+    r"""The partial sums ``lambda_j(z) = sum_{i <= j} sin(2 pi kappa_i z + phi_i)``,
+    ``j = 1..m``, as a float64 array of shape ``z.shape + (m,)`` (the last is
+    :func:`frequency_function` up to rounding): the classifiers with ``j`` terms of the
+    critical frequency (paper 002 §5.2, Fig. 16)."""
+    k, p = _terms(kappa, phi)
+    za = np.asarray(z, dtype=np.float64)
+    return np.cumsum(np.sin(2.0 * np.pi * za[..., None] * k + p), axis=-1)
+
+
 def frequency_dataset(
     n_train: int = 10000,
     n_test: int = 1000,

@@ -568,7 +568,7 @@ def critical_frequency(
         x: points ``(n, 2)``; y: labels ``(n,)`` in ``{0, 1}``.
         kappa, phi: the terms (default the paper's, :data:`collapselab.data.frequency.PAPER_KAPPA`).
     """
-    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI
+    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_partial_sums
 
     xa = as_real_array("x", x, ndim=2, layout="(n, 2)", shape=(None, 2))
     ya = as_label_array("y", y, xa.shape[0], 2, source="x")
@@ -578,7 +578,7 @@ def critical_frequency(
         raise ValueError(
             f"kappa and phi must be 1-D of the same non-zero length, got {k.shape} and {p.shape}"
         )
-    partial = np.cumsum(np.sin(2.0 * np.pi * xa[:, :1] * k + p), axis=1)  # (n, m)
+    partial = frequency_partial_sums(xa[:, 0], k, p)  # (n, m)
     correct = (xa[:, 1:2] <= partial) == (ya[:, None] == 1)
     return _critical_index(correct, np.arange(1, k.size + 1), k.size + 1, rule)
 

@@ -32,7 +32,12 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.data import PAPER_KAPPA, PAPER_PHI, frequency_function, load_dataset
+from collapselab.data import (
+    PAPER_KAPPA,
+    frequency_function,
+    frequency_partial_sums,
+    load_dataset,
+)
 from collapselab.data.transforms import Standardize
 from collapselab.experiments.claims import Claim, RunResults
 from collapselab.experiments.pcb._common import run_ensembles, stacked, verdict
@@ -79,8 +84,7 @@ def run_frequency(run: Run, context: RunContext) -> None:
     standard = Standardize().fit(raw.x.double())
     z = np.linspace(-1.0, 1.0, 400)
     curve = standard.apply(torch.from_numpy(np.stack([z, frequency_function(z)], 1))).numpy()
-    partial = np.cumsum(np.sin(2.0 * np.pi * np.multiply.outer(PAPER_KAPPA, z)
-                               + np.asarray(PAPER_PHI)[:, None]), axis=0)  # fmt: skip
+    partial = frequency_partial_sums(z).T  # (m, 400)
     size = int(c["boundary_grid"])
     run.save_array(
         "frequency",
