@@ -33,7 +33,11 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.experiments.claims import Claim, Erratum, RunResults
 from collapselab.experiments.pcb._common import member_base, run_ensembles, verdict
-from collapselab.experiments.pcb.training import data_frame, deep_linear_member
+from collapselab.experiments.pcb.training import (
+    classified_correctly,
+    data_frame,
+    deep_linear_member,
+)
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pc_bias import convergence_epoch
 from collapselab.store import Run
@@ -63,7 +67,7 @@ cross between the same two)."""
 
 def _accuracies(x_pc: np.ndarray, y: np.ndarray, w_pc: np.ndarray) -> np.ndarray:
     """Accuracy ``(N, S)`` of the compact matrices ``w_pc`` ``(S, N, K, q)`` on ``x_pc``."""
-    return np.array([[np.mean((x_pc @ w.T).argmax(1) == y) for w in step] for step in w_pc]).T
+    return np.array([[np.mean(classified_correctly(x_pc, y, w)) for w in step] for step in w_pc]).T
 
 
 def _factor_errors(config: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:

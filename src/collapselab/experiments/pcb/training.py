@@ -36,6 +36,7 @@ from collapselab.theory.pc_bias import (
 )
 
 __all__ = [
+    "classified_correctly",
     "data_frame",
     "deep_linear_member",
     "initial_weights",
@@ -106,8 +107,10 @@ def pc_gd_step(ws: list[np.ndarray], frame: PCFrame, mu: float) -> list[np.ndarr
     return [w - mu * g for w, g in zip(ws, grads, strict=True)]
 
 
-def _accuracy(x_pc: np.ndarray, y: np.ndarray, w_pc: np.ndarray) -> float:
-    return float(np.mean((x_pc @ w_pc.T).argmax(1) == y))
+def classified_correctly(x_pc: np.ndarray, y: np.ndarray, w_pc: np.ndarray) -> np.ndarray:
+    """Which examples ``x_pc`` ``(n, q)`` the compact matrix ``w_pc`` ``(K, q)`` (the same
+    coordinates) classifies as their labels ``y``: ``argmax(W x) = y``, ``(n,)`` booleans."""
+    return (x_pc @ w_pc.T).argmax(1) == y
 
 
 def _linear_map(w: np.ndarray):
@@ -151,15 +154,17 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
         w = compact_matrix(ws)
         if not np.all(np.isfinite(w)):
             raise FloatingPointError(f"gradient descent diverged by step {step} (lr too large)")
+        correct = classified_correctly(x_train, inputs.y, w)
+        test_correct = classified_correctly(x_test, inputs.y_test, w)
         values = {
             "w_pc": w,
             "loss": float(frame.loss(w)),
-            "train_accuracy": _accuracy(x_train, inputs.y, w),
-            "test_accuracy": _accuracy(x_test, inputs.y_test, w),
+            "train_accuracy": float(np.mean(correct)),
+            "test_accuracy": float(np.mean(test_correct)),
         }
         if config.get("record_correct"):
-            values["correct"] = (x_train @ w.T).argmax(1) == inputs.y
-            values["test_correct"] = (x_test @ w.T).argmax(1) == inputs.y_test
+            values["correct"] = correct
+            values["test_correct"] = test_correct
         if extra_test:
             model = _linear_map(frame.unrotate(w))  # input coordinates
             values["eval_accuracy"] = set_accuracies(model, extra_test)
