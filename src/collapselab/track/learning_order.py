@@ -23,7 +23,7 @@ import numpy as np
 
 from collapselab.metrics.pc_bias import accessibility
 from collapselab.store import Run
-from collapselab.track.measurements import measurement_arrays
+from collapselab.track.measurements import ensemble_runs, measurement_arrays
 
 
 def correctness_from_run(
@@ -61,8 +61,7 @@ def accessibility_from_runs(
     docstring). The runs must hold the same measurement steps and the same examples in the
     same order; ``weights`` ``(E,)``: what each measurement stands for
     (:func:`collapselab.metrics.pc_bias.checkpoint_weights`), default equal."""
-    if isinstance(runs, str | os.PathLike | Run) or len(runs) == 0:
-        raise ValueError("runs must be a non-empty list of runs (an ensemble)")
+    runs = ensemble_runs(runs)
     first_steps, first, labels = correctness_from_run(runs[0], split)
     stack = [first]
     for run in runs[1:]:
@@ -70,15 +69,11 @@ def accessibility_from_runs(
         if not np.array_equal(steps, first_steps) or not np.array_equal(other, labels):
             raise ValueError(
                 f"the runs of an ensemble must measure the same steps on the same examples: "
-                f"{_name(run)} has steps {steps.tolist()} and {other.size} examples, the first "
+                f"{run.path} has steps {steps.tolist()} and {other.size} examples, the first "
                 f"run {first_steps.tolist()} and {labels.size}"
             )
         stack.append(correct)
     return accessibility(np.stack(stack), weights)
-
-
-def _name(run: Run | str | os.PathLike[str]) -> str:
-    return str(run.path) if isinstance(run, Run) else str(run)
 
 
 __all__ = ["accessibility_from_runs", "correctness_from_run"]

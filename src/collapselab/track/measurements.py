@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -18,6 +19,14 @@ from collapselab.store import Run
 def array_name(family: str, step: int) -> str:
     """The array-file name of ``family``'s measurement at ``step``."""
     return f"{family}_step{step:08d}"
+
+
+def ensemble_runs(runs: Sequence[Run | str | os.PathLike[str]]) -> list[Run]:
+    """The runs of an ensemble, opened (a :class:`~collapselab.store.Run` or its directory
+    each); a ``ValueError`` unless ``runs`` is a non-empty list of them."""
+    if isinstance(runs, str | os.PathLike | Run) or len(runs) == 0:
+        raise ValueError("runs must be a non-empty list of runs (an ensemble)")
+    return [run if isinstance(run, Run) else Run.open(run) for run in runs]
 
 
 def measurement_arrays(
@@ -31,4 +40,4 @@ def measurement_arrays(
     return sorted(loaded, key=lambda arrays: int(arrays["step"]))
 
 
-__all__ = ["array_name", "measurement_arrays"]
+__all__ = ["array_name", "ensemble_runs", "measurement_arrays"]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from collapselab.store import Run
-from collapselab.track.measurements import measurement_arrays
+from collapselab.track.measurements import ensemble_runs, measurement_arrays
 
 
 def compact_pc_from_runs(
@@ -31,14 +31,12 @@ def compact_pc_from_runs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(steps (E,), compact_pc (E, N, K, q))`` of an ensemble of ``N`` runs tracked with
     the ``pcbias`` family and a frame; every run must hold the same measurement steps."""
-    if isinstance(runs, str | os.PathLike | Run) or len(runs) == 0:
-        raise ValueError("runs must be a non-empty list of runs (an ensemble)")
     per_run, first_steps = [], None
-    for run in runs:
+    for run in ensemble_runs(runs):
         loaded = [a for a in measurement_arrays(run, "pcbias") if "compact_pc" in a]
         if not loaded:
             raise ValueError(
-                f"run {_name(run)} has no pcbias measurement with compact_pc: track it with "
+                f"run {run.path} has no pcbias measurement with compact_pc: track it with "
                 "Monitor(families=[PCBias.from_data(x, labels, K)]) (the distance keys)"
             )
         steps = np.array([int(a["step"]) for a in loaded])
@@ -46,7 +44,7 @@ def compact_pc_from_runs(
             first_steps = steps
         elif not np.array_equal(steps, first_steps):
             raise ValueError(
-                f"the runs of an ensemble must measure the same steps: {_name(run)} has "
+                f"the runs of an ensemble must measure the same steps: {run.path} has "
                 f"{steps.tolist()}, the first run {first_steps.tolist()}"
             )
         per_run.append(np.stack([a["compact_pc"] for a in loaded]))
@@ -54,10 +52,6 @@ def compact_pc_from_runs(
     if len(shapes) != 1:
         raise ValueError(f"the runs' compact matrices differ in shape (K, q): {sorted(shapes)}")
     return first_steps, np.stack(per_run, axis=1)
-
-
-def _name(run: Run | str | os.PathLike[str]) -> str:
-    return str(run.path) if isinstance(run, Run) else str(run)
 
 
 __all__ = ["compact_pc_from_runs"]
