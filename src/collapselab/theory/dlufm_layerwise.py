@@ -68,6 +68,7 @@ __all__ = [
     "dnc_metrics",
     "eigenvector_alignment",
     "extended_error_moment",
+    "feature_class_means",
     "feature_gram",
     "gauss_newton_split",
     "gradient_coefficients",
@@ -135,11 +136,13 @@ class LayerData:
 
     def class_means(self) -> tuple[np.ndarray, np.ndarray]:
         """``(M_l, M_{l+1})``: ``(d_l, K)`` and ``(d_{l+1}, K)`` class means."""
-        k, n = self.model.n_classes, self.model.n_per_class
-        return (
-            self.h.reshape(-1, k, n).mean(axis=2),
-            self.h_next.reshape(-1, k, n).mean(axis=2),
-        )
+        return feature_class_means(self.model, self.h), feature_class_means(self.model, self.h_next)
+
+
+def feature_class_means(model: DeepUFM, features: np.ndarray) -> np.ndarray:
+    """``M = [h̄_1, …, h̄_K]`` ``(d, K)``: the class means of ``(d, N)`` features whose
+    columns are the model's class-major samples (``n`` per class)."""
+    return features.reshape(features.shape[0], model.n_classes, model.n_per_class).mean(axis=2)
 
 
 def _layer(model: DeepUFM, layer: int) -> int:
@@ -806,7 +809,7 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
     p = model.check_point(point)
     out = {key: np.full(model.n_layers + 1, np.nan) for key in DNC_KEYS}
     for i, h in enumerate(model._forward(p)[0]):
-        means = h.reshape(h.shape[0], model.n_classes, model.n_per_class).mean(axis=2)
+        means = feature_class_means(model, h)
         out["mean_norm_sq"][i] = float(np.mean(np.sum(means**2, axis=0)))
         for key, value in _measured(model, h).items():
             out[key][i] = value

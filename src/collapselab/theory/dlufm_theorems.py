@@ -70,6 +70,7 @@ from collapselab.theory.dlufm_layerwise import (
     descending_eigh,
     dnc_metrics,
     extended_error_moment,
+    feature_class_means,
     feature_gram,
     gradient_coefficients,
     gradient_covariance,
@@ -198,8 +199,7 @@ def _layer(model: DeepUFM, layer: int, *, outputs: bool = False) -> int:
 
 def _class_means(model: DeepUFM, point: object, layer: int) -> np.ndarray:
     """``(K, d_l)``: rows ``h̄^{(l)}_k`` of the point's features, ``l = 1..L+1``."""
-    h = model.features(point)[layer - 1]
-    return h.reshape(h.shape[0], model.n_classes, model.n_per_class).mean(axis=2).T
+    return feature_class_means(model, model.features(point)[layer - 1]).T
 
 
 def predict_dnc(model: DeepLinearUFM) -> dict[str, np.ndarray]:
