@@ -239,13 +239,14 @@ STVGG = register(
     Experiment(
         id="pcbias-stvgg",
         paper=PAPER,
-        title="linearised st-VGG: the PC-bias of a non-linear CNN's linear part",
+        title="st-VGG: the PC-bias of a non-linear CNN's linear part, and its accuracy on PC "
+        "projections",
         presets=presets.STVGG,
         **stated_runtimes("pcbias-stvgg"),
         fallbacks={"quick": "quick-bundled"},
         run=run_stvgg,
         figures=list(STVGG_CAPTIONS),
-        figure="Fig. 4d",
+        figure="Figs. 4d, 5a",
         claims=STVGG_CLAIMS,
         draw=draw_stvgg,
         captions=STVGG_CAPTIONS,

@@ -347,21 +347,28 @@ LOC_CAPTIONS = {
 }
 
 
+def _draw_projected(run: Run, epochs: np.ndarray, pcs: np.ndarray, projected: np.ndarray,
+                    title: str, name: str) -> None:  # fmt: skip
+    """Fig. 5: mean ± std over networks of the test accuracy on each top-``P`` projection
+    (``projected`` ``(N, E+1, len(pcs))``) against the epoch."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
+    for j, p in enumerate(pcs):
+        acc = projected[:, :, j]
+        ax.plot(epochs, acc.mean(0), color=f"C{j}", label=f"P = {int(p)}")
+        ax.fill_between(epochs, acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0),
+                        color=f"C{j}", alpha=0.15)  # fmt: skip
+    ax.set(xlabel="epoch", ylabel="test accuracy on the top-P projection", title=title)
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    save_run_figure(run, fig, name)
+
+
 def draw_projections(run: Run) -> None:
     """Fig. 5, Fig. 6a-b and Table 1 from ``projections.npz``; Fig. 1 from
     ``pca_images.npz`` when the run stored it (image data, runs since Fig. 1 was added)."""
     d = run.load_array("projections")
-    fig, ax = plt.subplots(figsize=(6.5, 4.5), constrained_layout=True)
-    for j, p in enumerate(d["pcs"]):
-        acc = d["projected_nonlinear"][:, :, j]
-        ax.plot(d["epochs"], acc.mean(0), color=f"C{j}", label=f"P = {int(p)}")
-        ax.fill_between(d["epochs"], acc.mean(0) - acc.std(0), acc.mean(0) + acc.std(0),
-                        color=f"C{j}", alpha=0.15)  # fmt: skip
-    ax.set(xlabel="epoch", ylabel="test accuracy on the top-P projection",
-           title="Fig. 5: ReLU MLPs evaluated on PC projections")  # fmt: skip
-    ax.legend(fontsize="small")
-    ax.grid(alpha=0.3)
-    save_run_figure(run, fig, "fig5_projections")
+    title = "Fig. 5: ReLU MLPs evaluated on PC projections"
+    _draw_projected(run, d["epochs"], d["pcs"], d["projected_nonlinear"], title, "fig5_projections")
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
     access = d["accessibility_nonlinear"]
@@ -564,10 +571,16 @@ def draw_stvgg(run: Run) -> None:
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3, which="both")
     save_run_figure(run, fig, "fig4d_stvgg")
+    if "projected" in d:  # runs since Fig. 5a on st-VGG
+        _draw_projected(run, d["epochs"], d["pcs"], d["projected"],
+                        "Fig. 5a: st-VGGs evaluated on PC projections", "fig5_stvgg")  # fmt: skip
 
 
 STVGG_CAPTIONS = {
     "fig4d_stvgg": "Fig. 4d analogue: st-VGGs (ReLU, max-pooling) linearised after every epoch "
     "(identity activations, average pooling): across-network std of the compact matrix's PC "
     "column j. The leading PCs move first; the lowest hardly change.",
+    "fig5_stvgg": "Fig. 5a analogue on the paper's architecture: the same st-VGGs scored after "
+    "every epoch on the test set projected onto its top P principal components (fitted on the "
+    "training inputs; mean ± std over networks). Runs from before it lack this figure.",
 }

@@ -291,20 +291,22 @@ networks stay near the line x_2 = 0 and Figs. 8a and 13 do not show)."""
 
 
 _STVGG = {"width_multiplier": 0.25, "lr": 0.1, "batch_size": 50}
+_STVGG_PCS = [1, 10, 100, 784]
+"""Fig. 5a's ``P`` for st-VGG (1, 10, 100, 1000 of the paper's 3072) on 28 x 28 images."""
 
 STVGG: dict[str, dict[str, Any]] = {
     "quick": {**_STVGG, "datasets": {"main": {**_PAIR, "n_train_per_class": 500,
-              "n_test_per_class": 100}}, "epochs": 5, "members": 4},
+              "n_test_per_class": 100}}, "epochs": 5, "members": 4, "pcs": _STVGG_PCS},
     "quick-bundled": {**_STVGG, "datasets": {"main": {"name": "digits", "n_per_class": 120,
                       "test_fraction": 0.25, "flatten": False, "pad": 16}}, "epochs": 5,
-                      "members": 4},
+                      "members": 4, "pcs": [1, 10, 100, 256]},
     "standard": {**_STVGG, "width_multiplier": 0.5, "datasets": {"main": {**_PAIR,
                  "n_train_per_class": 2500, "n_test_per_class": 500}}, "epochs": 20,
-                 "members": 10, "lr": 0.05, "batch_size": 100},
+                 "members": 10, "lr": 0.05, "batch_size": 100, "pcs": _STVGG_PCS},
     "paper": {**_STVGG, "width_multiplier": 1.0, "members": 10, "epochs": 50,
-              "datasets": {"main": _PAIR}},
+              "datasets": {"main": _PAIR}, "pcs": _STVGG_PCS},
     "tiny": {**_STVGG, "width_multiplier": 0.125, "datasets": {"main": _fashion(6, 2, 1)},
-             "epochs": 1, "members": 2},
+             "epochs": 1, "members": 2, "pcs": [1, 784]},
 }  # fmt: skip
 """``pcbias-stvgg`` (Fig. 4d): st-VGG at a quarter width on Fashion-MNIST (28 x 28, one
 channel; ``quick-bundled``: digits zero-padded to 16 x 16). The paper's Fig. 4d trains
@@ -317,4 +319,7 @@ all 6000 per class would cost 2.4 times as much), ``paper`` all of them at full 
 basis images per checkpoint). The grey-image reshaping needs single-channel square inputs,
 so CIFAR is not offered here. ``standard`` trains with the paper's st-VGG optimiser (lr
 0.05, batch 100; note 002 §4): at the quick preset's lr 0.1 and batch 50 one of the ten
-half-width networks diverged (NaN loss, 2026-11-25)."""
+half-width networks diverged (NaN loss, 2026-11-25). Every preset also scores the networks
+after every epoch on the test set projected onto its top ``P`` PCs (``pcs``: Fig. 5a, whose
+networks are st-VGGs; :data:`_STVGG_PCS`, ``[1, 10, 100, 256]`` for the padded 16 x 16
+digits)."""

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, RunResults
+from collapselab.experiments.claims import Claim, ClaimResult, RunResults
 from collapselab.experiments.pcb._common import (
     member_base,
     read_dataset,
@@ -62,7 +62,15 @@ from collapselab.metrics.pc_bias import (
 from collapselab.models import MLP
 from collapselab.store import Run
 
-__all__ = ["KINDS", "PROJECTION_CLAIMS", "projections_dry_run", "run_projections", "sgd_member"]
+__all__ = [
+    "KINDS",
+    "PROJECTION_CLAIMS",
+    "projection_decline",
+    "projection_peaks_first",
+    "projections_dry_run",
+    "run_projections",
+    "sgd_member",
+]
 
 KINDS = ("nonlinear", "linear")
 
@@ -248,7 +256,17 @@ def _curves(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _small_peaks_first(results: RunResults):
-    pcs, mean = _curves(results)
+    return projection_peaks_first(*_curves(results))
+
+
+def _small_declines(results: RunResults):
+    return projection_decline(*_curves(results))
+
+
+def projection_peaks_first(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
+    """Fig. 5's order of the peaks: with ``mean`` ``(E+1, len(pcs))`` the ensemble-mean
+    test accuracy on each top-``P`` projection per epoch (``pcs`` increasing), the smallest
+    ``P`` peaks at an earlier epoch than the largest (first epoch of the maximum)."""
     peaks = mean.argmax(0)
     ok = int(peaks[0]) < int(peaks[-1])
     detail = (
@@ -260,8 +278,10 @@ def _small_peaks_first(results: RunResults):
                    None, detail)  # fmt: skip
 
 
-def _small_declines(results: RunResults):
-    pcs, mean = _curves(results)
+def projection_decline(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
+    """Fig. 5's decline: the largest early-stopping benefit (peak minus final, of ``mean``
+    ``(E+1, len(pcs))``) over the projections with ``P <= 10`` (the smallest ``P`` when
+    there is none) is at least :data:`DECLINE`."""
     small = [j for j, p in enumerate(pcs) if p <= 10]
     if not small:
         small = [0]

@@ -1,5 +1,6 @@
 r"""``pcbias-stvgg``: the PC-bias of a non-linear CNN seen through its linearisation (paper
-002 Fig. 4d, §3.3; note 002 §7 item 11).
+002 Fig. 4d, §3.3; note 002 §7 item 11), and the same networks on top-``P`` projections of
+the test set (Fig. 5a, whose networks are st-VGGs).
 
 An ensemble of st-VGGs (:class:`~collapselab.models.StVGG`, ReLU and max-pooling, scaled
 width) is trained by minibatch SGD on cross-entropy (the paper's optimiser; dropout as in
@@ -12,8 +13,19 @@ training images (``W̃ = W U``) the across-network std per PC
 (:func:`~collapselab.metrics.pc_bias.pc_ensemble_std`) shows which PCs the networks' linear
 parts have moved.
 
+With ``pcs`` in the configuration, every network is also scored after every epoch on the
+test set projected onto its top ``P`` PCs for each ``P``
+(:class:`~collapselab.data.pca.PCAProjection` fitted on the training inputs, reconstructed
+in input space: :mod:`~collapselab.experiments.pcb.evaluation`), Fig. 5a on the paper's own
+architecture (``pcbias-projections`` draws Fig. 5 with ReLU MLPs). Its two claims are
+``pcbias-projections``' Fig. 5 claims with the same thresholds
+(:func:`~collapselab.experiments.pcb.projections.projection_peaks_first`,
+:func:`~collapselab.experiments.pcb.projections.projection_decline`).
+
 Stored: ``arrays/stvgg.npz`` (``epochs``, ``eigenvalues``, ``std`` ``(E+1, q)``,
-``train_accuracy`` ``(N, E+1)``).
+``train_accuracy`` ``(N, E+1)``; with ``pcs``, ``pcs`` and ``projected`` ``(N, E+1,
+len(pcs))``) and rows of split ``projected`` (``layer`` ``P=<p>``: the ensemble-mean
+accuracy per epoch).
 """
 
 from __future__ import annotations
@@ -24,13 +36,19 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, RunResults
+from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
 from collapselab.experiments.pcb._common import (
     member_base,
     one_hot,
     read_dataset,
     run_ensembles,
     verdict,
+)
+from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
+from collapselab.experiments.pcb.projections import (
+    DECLINE,
+    projection_decline,
+    projection_peaks_first,
 )
 from collapselab.experiments.pcb.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
@@ -68,20 +86,35 @@ def linearised_matrix(net: StVGG) -> np.ndarray:
     return matrix.numpy()
 
 
+def _chunked(net: StVGG, side: int):
+    """``net`` as a map from flat ``(n, side²)`` images to logits, in chunks of
+    :data:`SCORE_CHUNK` (the projected test sets are stored flat)."""
+
+    def logits(x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([net(chunk.reshape(-1, 1, side, side)) for chunk in x.split(SCORE_CHUNK)])
+
+    return logits
+
+
 def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
     """Train one st-VGG; ``compact`` ``(E+1, K, q)`` its linearisation after every epoch (in
-    input coordinates) and ``train_accuracy`` ``(E+1,)``."""
+    input coordinates) and ``train_accuracy`` ``(E+1,)``; with ``pcs``, ``projected``
+    ``(E+1, len(pcs))`` its test accuracy on each top-``P`` projection."""
     data = read_dataset(config["datasets"]["main"], config.get("data_dir"),
                         int(config.get("data_seed", 0)))  # fmt: skip
     side = _side(data.x.shape[1])
-    x = torch.from_numpy(data.x).float().reshape(-1, 1, side, side)
+    flat = torch.from_numpy(data.x).float()
+    x = flat.reshape(-1, 1, side, side)
     y = torch.from_numpy(data.y).long()
+    projected_test = transformed_sets([f"pca:{int(p)}" for p in config.get("pcs", [])], flat,
+                                      torch.from_numpy(data.x_test).float(),
+                                      torch.from_numpy(data.y_test).long())  # fmt: skip
     torch.manual_seed(1000 * int(config.get("seed", 0)) + int(config["member"]))
     mult = float(config["width_multiplier"])
     net = StVGG(data.n_classes, 1, input_size=side, width_multiplier=mult)
     optimiser = torch.optim.SGD(net.parameters(), lr=float(config["lr"]))
     order = torch.Generator().manual_seed(int(config["member"]))
-    compact, accuracy = [], []
+    compact, accuracy, projected = [], [], []
 
     def record() -> None:
         net.eval()
@@ -89,13 +122,18 @@ def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
             predicted = torch.cat([net(chunk).argmax(1) for chunk in x.split(SCORE_CHUNK)])
             accuracy.append(float((predicted == y).double().mean()))
         compact.append(linearised_matrix(net))
+        if projected_test:
+            projected.append(set_accuracies(_chunked(net, side), projected_test))
         net.train()
 
     record()
     for _ in range(int(config["epochs"])):
         sgd_epoch(net, x, y, optimiser, int(config["batch_size"]), order)
         record()
-    return {"compact": np.stack(compact), "train_accuracy": np.asarray(accuracy)}
+    out = {"compact": np.stack(compact), "train_accuracy": np.asarray(accuracy)}
+    if projected:
+        out["projected"] = np.asarray(projected)
+    return out
 
 
 def run_stvgg(run: Run, context: RunContext) -> None:
@@ -109,10 +147,20 @@ def run_stvgg(run: Run, context: RunContext) -> None:
     compact = np.stack([r["compact"] for r in results], axis=1)  # (E+1, N, K, q)
     std = pc_ensemble_std(frame.rotate(compact))
     accuracy = np.stack([r["train_accuracy"] for r in results])
-    run.save_array("stvgg", epochs=np.arange(compact.shape[0]), eigenvalues=frame.eigenvalues,
-                   std=std, train_accuracy=accuracy)  # fmt: skip
+    arrays = {"epochs": np.arange(compact.shape[0]), "eigenvalues": frame.eigenvalues,
+              "std": std, "train_accuracy": accuracy}  # fmt: skip
+    if c.get("pcs"):
+        arrays["pcs"] = np.asarray([int(p) for p in c["pcs"]])
+        arrays["projected"] = np.stack([r["projected"] for r in results])
+    run.save_array("stvgg", **arrays)
     for e in range(compact.shape[0]):
         run.log(e, "std_top_pc", float(std[e, 0]), epoch=e, split="stvgg")
+    if "projected" in arrays:
+        mean = arrays["projected"].mean(0)
+        for e in range(compact.shape[0]):
+            for j, p in enumerate(arrays["pcs"]):
+                run.log(e, "test_accuracy", float(mean[e, j]), epoch=e, split="projected",
+                        layer=f"P={int(p)}")  # fmt: skip
     run.flush()
 
 
@@ -134,6 +182,22 @@ def _early_bias(results: RunResults):
     return verdict(rho <= EARLY, {"spearman": rho, "top": top, "bottom": bottom}, EARLY, detail)
 
 
+def _projection_curves(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
+    """``pcs`` and the ensemble-mean projected test accuracy ``(E+1, len(pcs))``."""
+    if "projected" not in results.arrays.get("stvgg", {}):
+        raise NotEvaluable("the run stored no projected accuracies (a run from before Fig. 5a "
+                           "on st-VGG, or a configuration without pcs)")  # fmt: skip
+    return results.array("stvgg", "pcs"), results.array("stvgg", "projected").mean(0)
+
+
+def _stvgg_peaks_first(results: RunResults):
+    return projection_peaks_first(*_projection_curves(results))
+
+
+def _stvgg_declines(results: RunResults):
+    return projection_decline(*_projection_curves(results))
+
+
 STVGG_CLAIMS: list[Claim] = [
     Claim(
         "stvgg-linearised-pc-bias-early",
@@ -142,6 +206,24 @@ STVGG_CLAIMS: list[Claim] = [
         "002 §3.3, Fig. 4d",
         f"Spearman(d_j, std_j after epoch 1 / std_j at init) <= {EARLY:g}",
         _early_bias,
+    ),
+    Claim(
+        "stvgg-small-p-peaks-first",
+        "Fig. 5a (st-VGG): networks trained on the original data reach their best accuracy "
+        "on data projected onto few PCs early; on more PCs later.",
+        "002 §4.2, Fig. 5a",
+        "epoch of the peak mean test accuracy on the smallest-P projection < on the largest P "
+        "(as pcbias-projections' small-p-peaks-first)",
+        _stvgg_peaks_first,
+    ),
+    Claim(
+        "stvgg-small-p-declines",
+        "Fig. 5a (st-VGG): for P = 1 and 10 the accuracy peaks after a few epochs and then "
+        "declines.",
+        "002 §4.2, Fig. 5a",
+        f"largest peak-minus-final mean test accuracy over P <= 10 >= {DECLINE:g} (as "
+        "pcbias-projections' small-p-declines)",
+        _stvgg_declines,
     ),
 ]
 """The claims of ``pcbias-stvgg``."""
