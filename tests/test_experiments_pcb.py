@@ -790,3 +790,96 @@ def test_fig7b_claims_are_not_evaluable_on_a_run_from_before_fig7b():
         if claim.name.startswith("nonlinear-"):
             got = evaluate_claim(claim, results)
             assert got.verdict == "not evaluable" and "nonlinear_pearson" in got.detail
+
+
+def test_stvgg_projected_accuracies_equal_a_per_image_float64_reference():
+    """pcbias-stvgg's Fig. 5a: a member's accuracy on each top-P projection of the test set
+    equals an independent recomputation. The network at epoch 0 is rebuilt from the member's
+    seed; the PCs come from numpy's SVD of the centred training images in float64, and every
+    projected test image is classified on its own. P = q must give the plain test accuracy."""
+    from collapselab.experiments.pcb._common import read_dataset
+    from collapselab.experiments.pcb.stvgg import stvgg_member
+    from collapselab.models import StVGG
+
+    spec = {"name": "digits", "n_per_class": 20, "test_fraction": 0.25, "flatten": False,
+            "pad": 16}  # fmt: skip
+    pcs = [1, 3, 30, 256]
+    config = {"datasets": {"main": spec}, "width_multiplier": 0.125, "lr": 0.1,
+              "batch_size": 20, "epochs": 0, "member": 1, "seed": 2, "pcs": pcs}  # fmt: skip
+    out = stvgg_member(config)
+    assert out["projected"].shape == (1, len(pcs))
+
+    data = read_dataset(spec, None, 0)
+    torch.manual_seed(1000 * 2 + 1)
+    net = StVGG(data.n_classes, 1, input_size=16, width_multiplier=0.125).eval()
+    train = data.x.astype(np.float64)
+    mean = train.mean(0)
+    basis = np.linalg.svd(train - mean, full_matrices=False)[2]  # rows: PCs, largest first
+    expected = []
+    for p in pcs:
+        top = basis[:p].T
+        hits = 0
+        for image, label in zip(data.x_test, data.y_test, strict=True):
+            projected = mean + (image - mean) @ top @ top.T
+            with torch.no_grad():
+                logits = net(torch.tensor(projected, dtype=torch.float32).reshape(1, 1, 16, 16))
+            hits += int(logits.argmax(1).item() == label)
+        expected.append(hits / len(data.y_test))
+    np.testing.assert_allclose(out["projected"][0], expected, atol=1e-12)
+    with torch.no_grad():
+        plain = net(torch.from_numpy(data.x_test).float().reshape(-1, 1, 16, 16)).argmax(1)
+    assert out["projected"][0, -1] == pytest.approx(float((plain.numpy() == data.y_test).mean()))
+
+
+def _stvgg_fixture(projected=None):
+    from collapselab.experiments.claims import RunResults
+
+    arrays = {"std": np.arange(1.0, 13.0).reshape(3, 4), "eigenvalues": np.arange(4.0)}
+    if projected is not None:
+        arrays |= {"pcs": np.asarray([1, 10, 100]), "projected": np.asarray(projected)}
+    return RunResults(pd.DataFrame(), arrays={"stvgg": arrays})
+
+
+@pytest.mark.parametrize(
+    ("curves", "peaks_first", "declines"),
+    [
+        # rows are epochs 0-2, columns P = 1, 10, 100
+        # P=1 peaks at epoch 1 (0.75) and ends 0.5 lower; P=100 rises to the end
+        ([[0.5, 0.5, 0.5], [0.75, 0.625, 0.625], [0.25, 0.625, 0.875]], "holds", "holds"),
+        # P=1 rises to the end, P=100 peaks at epoch 1; P=10 ends 0.03125 below its peak
+        ([[0.5, 0.5, 0.5], [0.5625, 0.53125, 0.875], [0.625, 0.5, 0.75]], "does not hold", "holds"),
+        # every curve rises to the end: no decline, P=1 and P=100 peak together
+        (
+            [[0.5, 0.5, 0.5], [0.5625, 0.5625, 0.75], [0.625, 0.625, 0.875]],
+            "does not hold",
+            "does not hold",
+        ),
+    ],
+)
+def test_stvgg_fig5_claims_on_hand_set_curves(curves, peaks_first, declines):
+    """The st-VGG's two Fig. 5a claims read (epoch, P) curves (here one network, epochs
+    0-2, P = 1, 10, 100) with pcbias-projections' rules: the smallest P's peak before the
+    largest P's; some P <= 10 ends at least 0.02 below its peak. Dyadic values: exact."""
+    from collapselab.experiments.pcb.stvgg import STVGG_CLAIMS
+
+    claims = {c.name: c for c in STVGG_CLAIMS}
+    results = _stvgg_fixture(np.asarray(curves)[None])
+    first = claims["stvgg-small-p-peaks-first"].evaluate(results)
+    decline = claims["stvgg-small-p-declines"].evaluate(results)
+    assert (first.verdict, decline.verdict) == (peaks_first, declines)
+    benefits = np.max(curves, axis=0)[:2] - np.asarray(curves)[-1, :2]
+    assert decline.values == {"benefit_P1": benefits[0], "benefit_P10": benefits[1]}
+
+
+def test_stvgg_fig5_claims_are_not_evaluable_on_a_run_from_before_them():
+    """A stored pcbias-stvgg run without projected accuracies: both Fig. 5a claims are not
+    evaluable and say why; Fig. 4d's claim is unaffected."""
+    from collapselab.experiments.claims import evaluate_claim
+    from collapselab.experiments.pcb.stvgg import STVGG_CLAIMS
+
+    results = _stvgg_fixture()
+    found = {c.name: evaluate_claim(c, results) for c in STVGG_CLAIMS}
+    for name in ("stvgg-small-p-peaks-first", "stvgg-small-p-declines"):
+        assert found[name].verdict == "not evaluable"
+        assert "before Fig. 5a" in found[name].detail
+    assert found["stvgg-linearised-pc-bias-early"].verdict != "not evaluable"

@@ -99,8 +99,15 @@ def _spectra(run: Run, steps: list[dict[str, np.ndarray]], layers: list[str], K:
         ax.set_title(layer, fontsize=9)
         ax.set_xlabel("index")
     axes[0].set_ylabel("Hessian eigenvalue")
-    axes[0].legend(fontsize=7)
+    _legend(axes[0])
     save_run_figure(run, fig, "spectra", dpi=DPI)
+
+
+def _legend(ax: Any) -> None:
+    """A legend where something was drawn: a run that stored no spectra (its
+    ``curvature_keys`` without them) leaves the panels empty, without a warning."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
 
 
 _PARTS = [
@@ -131,7 +138,7 @@ def _decomposition(run: Run, arrays: dict[str, np.ndarray], layers: list[str]) -
         ax.set_title(f"{layer} (epoch {int(arrays['epoch'])})", fontsize=9)
         ax.set_xlabel("index")
     axes[0].set_ylabel("eigenvalue")
-    axes[0].legend(fontsize=7)
+    _legend(axes[0])
     save_run_figure(run, fig, "decomposition", dpi=DPI)
 
 
@@ -160,5 +167,5 @@ def _alignment(run: Run, layers: list[str]) -> None:
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("epoch")
     axes[0].set_ylim(-0.02, 1.02)
-    axes[0].legend(fontsize=7)
+    _legend(axes[0])
     save_run_figure(run, fig, "alignment", dpi=DPI)
