@@ -261,6 +261,32 @@ def test_paper_presets_dry_run_on_cifar_fixture_files(tmp_path):
     assert not typo.ok and f"--data-dir {tmp_path / 'no'} does not exist" in typo.error
 
 
+def test_the_stvgg_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
+    """pcbias-stvgg's paper preset (full-width st-VGG on the pullover/coat pair) reads
+    Fashion-MNIST from IDX fixture files, checks its P's and passes a batch through the
+    network; nothing is trained. Data that is not square single-channel images is refused
+    with the reason."""
+    from collapselab.experiments.dry_run import dry_run_experiment
+    from collapselab.experiments.pcb.stvgg import stvgg_dry_run
+    from tests._idx_files import write_idx_dataset
+
+    arrays = write_idx_dataset(tmp_path, n_train=40, n_test=20)
+    result = dry_run_experiment(get_experiment("pcbias-stvgg"), "paper", data_dir=tmp_path)
+    assert result.ok, result.error
+    pair = np.isin(arrays["train-labels-idx1-ubyte"], [2, 4]).sum()
+    test_pair = np.isin(arrays["t10k-labels-idx1-ubyte"], [2, 4]).sum()
+    built = result.built
+    assert (built["n_train"], built["n_test"], built["input_dim"]) == (pair, test_pair, 784)
+    assert built["pcs"] == [1, 10, 100, 784] and built["width_multiplier"] == 1.0
+    config = {**get_experiment("pcbias-stvgg").config("paper"), "pcs": [785]}
+    with pytest.raises(ValueError, match=r"pcs \[785\] must lie in \[1, q = 784\]"):
+        stvgg_dry_run(config, tmp_path)
+    points = {**config, "pcs": [1], "datasets": {"main": {"name": "frequency", "n_train": 30,
+                                                          "n_test": 10}}}  # fmt: skip
+    with pytest.raises(ValueError, match="single-channel square images; the data has 2 "):
+        stvgg_dry_run(points, None)
+
+
 def test_every_experiment_states_its_measured_standard_runtime():
     from collapselab.experiments.reproduce import runtime_seconds
 
@@ -284,6 +310,8 @@ def test_standard_presets_dry_run_from_the_debian_files(fashion_mnist_dir):
     separable = dry_run_experiment(get_experiment("pcbias-separable"), "standard").built
     assert separable["input_dim"] == 784 and separable["n_train"] == 5000
     assert separable["epochs"] == 45 and separable["members"] == 10
+    stvgg = dry_run_experiment(get_experiment("pcbias-stvgg"), "standard").built
+    assert (stvgg["n_train"], stvgg["n_test"], stvgg["pcs"]) == (5000, 1000, [1, 10, 100, 784])
 
 
 def test_amplified_images_are_renormalised_per_channel():

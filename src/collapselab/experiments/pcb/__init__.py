@@ -67,7 +67,7 @@ from collapselab.experiments.pcb.projections import (
 )
 from collapselab.experiments.pcb.relu import RELU_CLAIMS, run_relu
 from collapselab.experiments.pcb.scales import SCALES_CLAIMS, run_scales
-from collapselab.experiments.pcb.stvgg import STVGG_CLAIMS, run_stvgg
+from collapselab.experiments.pcb.stvgg import STVGG_CLAIMS, run_stvgg, stvgg_dry_run
 from collapselab.experiments.pcb.training import linear_dry_run
 from collapselab.experiments.registry import Experiment, register
 from collapselab.experiments.runtimes import stated_runtimes
@@ -245,6 +245,7 @@ STVGG = register(
         **stated_runtimes("pcbias-stvgg"),
         fallbacks={"quick": "quick-bundled"},
         run=run_stvgg,
+        dry_run=stvgg_dry_run,
         figures=list(STVGG_CAPTIONS),
         figure="Figs. 4d, 5a",
         claims=STVGG_CLAIMS,

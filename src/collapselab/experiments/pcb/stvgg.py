@@ -57,7 +57,7 @@ from collapselab.models import StVGG, compact_representation
 from collapselab.store import Run
 from collapselab.theory.pc_bias import principal_frame
 
-__all__ = ["STVGG_CLAIMS", "linearised_matrix", "run_stvgg", "stvgg_member"]
+__all__ = ["STVGG_CLAIMS", "linearised_matrix", "run_stvgg", "stvgg_dry_run", "stvgg_member"]
 
 EARLY = -0.5
 """Largest Spearman correlation of ``d_j`` with the early std ratio counted as PC-biased."""
@@ -162,6 +162,34 @@ def run_stvgg(run: Run, context: RunContext) -> None:
                 run.log(e, "test_accuracy", float(mean[e, j]), epoch=e, split="projected",
                         layer=f"P={int(p)}")  # fmt: skip
     run.flush()
+
+
+def stvgg_dry_run(
+    config: dict[str, Any], data_dir: str | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Read and standardise the data, check that it is single-channel square images and
+    every ``P`` of ``pcs`` lies in ``[1, q]``, build the st-VGG at the configured width and
+    pass a batch through it; nothing is trained."""
+    member = {**config, "data_dir": None if data_dir is None else str(data_dir)}
+    data = read_dataset(config["datasets"]["main"], member["data_dir"], seed)
+    q = data.x.shape[1]
+    side = _side(q)
+    if side * side != q:
+        raise ValueError(f"pcbias-stvgg needs single-channel square images; the data has "
+                         f"{q} inputs per example, not a square number")  # fmt: skip
+    bad = [p for p in config.get("pcs", []) if not 1 <= int(p) <= q]
+    if bad:
+        raise ValueError(f"pcs {bad} must lie in [1, q = {q}] (the input dimension)")
+    net = StVGG(data.n_classes, 1, input_size=side,
+                width_multiplier=float(config["width_multiplier"]))  # fmt: skip
+    batch = torch.from_numpy(data.x[: int(config["batch_size"])]).float()
+    with torch.no_grad():
+        net.eval()(batch.reshape(-1, 1, side, side))
+    return {"dataset": config["datasets"]["main"]["name"], "n_train": int(data.x.shape[0]),
+            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(config.get("pcs", [])),
+            "width_multiplier": float(config["width_multiplier"]),
+            "parameters": sum(p.numel() for p in net.parameters()),
+            "members": int(config["members"]), "epochs": int(config["epochs"])}  # fmt: skip
 
 
 def _early_bias(results: RunResults):
