@@ -26,7 +26,7 @@ def test_four_experiments_are_registered():
         for loss in ("ce", "mse"):
             exp = get_experiment(f"curvature-{net}-{loss}")
             assert exp.paper == "004"
-            assert set(exp.presets) == {"quick", "quick-bundled", "standard", "tiny"}
+            assert set(exp.presets) == {"quick", "quick-bundled", "standard", "paper", "tiny"}
             assert exp.presets["quick"]["dataset"] == "fashion_mnist"
             assert exp.presets["quick-bundled"]["dataset"] == "digits"
             assert exp.fallbacks == {"quick": "quick-bundled"}  # standard has none
@@ -110,3 +110,44 @@ def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files(fash
         weights = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
         assert config["curvature_layers"] == weights[-2:]
         assert config["nc_every"] and max(config["curvature_epochs"]) == config["epochs"]
+
+
+@pytest.mark.parametrize(
+    ("net", "sizes"),
+    [
+        ("mlp", {"layers.3.linear": 512 * 512, "classifier": 512 * 10}),
+        ("conv", {"fc": 64 * 7 * 7 * 512, "classifier": 512 * 10}),
+    ],
+)
+def test_the_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path, net, sizes):
+    """The paper preset (all of Fashion-MNIST, Papyan's and Han et al.'s protocol, for a GPU)
+    reads IDX fixture files, builds its network and passes a batch, without training; its
+    protocol is the one note 003 gives (350 epochs, decays at 116 and 233, batches of 128,
+    weight decay 5e-4, rates 0.0679 CE and 0.0184 MSE). A measured layer that the network
+    lacks is a clear error."""
+    from collapselab.experiments.curvature.training import curvature_dry_run
+    from collapselab.experiments.dry_run import dry_run_experiment
+    from tests._idx_files import write_idx_dataset
+
+    arrays = write_idx_dataset(tmp_path, n_train=40, n_test=20)
+    for loss, lr in (("ce", 0.0679), ("mse", 0.0184)):
+        config = presets(net, loss)["paper"]
+        assert (config["epochs"], config["milestones"], config["batch_size"]) == (
+            350,
+            [116, 233],
+            128,
+        )
+        assert (config["lr"], config["weight_decay"], config["momentum"]) == (lr, 5e-4, 0.9)
+        result = dry_run_experiment(
+            get_experiment(f"curvature-{net}-{loss}"), "paper", data_dir=tmp_path
+        )
+        assert result.ok, result.error
+        built = result.built
+        counts = torch.bincount(
+            torch.from_numpy(arrays["train-labels-idx1-ubyte"]).long(), minlength=10
+        )
+        assert built["n_train"] == 40 and built["train_class_counts"] == counts.tolist()
+        assert built["hessian_sizes"] == sizes and built["eigenpairs"] == 210
+    wrong = {**presets(net, "ce")["paper"], "curvature_layers": ["layers.9.linear"]}
+    with pytest.raises(ValueError, match=r"curvature_layers \['layers.9.linear'\] are not layers"):
+        curvature_dry_run(wrong, tmp_path)

@@ -14,7 +14,7 @@ from collapselab.experiments.curvature import presets
 from collapselab.experiments.curvature.claims import CLAIMS
 from collapselab.experiments.curvature.figures import CAPTIONS, FIGURES, draw
 from collapselab.experiments.curvature.networks import SmallConvNet, build_network, load_data
-from collapselab.experiments.curvature.training import run_curvature
+from collapselab.experiments.curvature.training import curvature_dry_run, run_curvature
 from collapselab.experiments.registry import Experiment, register
 from collapselab.experiments.runtimes import stated_runtimes
 
@@ -32,6 +32,7 @@ EXPERIMENTS = {
             **stated_runtimes(f"curvature-{net}-{loss}"),
             fallbacks={"quick": "quick-bundled"},
             run=run_curvature,
+            dry_run=curvature_dry_run,
             figures=list(FIGURES),
             figure="Figs 3-7 on a real network",
             claims=list(CLAIMS),

@@ -110,6 +110,34 @@ def run_curvature(run: Run, context: RunContext) -> None:
     )
 
 
+def curvature_dry_run(
+    config: dict[str, Any], data_dir: str | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build the run's data and network from the local files without training (the paper
+    preset's check) and say what it would measure: the training set's size and class
+    counts, the input shape, the weights of every measured layer (the dimension of its
+    Hessian) and the eigenpairs per spectrum (``2K² + K``); one batch goes through the
+    network."""
+    data, used = load_data(config, data_dir, seed)
+    model = build_network(config, data)
+    modules = dict(model.named_modules())
+    layers = config.get("curvature_layers") or [
+        n for n, m in modules.items() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)
+    ]
+    unknown = [name for name in layers if name not in modules]
+    if unknown:
+        raise ValueError(f"curvature_layers {unknown} are not layers of the {config['net']} "
+                         f"network; its weight layers: {list(modules)}")  # fmt: skip
+    with torch.no_grad():
+        model.eval()(data.train.x[: int(config["batch_size"])])
+    K = data.n_classes
+    return {"dataset": used["dataset"], "n_train": len(data.train),
+            "train_class_counts": torch.bincount(data.train.y, minlength=K).tolist(),
+            "input_shape": list(data.input_shape),
+            "hessian_sizes": {name: modules[name].weight.numel() for name in layers},
+            "eigenpairs": 2 * K * K + K, "epochs": int(config["epochs"])}  # fmt: skip
+
+
 def measurement_epochs(config: dict[str, Any]) -> list[int]:
     """The Monitor's epochs after the start: the curvature epochs and, with ``nc_every =
     n``, every n-th epoch (where only NC is measured: the curvature family keeps to its
