@@ -401,8 +401,8 @@ def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
 
 def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     """Every experiment of paper 004 dry-runs from the command line without a traceback:
-    dlufm-mlp builds its data and network from Fashion-MNIST fixture files; the curvature
-    experiments, which have no paper preset, say so."""
+    dlufm-mlp and the four curvature experiments build their data and networks from
+    Fashion-MNIST fixture files."""
     from typer.testing import CliRunner
 
     from collapselab.cli.main import app
@@ -421,7 +421,14 @@ def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
     assert "dlufm-mlp (preset paper)" in text and "input dim: 784" in text
-    assert "curvature-mlp-ce: no preset paper" in text
+    for name in (
+        "curvature-mlp-ce",
+        "curvature-mlp-mse",
+        "curvature-conv-ce",
+        "curvature-conv-mse",
+    ):
+        assert f"{name} (preset paper)" in text
+    assert text.count("eigenpairs: 210") == 4 and text.count(f"n train: {10 * n}") >= 4
     assert "nothing was trained" in text
 
 
