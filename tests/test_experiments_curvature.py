@@ -149,5 +149,5 @@ def test_the_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path, net,
         assert built["n_train"] == 40 and built["train_class_counts"] == counts.tolist()
         assert built["hessian_sizes"] == sizes and built["eigenpairs"] == 210
     wrong = {**presets(net, "ce")["paper"], "curvature_layers": ["layers.9.linear"]}
-    with pytest.raises(ValueError, match=r"curvature_layers \['layers.9.linear'\] are not layers"):
+    with pytest.raises(ValueError, match=r"\['layers.9.linear'\] are not weight layers of the"):
         curvature_dry_run(wrong, tmp_path)

@@ -121,13 +121,12 @@ def curvature_dry_run(
     data, used = load_data(config, data_dir, seed)
     model = build_network(config, data)
     modules = dict(model.named_modules())
-    layers = config.get("curvature_layers") or [
-        n for n, m in modules.items() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)
-    ]
-    unknown = [name for name in layers if name not in modules]
+    weighted = [n for n, m in modules.items() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)]
+    layers = config.get("curvature_layers") or weighted
+    unknown = [name for name in layers if name not in weighted]
     if unknown:
-        raise ValueError(f"curvature_layers {unknown} are not layers of the {config['net']} "
-                         f"network; its weight layers: {list(modules)}")  # fmt: skip
+        raise ValueError(f"curvature_layers {unknown} are not weight layers of the "
+                         f"{config['net']} network; its weight layers: {weighted}")  # fmt: skip
     with torch.no_grad():
         model.eval()(data.train.x[: int(config["batch_size"])])
     K = data.n_classes
