@@ -65,6 +65,7 @@ from collapselab.store import Run
 __all__ = [
     "KINDS",
     "PROJECTION_CLAIMS",
+    "log_projected",
     "projection_decline",
     "projection_peaks_first",
     "projections_dry_run",
@@ -237,12 +238,19 @@ def run_projections(run: Run, context: RunContext) -> None:
     images = pca_vs_lowpass(data.x, data.x_test, data.y_test, int(c.get("image_pcs", IMAGE_PCS)))
     if images is not None:  # Fig. 1, for image data only
         run.save_array("pca_images", **images)
-    mean = arrays["projected_nonlinear"].mean(0)
-    for e in arrays["epochs"]:
-        for j, p in enumerate(arrays["pcs"]):
-            run.log(int(e), "test_accuracy", float(mean[e, j]), epoch=int(e),
-                    split="projected", layer=f"P={int(p)}")  # fmt: skip
+    log_projected(run, arrays["pcs"], arrays["projected_nonlinear"])
     run.flush()
+
+
+def log_projected(run: Run, pcs: np.ndarray, projected: np.ndarray) -> None:
+    """Rows of split ``projected``: for every epoch ``e`` (row of ``projected`` ``(N, E+1,
+    len(pcs))``, networks first) and ``P``, metric ``test_accuracy``, layer ``P=<p>``, the
+    mean over networks."""
+    mean = projected.mean(0)
+    for e in range(mean.shape[0]):
+        for j, p in enumerate(pcs):
+            run.log(e, "test_accuracy", float(mean[e, j]), epoch=e, split="projected",
+                    layer=f"P={int(p)}")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from collapselab.experiments.pcb._common import (
 from collapselab.experiments.pcb.evaluation import set_accuracies, transformed_sets
 from collapselab.experiments.pcb.projections import (
     DECLINE,
+    log_projected,
     projection_decline,
     projection_peaks_first,
 )
@@ -156,11 +157,7 @@ def run_stvgg(run: Run, context: RunContext) -> None:
     for e in range(compact.shape[0]):
         run.log(e, "std_top_pc", float(std[e, 0]), epoch=e, split="stvgg")
     if "projected" in arrays:
-        mean = arrays["projected"].mean(0)
-        for e in range(compact.shape[0]):
-            for j, p in enumerate(arrays["pcs"]):
-                run.log(e, "test_accuracy", float(mean[e, j]), epoch=e, split="projected",
-                        layer=f"P={int(p)}")  # fmt: skip
+        log_projected(run, arrays["pcs"], arrays["projected"])
     run.flush()
 
 
