@@ -95,16 +95,17 @@ def test_quick_falls_back_to_bundled_digits_without_fashion_mnist(tmp_path):
     assert data.n_classes == 5 and data.input_shape == (64,)
 
 
-def test_standard_reads_all_ten_fashion_mnist_classes_from_the_debian_files(fashion_mnist_dir):
+def test_standard_reads_three_fashion_mnist_classes_from_the_debian_files(fashion_mnist_dir):
     for net in ("mlp", "conv"):  # images (1, 28, 28); the MLP flattens them
         config = presets(net, "ce")["standard"]
+        assert config["classes"] == [0, 1, 3]  # K = 3, paper 004's
         plan = plan_data(get_experiment(f"curvature-{net}-ce"), "standard")
         assert plan.preset == "standard" and str(fashion_mnist_dir) in plan.summary()
         data, used = load_data(config, None, seed=0)
         assert used == {"dataset": "fashion_mnist"}
-        assert data.n_classes == 10 and tuple(data.input_shape) == (1, 28, 28)
-        counts = torch.bincount(data.train.y, minlength=10)
-        assert counts.tolist() == [config["n_train_per_class"]] * 10
+        assert data.n_classes == 3 and tuple(data.input_shape) == (1, 28, 28)
+        counts = torch.bincount(data.train.y, minlength=3)
+        assert counts.tolist() == [config["n_train_per_class"]] * 3
         # the measured layers are the classifier and the one before it, which the claims read
         model = build_network(config, data)
         weights = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
