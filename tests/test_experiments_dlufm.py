@@ -399,6 +399,30 @@ def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     assert get_experiment("dlufm-mlp").dry_run is mlp_dry_run
 
 
+def test_the_mlp_standard_preset_reads_paper_004s_three_classes(tmp_path):
+    """``standard`` keeps Fashion-MNIST's classes 0, 1 and 3 (K = 3), relabelled 0..2 in that
+    order, so its last layer has K = 3 outputs; a class list on a dataset without one is a
+    clear error."""
+    config = get_experiment("dlufm-mlp").config("standard")
+    assert config["classes"] == [0, 1, 3]
+    n = config["n_per_class"]
+    rng = np.random.default_rng(0)
+    root = tmp_path / "fashion-mnist"
+    root.mkdir()
+    for split in ("train", "t10k"):
+        _idx(root / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+        _idx(root / f"{split}-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    summary = mlp_dry_run(config, data_dir=tmp_path)
+    assert summary["n_train"] == 3 * n and summary["train_class_counts"] == [n] * 3
+    assert summary["dims"][-1] == 3
+    assert summary["hessian_sizes"][config["depth"]] == 3 * config["width"]
+    # relabelled 0, 1, 2 and sorted class-major, as the UFM's labels
+    data = load_images(config, tmp_path, 0)
+    assert data.train.y.tolist() == [0] * n + [1] * n + [2] * n
+    with pytest.raises(ValueError, match="'classes'.*digits"):
+        load_images({**config, "dataset": "digits"}, None, 0)
+
+
 def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     """Every experiment of paper 004 dry-runs from the command line without a traceback:
     dlufm-mlp and the four curvature experiments build their data and networks from

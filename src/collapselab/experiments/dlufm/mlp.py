@@ -69,13 +69,20 @@ F_TOP = 0.9
 
 
 def load_images(config: Mapping[str, Any], data_dir: Path | None, seed: int) -> DataSplits:
-    """The configured images (``digits``, or ``fashion_mnist`` from local files), flattened
-    and standardised with the training mean and standard deviation (one scalar each),
-    sorted class-major."""
+    """The configured images (``digits``, or ``fashion_mnist`` from local files, optionally
+    only the listed ``classes``, relabelled ``0..K-1`` in that order), flattened and
+    standardised with the training mean and standard deviation (one scalar each), sorted
+    class-major."""
     n = int(config["n_per_class"])
+    classes = config.get("classes")
     if config["dataset"] == "fashion_mnist":
-        data = load_dataset("fashion_mnist", data_dir=data_dir, seed=seed,
+        data = load_dataset("fashion_mnist", data_dir=data_dir, seed=seed, classes=classes,
                             n_train_per_class=n, n_test_per_class=max(n // 4, 1))  # fmt: skip
+    elif classes is not None:
+        raise ValueError(
+            f"dlufm-mlp: 'classes' ({classes}) selects Fashion-MNIST classes; dataset "
+            f"{config['dataset']!r} takes all of its classes (classes: null)"
+        )
     else:
         data = digits(n_per_class=n + max(n // 4, 1), test_fraction=0.2, seed=seed)
     x = data.train.x.reshape(data.train.x.shape[0], -1).double()

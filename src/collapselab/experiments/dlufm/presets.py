@@ -197,6 +197,7 @@ K = 5 configuration and the tiny one start at scale 1: from scale 0.5 gradient d
 stalls near the origin (measured: objective gap 2.5 after 40k steps)."""
 
 _MLP = {
+    "classes": None,  # every class of the dataset
     "width": 32,
     "depth": 4,
     "layers": [3, 4],
@@ -212,6 +213,7 @@ MLP: dict[str, dict[str, Any]] = {
     "quick": {**_MLP, "dataset": "digits", "n_per_class": 50, "epochs": 300, "eval_every": 25},
     "standard": {
         **_MLP,
+        "classes": [0, 1, 3],  # K = 3, paper 004's; the curvature networks' standard classes
         "width": 64,
         "dataset": "fashion_mnist",
         "n_per_class": 100,
@@ -256,4 +258,6 @@ about: at width 32 with a constant rate it ended at 0.998 (two of 1,000 images w
 the step schedule 0.992, with weight decay 1e-4 0.998); at width 64 with a constant rate it
 reached 1.0 at epoch 200 but fell to 0.91-0.97 at three later evaluations; with the step
 schedule it holds 1.0 from epoch 400 to 2000 (2026-11-25 pilots, seed 0, training rows
-only)."""
+only). ``standard`` reads three classes (T-shirt/top, trouser, dress: ``K = 3``, paper 004's
+``K``), as the curvature networks' standard preset does since 2026-11-28; with them it holds
+1.0 from epoch 500 to 2000 (all ten classes: from epoch 250), in 2.5 min instead of 8.7."""
