@@ -419,7 +419,7 @@ def test_the_mlp_standard_preset_reads_paper_004s_three_classes(tmp_path):
     # relabelled 0, 1, 2 and sorted class-major, as the UFM's labels
     data = load_images(config, tmp_path, 0)
     assert data.train.y.tolist() == [0] * n + [1] * n + [2] * n
-    with pytest.raises(ValueError, match="'classes'.*digits"):
+    with pytest.raises(ValueError, match=r"'classes'.*digits"):
         load_images({**config, "dataset": "digits"}, None, 0)
 
 
