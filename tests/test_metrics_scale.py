@@ -48,6 +48,20 @@ def test_decimal_scales_agree_to_rounding(problem, scale):
         assert math.isclose(got[key], value, rel_tol=1e-12), (key, got[key], value)
 
 
+def test_subnormal_features_measure_as_their_exact_rescaling(problem):
+    """Features below float64's smallest normal number are rescaled by 2^1023 (the largest
+    power of two) rather than overflowing: the keys are those of the same features scaled
+    up exactly."""
+    x, y, *_ = problem
+    tiny = x.double() * 2.0**-530 * 2.0**-530
+    assert 0 < float(tiny.abs().max()) < 2.0**-1022
+    exact = tiny * 2.0**530 * 2.0**530
+    base = collapselab.measure(exact, y)
+    got = collapselab.measure(tiny, y)
+    for key, value in base.items():
+        assert math.isclose(got[key], value, rel_tol=1e-12), (key, got[key], value)
+
+
 def test_geometry_functions_are_scale_invariant_at_extreme_magnitudes():
     m = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     w = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
@@ -58,6 +72,26 @@ def test_geometry_functions_are_scale_invariant_at_extreme_magnitudes():
         )
         assert equinorm(m * s) == pytest.approx(equinorm(m), rel=1e-13)
         assert self_duality(w, m * s) == pytest.approx(self_duality(w, m), rel=1e-13)
+
+
+def test_geometry_functions_take_subnormal_rows():
+    """Rows below float64's smallest normal number (2^-1022; a deep UFM beyond its
+    regularisation threshold descends to them) are rescaled by 2^1060 in two exact steps,
+    not one that overflows: the values are those of the exactly rescaled rows."""
+    m = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    w = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    tiny = m * 2.0**-530 * 2.0**-530  # subnormal: about 14 significant bits survive
+    assert 0 < float(tiny.abs().max()) < 2.0**-1022
+    exact = tiny * 2.0**530 * 2.0**530  # the same rows, scaled back without rounding
+    assert etf_distance(tiny) == pytest.approx(etf_distance(exact), rel=1e-14)
+    assert orthogonal_frame_distance(tiny) == pytest.approx(
+        orthogonal_frame_distance(exact), rel=1e-14
+    )
+    assert equinorm(tiny) == pytest.approx(equinorm(exact), rel=1e-13)
+    assert self_duality(w, tiny) == pytest.approx(self_duality(w, exact), rel=1e-13)
+    smallest = torch.zeros(3, 2, dtype=torch.float64)
+    smallest[0, 0], smallest[1, 1] = 2.0**-1074, -(2.0**-1074)  # the smallest subnormal
+    assert equinorm(smallest) == pytest.approx(equinorm(smallest * 2.0**537 * 2.0**537))
 
 
 def test_the_mse_family_names_the_overflow(problem):

@@ -469,11 +469,12 @@ _SAFE_MAGNITUDE = (2.0**-400, 2.0**400)
 
 def _power_of_two_scale(peak: float) -> float:
     """1 for a largest entry ``peak`` within :data:`_SAFE_MAGNITUDE` (or 0, or not finite),
-    else the power of two that brings it into ``[0.5, 1)``."""
+    else the power of two that brings it into ``[0.5, 1)``; for a subnormal peak (below
+    2^-1022) 2^1023, the largest power of two, which brings it to at least 2^-51."""
     low, high = _SAFE_MAGNITUDE
     if peak == 0.0 or not math.isfinite(peak) or low <= peak <= high:
         return 1.0
-    return math.ldexp(1.0, -math.frexp(peak)[1])
+    return math.ldexp(1.0, min(-math.frexp(peak)[1], 1023))
 
 
 def _guarded(

@@ -168,7 +168,12 @@ def _rows(vectors: object, name: str) -> torch.Tensor:
     if v.shape[0] < 2:
         raise ValueError(f"{name} must have at least two rows (classes), got {v.shape[0]}")
     peak = float(v.abs().max())
-    return v * math.ldexp(1.0, -math.frexp(peak)[1]) if peak > 0 else v
+    if peak == 0:
+        return v
+    shift = -math.frexp(peak)[1]
+    # 2**shift overflows for a subnormal peak (shift > 1023): scale up in two exact steps
+    half = shift // 2 if shift > 1023 else 0
+    return v * math.ldexp(1.0, half) * math.ldexp(1.0, shift - half)
 
 
 def _unit_rows(v: torch.Tensor, name: str) -> torch.Tensor:
