@@ -375,18 +375,23 @@ def _idx(path, array: np.ndarray) -> None:
         handle.write(header + array.astype(np.uint8).tobytes())
 
 
+def _fashion_mnist_files(data_dir, n: int) -> None:
+    """Fashion-MNIST's four gzipped IDX files in ``data_dir/fashion-mnist``: ``n`` random
+    images of each of the ten classes per split, labels class-major."""
+    rng = np.random.default_rng(0)
+    root = data_dir / "fashion-mnist"
+    root.mkdir()
+    for split in ("train", "t10k"):
+        _idx(root / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
+        _idx(root / f"{split}-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+
+
 def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     """The paper preset reads Fashion-MNIST's IDX files (fixtures in the real format) and
     builds its network; without the files it stops with a clear error."""
     config = get_experiment("dlufm-mlp").config("paper")
     n = config["n_per_class"]
-    rng = np.random.default_rng(0)
-    root = tmp_path / "fashion-mnist"
-    root.mkdir()
-    _idx(root / "train-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
-    _idx(root / "train-labels-idx1-ubyte", np.repeat(np.arange(10), n))
-    _idx(root / "t10k-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
-    _idx(root / "t10k-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    _fashion_mnist_files(tmp_path, n)
     summary = mlp_dry_run(config, data_dir=tmp_path)
     width = config["width"]
     assert summary["dataset"] == "fashion_mnist" and summary["n_train"] == 10 * n
@@ -406,12 +411,7 @@ def test_the_mlp_standard_preset_reads_paper_004s_three_classes(tmp_path):
     config = get_experiment("dlufm-mlp").config("standard")
     assert config["classes"] == [0, 1, 3]
     n = config["n_per_class"]
-    rng = np.random.default_rng(0)
-    root = tmp_path / "fashion-mnist"
-    root.mkdir()
-    for split in ("train", "t10k"):
-        _idx(root / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
-        _idx(root / f"{split}-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    _fashion_mnist_files(tmp_path, n)
     summary = mlp_dry_run(config, data_dir=tmp_path)
     assert summary["n_train"] == 3 * n and summary["train_class_counts"] == [n] * 3
     assert summary["dims"][-1] == 3
@@ -432,12 +432,7 @@ def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     from collapselab.cli.main import app
 
     n = get_experiment("dlufm-mlp").config("paper")["n_per_class"]
-    rng = np.random.default_rng(0)
-    root = tmp_path / "fashion-mnist"
-    root.mkdir()
-    for split in ("train", "t10k"):
-        _idx(root / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
-        _idx(root / f"{split}-labels-idx1-ubyte", np.repeat(np.arange(10), n))
+    _fashion_mnist_files(tmp_path, n)
     result = CliRunner().invoke(
         app, ["reproduce", "004", "--preset", "paper", "--dry-run", "--data-dir", str(tmp_path)]
     )
