@@ -13,6 +13,7 @@ import calls :func:`register`; adding a paper to the built-ins is one line in
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 from collections.abc import Callable
@@ -133,12 +134,16 @@ class Experiment:
     uses_device: bool = True
 
     def config(self, preset: str) -> dict[str, Any]:
+        """The configuration of ``preset``: a deep copy (presets are plain data), so that a
+        caller changing a nested list or dict changes no preset and no other experiment's
+        configuration sharing it (the curvature and ``dlufm-mlp`` presets share a class
+        list)."""
         if preset not in self.presets:
             raise KeyError(
                 f"experiment {self.id!r} has no preset {preset!r}; "
                 f"available presets: {', '.join(sorted(self.presets))}"
             )
-        return dict(self.presets[preset])
+        return copy.deepcopy(dict(self.presets[preset]))
 
     def info(self) -> dict[str, Any]:
         """What the runner records in the manifest (``experiment_info``) for reports."""
