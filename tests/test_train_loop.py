@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -182,6 +183,46 @@ def test_nan_loss_stops_cleanly_and_keeps_earlier_rows(tmp_path: Path) -> None:
     assert rows["step"].max() == 6
     assert sorted(rows[rows.metric == "loss"]["epoch"].unique()) == [0, 1]
     assert rows[rows.metric == "batch_loss"]["step"].tolist() == [1, 2, 3, 4, 5, 6]
+
+
+class _NaNInEval(nn.Module):
+    """Identity in training mode; NaN in evaluation mode once ``broken`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * float("nan") if self.broken and not self.training else x
+
+
+def test_nan_in_an_epochs_evaluation_stops_before_the_epoch_callbacks(tmp_path: Path) -> None:
+    """Every batch loss finite, but the network is non-finite after an epoch's last update
+    (here: from step 6 on, in evaluation mode): the run stops cleanly on the evaluated loss,
+    keeps its rows (the NaN ones too), and no epoch-end callback (a Monitor measuring the
+    features) sees the non-finite network."""
+    torch.manual_seed(0)
+    nan = _NaNInEval()
+    model = nn.Sequential(nn.Linear(5, 3), nan)
+
+    def break_at_step_6(state) -> None:
+        nan.broken = nan.broken or state.iteration == 6
+
+    epochs: list[int] = []
+    run = Run.create(tmp_path, "nan-eval")
+    hooks = LambdaCallback(on_iteration_end=break_at_step_6,
+                           on_epoch_end=lambda s: epochs.append(s.epoch))  # fmt: skip
+    res = train(model, _data(), TrainConfig(epochs=4, lr=0.1, batch_size=16), [hooks], run)
+    assert res.stopped_reason == NON_FINITE_LOSS and res.failed and epochs == [1]
+    assert res.error == (
+        "non-finite training loss nan in the evaluation after epoch 2 (step 8): the last "
+        "update left the outputs non-finite"
+    )
+    assert res.iterations == 8 and res.epochs_completed == 2
+    reopened = Run.open(run.path)
+    assert reopened.status == "failed" and "after epoch 2" in reopened.manifest["error"]
+    loss = reopened.metrics().query("metric == 'loss' and split == 'train'")
+    assert loss["epoch"].tolist() == [0, 1, 2] and math.isnan(loss["value"].iloc[-1])
 
 
 def test_divergence_with_huge_lr_fails_the_run(tmp_path: Path) -> None:

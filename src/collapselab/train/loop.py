@@ -126,6 +126,18 @@ class _NonFiniteLoss(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
+def _check_evaluated_loss(entry: dict[str, Any]) -> None:
+    """Stop on a non-finite training loss in an epoch's evaluation. Every batch loss of the
+    epoch was finite, but its last update can leave non-finite parameters, which only the
+    evaluation after it sees."""
+    value = entry.get("train_loss")
+    if value is not None and not math.isfinite(value):
+        raise _NonFiniteLoss(
+            f"non-finite training loss {value} in the evaluation after epoch "
+            f"{entry['epoch']} (step {entry['step']}): the last update left the outputs non-finite"
+        )
+
+
 def _call(callbacks: Sequence[Any], hook: str, state: TrainState) -> None:
     for cb in callbacks:
         fn = getattr(cb, hook, None)
@@ -502,6 +514,7 @@ class _Trainer:
                 return
             self.record(entry)
             self.epochs_completed = epoch
+            _check_evaluated_loss(entry)  # before the callbacks measure non-finite features
             _call(self.callbacks, "on_epoch_end", state)
             if self.run is not None:
                 self.run.flush()
