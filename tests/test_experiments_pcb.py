@@ -911,3 +911,18 @@ def test_stvgg_fig5_claims_are_not_evaluable_on_a_run_from_before_them():
         assert found[name].verdict == "not evaluable"
         assert "before Fig. 5a" in found[name].detail
     assert found["stvgg-linearised-pc-bias-early"].verdict != "not evaluable"
+
+
+def test_an_stvgg_member_whose_outputs_overflow_says_so():
+    """At lr 1000 the st-VGG's weights stay finite but its outputs overflow, so the
+    linearisation ``f(e_j) − f(0)`` is not finite: the member stops with that cause and the
+    epoch instead of handing NaN to the ensemble statistics (a ``ValueError`` on ``w``
+    there, before)."""
+    from collapselab.experiments.pcb.stvgg import stvgg_member
+
+    spec = {"name": "digits", "n_per_class": 20, "test_fraction": 0.25, "flatten": False,
+            "pad": 16}  # fmt: skip
+    config = {"datasets": {"main": spec}, "width_multiplier": 0.125, "lr": 1000.0,
+              "batch_size": 100, "epochs": 1, "member": 1, "seed": 0}  # fmt: skip
+    with pytest.raises(FloatingPointError, match="linearised network is not finite after epoch 1"):
+        stvgg_member(config)

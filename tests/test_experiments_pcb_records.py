@@ -164,3 +164,35 @@ def test_deep_linear_member_test_correctness_from_an_input_space_gd_loop():
     assert out["test_correct"].shape == (len(out["steps"]), len(data.y_test))
     assert out["eval_accuracy"].shape == (len(out["steps"]), 1)
     assert 0.0 <= out["eval_accuracy"].min() and out["eval_accuracy"].max() <= 1.0
+
+
+def test_a_diverging_deep_linear_member_says_so():
+    """At a rate far beyond the stable one the layers overflow to NaN within a few GD steps:
+    the member stops with the divergence and the step, not with compact_matrix's input
+    check on the non-finite layer (which is what it raised before)."""
+    config = {**INIT["tiny"], "seed": 0, "data_seed": 0, "data_dir": None, "lr": 100.0,
+              "init": "glorot_uniform", "member": 1}  # fmt: skip
+    with pytest.raises(FloatingPointError, match=r"diverged by step \d+ \(lr too large\)"):
+        deep_linear_member(config)
+
+
+def test_sgd_epoch_stops_on_parameters_its_last_step_left_non_finite():
+    """Both batch losses are finite, but the epoch's last step leaves a NaN weight: the
+    epoch stops with the cause instead of handing a NaN network to the measurements."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    x, y = torch.randn(10, 4), torch.arange(10) % 3
+    optimiser = torch.optim.SGD(net.parameters(), lr=0.1)
+    steps = []
+
+    def poison_second_step(opt, args, kwargs) -> None:
+        steps.append(1)
+        if len(steps) == 2:
+            with torch.no_grad():
+                net.weight[0, 0] = float("nan")
+
+    optimiser.register_step_post_hook(poison_second_step)
+    order = torch.Generator().manual_seed(0)
+    with pytest.raises(FloatingPointError, match="non-finite in the epoch's last step"):
+        sgd_epoch(net, x, y, optimiser, 5, order)
+    assert len(steps) == 2

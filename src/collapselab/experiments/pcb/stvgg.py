@@ -123,6 +123,9 @@ def stvgg_member(config: dict[str, Any]) -> dict[str, Any]:
             predicted = torch.cat([net(chunk).argmax(1) for chunk in x.split(SCORE_CHUNK)])
             accuracy.append(float((predicted == y).double().mean()))
         compact.append(linearised_matrix(net))
+        if not np.all(np.isfinite(compact[-1])):  # finite weights, overflowing outputs
+            raise FloatingPointError(f"the linearised network is not finite after epoch "
+                                     f"{len(compact) - 1} (lr too large?)")  # fmt: skip
         if projected_test:
             projected.append(set_accuracies(_chunked(net, side), projected_test))
         net.train()

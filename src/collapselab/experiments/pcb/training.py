@@ -148,11 +148,14 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     record: dict[str, list] = {}
     step = 0
     for mark in marks:
-        while step < mark:
-            ws = pc_gd_step(ws, frame, mu)
-            step += 1
-        w = compact_matrix(ws)
-        if not np.all(np.isfinite(w)):
+        with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked below
+            while step < mark:
+                ws = pc_gd_step(ws, frame, mu)
+                step += 1
+        # the layers first: compact_matrix rejects a non-finite layer as bad input
+        finite = all(np.all(np.isfinite(layer)) for layer in ws)
+        w = compact_matrix(ws) if finite else None
+        if w is None or not np.all(np.isfinite(w)):
             raise FloatingPointError(f"gradient descent diverged by step {step} (lr too large)")
         correct = classified_correctly(x_train, inputs.y, w)
         test_correct = classified_correctly(x_test, inputs.y_test, w)
@@ -191,10 +194,15 @@ def sgd_epoch(
     order: torch.Generator,
 ) -> None:
     """One epoch of minibatch SGD on cross-entropy, batches in a random order drawn from
-    ``order``; a non-finite loss stops it with a clear error (R14: no momentum, no weight
-    decay unless the optimiser has them)."""
+    ``order``; a non-finite loss stops it with a clear error, and so do parameters that the
+    epoch's last step left non-finite (every batch loss can be finite then) (R14: no
+    momentum, no weight decay unless the optimiser has them)."""
     for idx in torch.randperm(len(y), generator=order).split(int(batch_size)):
         sgd_step(net, x[idx], y[idx], optimiser)
+    state = [*net.parameters(), *(b for b in net.buffers() if b.is_floating_point())]
+    if not all(bool(torch.isfinite(t).all()) for t in state):  # BatchNorm's statistics too
+        raise FloatingPointError("the parameters became non-finite in the epoch's last step "
+                                 "(lr too large?)")  # fmt: skip
 
 
 def sgd_step(
