@@ -77,6 +77,30 @@ def test_tiny_runs_end_to_end_with_figures_spectra_and_claims(runs, experiment_i
         assert entry["detail"].endswith(premise) == (entry["name"] not in scoped), entry
 
 
+def test_a_run_without_nc1_at_the_end_still_gets_verdicts_with_its_premise(runs):
+    """Where the NC family was skipped at the last curvature epoch (a network that died, its
+    class means equal), the terminal-phase record has no NC1: every claim still gets its
+    verdict, and the premise says NC1 was not measured (a TypeError on formatting None
+    made every claim "not evaluable" before)."""
+    import copy
+
+    from collapselab.experiments.claims import RunResults, evaluate_claim
+
+    results = RunResults.from_run(runs["curvature-mlp-ce"])
+    manifest = copy.deepcopy(dict(results.manifest))
+    manifest["curvature"]["terminal_phase"].update(
+        nc1_final=None, nc1_at_entry=None, nc1_ratio=None, reached=False
+    )
+    blind = RunResults(results.metrics, manifest, results.arrays)
+    premise = " [the premise, collapse: NC1 of 'layers.1.act' (the classifier's input) not "
+    premise += "measured at epoch 3, 0 at collapse; terminal phase not reached]"
+    for claim in CLAIMS:
+        got, before = evaluate_claim(claim, blind), evaluate_claim(claim, results)
+        assert got.verdict == before.verdict and "raised" not in got.detail, got.detail
+        if got.verdict != "not evaluable":  # the two MSE-only claims on this CE run
+            assert got.detail.endswith(premise), got.detail
+
+
 def test_figures_are_redrawn_from_the_stored_results(runs):
     run = runs["curvature-mlp-ce"]
     (run.path / "figures" / "spectra.png").unlink()

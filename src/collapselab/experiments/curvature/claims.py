@@ -156,10 +156,11 @@ def _premise(results: RunResults) -> str:
     if not {"nc1_layer", "nc1_final", "final_epoch", "reached"} <= set(tpt):
         return ""
     phase = "reached" if tpt["reached"] else "not reached"
+    # NC1 is absent where the NC family was skipped (e.g. a dead network's class means coincide)
+    nc1 = "not measured" if tpt["nc1_final"] is None else f"{tpt['nc1_final']:.3g}"
     return (
         f" [the premise, collapse: NC1 of {tpt['nc1_layer']!r} (the classifier's input) "
-        f"{tpt['nc1_final']:.3g} at epoch {tpt['final_epoch']}, 0 at collapse; terminal "
-        f"phase {phase}]"
+        f"{nc1} at epoch {tpt['final_epoch']}, 0 at collapse; terminal phase {phase}]"
     )
 
 
