@@ -23,9 +23,10 @@ def write_idx_dataset(
     rng = np.random.default_rng(seed)
     arrays = {
         "train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
-        "train-labels-idx1-ubyte": np.arange(n_train, dtype=np.uint8) % 10,
+        # in int64 first: a uint8 arange wraps at 256, and the labels stopped cycling
+        "train-labels-idx1-ubyte": (np.arange(n_train) % 10).astype(np.uint8),
         "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
-        "t10k-labels-idx1-ubyte": (np.arange(n_test, dtype=np.uint8) * 7) % 10,
+        "t10k-labels-idx1-ubyte": (np.arange(n_test) * 7 % 10).astype(np.uint8),
     }
     root.mkdir(parents=True, exist_ok=True)
     for stem, array in arrays.items():

@@ -3,10 +3,8 @@ stored numbers against independent recomputation, and the ReLU claims on every b
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import struct
 
 import numpy as np
 import pytest
@@ -47,6 +45,7 @@ from collapselab.theory.dlufm_layerwise import count_outliers as theory_count_ou
 from collapselab.theory.dlufm_layerwise import layer_hessian
 from collapselab.train import seed_everything
 from tests._experiments import check_completed_run, stored_claims
+from tests._idx_files import write_idx_dataset
 
 IDS = ["dlufm-layers", "dlufm-linear", "dlufm-mlp", "dlufm-regularisation", "dlufm-relu"]
 
@@ -369,29 +368,12 @@ def test_presets_are_plain_data_and_the_quick_linear_configuration_is_note_a():
     json.dumps([presets.LINEAR, presets.RELU, presets.REGULARISATION, presets.LAYERS])
 
 
-def _idx(path, array: np.ndarray) -> None:
-    header = struct.pack(">I", 0x0800 | array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
-    with gzip.open(f"{path}.gz", "wb") as handle:
-        handle.write(header + array.astype(np.uint8).tobytes())
-
-
-def _fashion_mnist_files(data_dir, n: int) -> None:
-    """Fashion-MNIST's four gzipped IDX files in ``data_dir/fashion-mnist``: ``n`` random
-    images of each of the ten classes per split, labels class-major."""
-    rng = np.random.default_rng(0)
-    root = data_dir / "fashion-mnist"
-    root.mkdir()
-    for split in ("train", "t10k"):
-        _idx(root / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (10 * n, 28, 28)))
-        _idx(root / f"{split}-labels-idx1-ubyte", np.repeat(np.arange(10), n))
-
-
 def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     """The paper preset reads Fashion-MNIST's IDX files (fixtures in the real format) and
     builds its network; without the files it stops with a clear error."""
     config = get_experiment("dlufm-mlp").config("paper")
     n = config["n_per_class"]
-    _fashion_mnist_files(tmp_path, n)
+    write_idx_dataset(tmp_path / "fashion-mnist", n_train=10 * n, n_test=10 * n)
     summary = mlp_dry_run(config, data_dir=tmp_path)
     width = config["width"]
     assert summary["dataset"] == "fashion_mnist" and summary["n_train"] == 10 * n
@@ -411,7 +393,7 @@ def test_the_mlp_standard_preset_reads_paper_004s_three_classes(tmp_path):
     config = get_experiment("dlufm-mlp").config("standard")
     assert config["classes"] == [0, 1, 3]
     n = config["n_per_class"]
-    _fashion_mnist_files(tmp_path, n)
+    write_idx_dataset(tmp_path / "fashion-mnist", n_train=10 * n, n_test=10 * n)
     summary = mlp_dry_run(config, data_dir=tmp_path)
     assert summary["n_train"] == 3 * n and summary["train_class_counts"] == [n] * 3
     assert summary["dims"][-1] == 3
@@ -432,7 +414,7 @@ def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
     from collapselab.cli.main import app
 
     n = get_experiment("dlufm-mlp").config("paper")["n_per_class"]
-    _fashion_mnist_files(tmp_path, n)
+    write_idx_dataset(tmp_path / "fashion-mnist", n_train=10 * n, n_test=10 * n)
     result = CliRunner().invoke(
         app, ["reproduce", "004", "--preset", "paper", "--dry-run", "--data-dir", str(tmp_path)]
     )

@@ -3,7 +3,6 @@ phase detection, and the tiny presets end to end with their stored numbers."""
 
 from __future__ import annotations
 
-import gzip
 import pickle
 
 import numpy as np
@@ -36,7 +35,7 @@ from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.models import MLP
 from collapselab.train import train
 from tests._experiments import check_completed_run, experiment, registered, stored_claims
-from tests._idx_files import idx_bytes, write_idx_dataset
+from tests._idx_files import write_idx_dataset
 from tests._tiny_imagenet_files import write_tiny_imagenet
 
 TINY = {**presets.TWO_PHASE["tiny"]["base"]}
@@ -305,9 +304,7 @@ def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
 
 def test_paper_preset_dry_run_on_fixture_files(tmp_path):
     """The paper preset's arms (CIFAR-10 and MNIST, 9 x 512) built from fixture files."""
-    write_idx_dataset(tmp_path, n_train=1000, n_test=10)
-    labels = (np.arange(1000) % 10).astype(np.uint8)  # balanced: 100 per class
-    (tmp_path / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(labels)))
+    write_idx_dataset(tmp_path, n_train=1000, n_test=10)  # balanced: 100 per class
     rng = np.random.default_rng(0)
     folder = tmp_path / "cifar-10-batches-py"
     folder.mkdir()
