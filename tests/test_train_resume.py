@@ -11,7 +11,8 @@ from torch import nn
 
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.store import Run
-from collapselab.train import Callback, TrainConfig, train
+from collapselab.store import run as run_module
+from collapselab.train import Callback, TrainConfig, loop, train
 
 
 def _data() -> DataSplits:
@@ -58,7 +59,13 @@ _CFG = TrainConfig(
 )  # fmt: skip
 
 
-def test_interrupted_and_resumed_run_equals_uninterrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flush_seconds", [float("inf"), 0.0])
+def test_interrupted_and_resumed_run_equals_uninterrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flush_seconds: float
+) -> None:
+    # inf: rows reach the file only at checkpoints; 0: after every epoch as well, so the
+    # interrupted run's file holds rows past its checkpoint that the resume must drop
+    monkeypatch.setattr(loop, "FLUSH_SECONDS", flush_seconds)
     data = _data()
     full_run = Run.create(tmp_path, "full")
     full = train(_model(0), data, _CFG, [_Probe()], full_run)
@@ -84,6 +91,34 @@ def test_interrupted_and_resumed_run_equals_uninterrupted(tmp_path: Path) -> Non
     )
     manifest = Run.open(part_run.path).manifest
     assert manifest["status"] == "completed" and len(manifest["timings"]["resumed"]) == 1
+
+
+def test_metric_rows_are_written_at_checkpoints_not_after_every_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each write rewrites the whole table: one per epoch made long runs of short epochs
+    quadratic. Between checkpoints rows wait (``FLUSH_SECONDS`` apart at most); the table
+    in the end is the same."""
+    sizes: list[int] = []
+    write = run_module.write_metrics
+
+    def counted(path, frame):
+        sizes.append(len(frame))
+        write(path, frame)
+
+    monkeypatch.setattr(run_module, "write_metrics", counted)
+    cfg = TrainConfig(**{**_CFG.to_dict(), "epochs": 9, "checkpoint_every": 4})
+    tables = {}
+    for flush_seconds in (float("inf"), 0.0):
+        monkeypatch.setattr(loop, "FLUSH_SECONDS", flush_seconds)
+        sizes.clear()
+        run = Run.create(tmp_path, f"flush-{flush_seconds}")
+        train(_model(0), _data(), cfg, [_Probe()], run)
+        tables[flush_seconds] = (Run.open(run.path).metrics(), list(sizes))
+    (lazy, lazy_sizes), (eager, eager_sizes) = tables[float("inf")], tables[0.0]
+    pd.testing.assert_frame_equal(lazy, eager)
+    assert len(eager_sizes) - len(lazy_sizes) == 9 - 3  # every epoch vs epochs 4, 8 and 9
+    assert lazy_sizes[-1] == len(lazy)
 
 
 def test_extending_a_finished_run_continues_its_trajectory(tmp_path: Path) -> None:

@@ -59,6 +59,12 @@ if TYPE_CHECKING:
     from collapselab.store import Run
 
 _CHECKPOINT_FORMAT = 1
+FLUSH_SECONDS = 10.0
+"""Between checkpoints, buffered metric rows are written to the run at most this often.
+``Run.flush`` rewrites the whole metric table, so flushing after every epoch made a run of
+many short epochs (full-batch training on a few hundred samples) quadratic in its length;
+rows after the last checkpoint are dropped on resume anyway, and ``Run.metrics`` always
+includes the buffered ones."""
 _HOOKS = ("on_train_start", "on_iteration_end", "on_epoch_end", "on_train_end")
 
 # history key -> (split, metric) of the rows recorded at an epoch's end
@@ -254,6 +260,7 @@ class _Trainer:
         self.resumed_from: int | None = None
         self.epochs_completed = 0
         self.session_started = False  # True once an abort should keep the recorded rows
+        self.flushed_at = time.monotonic()
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_state(self) -> dict[str, Any]:
@@ -516,10 +523,15 @@ class _Trainer:
             self.epochs_completed = epoch
             _check_evaluated_loss(entry)  # before the callbacks measure non-finite features
             _call(self.callbacks, "on_epoch_end", state)
-            if self.run is not None:
+            every = cfg.checkpoint_every
+            due = epoch == cfg.epochs or (every > 0 and epoch % every == 0)
+            stopping = state.stop_reason is not None
+            if self.run is not None and (
+                due or stopping or time.monotonic() - self.flushed_at >= FLUSH_SECONDS
+            ):
                 self.run.flush()
-            due = epoch % max(cfg.checkpoint_every, 1) == 0 or epoch == cfg.epochs
-            if due or state.stop_reason is not None:
+                self.flushed_at = time.monotonic()
+            if due or stopping:
                 self.save_checkpoint()
             if state.stop_reason is not None:
                 return
