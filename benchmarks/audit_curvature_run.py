@@ -11,7 +11,8 @@ dense ``eigh``, no :mod:`collapselab.curvature`): the top ``2K² + K`` eigenvalu
 (= ``G``) and of the knock-outs, their outlier counts, ``λ₁(G_within)/λ₁(G)``, the image
 overlap, ``f_top`` with the top ``K`` and ``K²`` eigenvectors, the Kronecker alignment with
 the layer's output means and with the next layer's input means, and the weight outliers;
-each next to the value the run stored.
+each next to the value the run stored. ``--stationarity`` prints instead how far the network
+is from a critical point of its regularised training objective.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests import _curvature_reference as ref
 
 from collapselab.experiments.curvature.networks import build_network, load_data
-from collapselab.train import seed_everything
+from collapselab.train import seed_everything, training_loss
 
 
 def load_model(run: Path, step: str) -> tuple[torch.nn.Module, dict, object]:
@@ -146,15 +147,46 @@ def audit_layer(model, name: str, next_name: str | None, x, y, loss: str, centri
     return out, {"hessian": H_top, "no_class": no_class, "no_cross": no_cross}
 
 
+def stationarity(model: torch.nn.Module, data, loss: str, weight_decay: float) -> dict[str, float]:
+    """How far the network is from a critical point of the objective it was trained on,
+    ``L(θ) + (wd/2)‖θ‖²`` (the training loss on the whole training set, weight decay on every
+    parameter, as ``collapselab.train`` applies it): ``‖∇L + wd θ‖ / ‖wd θ‖`` per parameter
+    and over all (``"total"``). 0 at a critical point, which paper 004's theorems assume;
+    about 1 where weight decay has not yet acted."""
+    x, y = data.train.x.double(), data.train.y
+    value = training_loss(model(x), y, loss)
+    params = dict(model.named_parameters())
+    grads = torch.autograd.grad(value, list(params.values()))
+    out, num, den = {}, 0.0, 0.0
+    for (name, p), g in zip(params.items(), grads, strict=True):
+        p = p.detach()
+        residual, decay = float((g + weight_decay * p).norm()), float((weight_decay * p).norm())
+        out[name] = residual / decay
+        num, den = num + residual**2, den + decay**2
+    out["total"] = math.sqrt(num / den)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("run", type=Path)
     parser.add_argument("--step", choices=("first", "last"), default="last")
     parser.add_argument("--save", type=Path, default=None, help="npz of the spectra")
+    parser.add_argument(
+        "--stationarity",
+        action="store_true",
+        help="print only ‖∇L + wd θ‖/‖wd θ‖ on the whole training set, per parameter",
+    )
     args = parser.parse_args()
     model, manifest, data = load_model(args.run, args.step)  # float32 draws, as the run's
     torch.set_default_dtype(torch.float64)
     config = manifest["config"]
+    if args.stationarity:
+        ratios = stationarity(model, data, config["loss"], float(config["weight_decay"]))
+        print(f"== {args.run.name} ({args.step}): ‖∇L + wd θ‖ / ‖wd θ‖")
+        for name, ratio in ratios.items():
+            print(f"  {name:28s} {ratio:.3g}")
+        return
     info = manifest["curvature"]
     K = int(info["n_classes"])
     x, y = fixed_subset(data, int(config["curvature_samples"]))

@@ -137,6 +137,20 @@ def test_standard_reads_three_fashion_mnist_classes_from_the_debian_files(fashio
         assert config["nc_every"] and max(config["curvature_epochs"]) == config["epochs"]
 
 
+@pytest.mark.parametrize("loss", ["ce", "mse"])
+def test_standard_mlps_descend_full_batch_and_conv_nets_keep_sgd(loss):
+    """Paper 004's procedure where the hour allows it (docs/curvature.md, "Full-batch
+    gradient descent for the standard MLPs"): one step per epoch over all 300 images at a
+    constant rate; the conv nets keep SGD with its two decays."""
+    mlp, conv = presets("mlp", loss)["standard"], presets("conv", loss)["standard"]
+    n_train = mlp["n_train_per_class"] * len(mlp["classes"])
+    assert (mlp["batch_size"], mlp["milestones"], mlp["lr"]) == (n_train, [], 0.05)
+    assert mlp["epochs"] == 20_000 and mlp["curvature_epochs"] == [0, 6666, 20_000]
+    assert mlp["epochs"] % mlp["checkpoint_every"] == 0 and mlp["checkpoint_every"] > 1
+    assert conv["batch_size"] < n_train and conv["milestones"] == [150, 300]
+    assert conv["checkpoint_every"] == 1 and conv["epochs"] == 450
+
+
 @pytest.mark.parametrize(
     ("net", "sizes"),
     [

@@ -86,6 +86,7 @@ def run_curvature(run: Run, context: RunContext) -> None:
         milestones=tuple(config["milestones"]),
         seed=context.seed,
         device=context.device,
+        checkpoint_every=int(config.get("checkpoint_every", 1)),
     )
     threads = config.get("cpu_threads")
     previous = torch.get_num_threads()
