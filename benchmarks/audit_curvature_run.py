@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests import _curvature_reference as ref
 
 from collapselab.experiments.curvature.networks import build_network, load_data
-from collapselab.train import seed_everything, training_loss
+from collapselab.train import TrainConfig, seed_everything, stationarity
 
 
 def load_model(run: Path, step: str) -> tuple[torch.nn.Module, dict, object]:
@@ -147,26 +147,6 @@ def audit_layer(model, name: str, next_name: str | None, x, y, loss: str, centri
     return out, {"hessian": H_top, "no_class": no_class, "no_cross": no_cross}
 
 
-def stationarity(model: torch.nn.Module, data, loss: str, weight_decay: float) -> dict[str, float]:
-    """How far the network is from a critical point of the objective it was trained on,
-    ``L(θ) + (wd/2)‖θ‖²`` (the training loss on the whole training set, weight decay on every
-    parameter, as ``collapselab.train`` applies it): ``‖∇L + wd θ‖ / ‖wd θ‖`` per parameter
-    and over all (``"total"``). 0 at a critical point, which paper 004's theorems assume;
-    about 1 where weight decay has not yet acted."""
-    x, y = data.train.x.double(), data.train.y
-    value = training_loss(model(x), y, loss)
-    params = dict(model.named_parameters())
-    grads = torch.autograd.grad(value, list(params.values()))
-    out, num, den = {}, 0.0, 0.0
-    for (name, p), g in zip(params.items(), grads, strict=True):
-        p = p.detach()
-        residual, decay = float((g + weight_decay * p).norm()), float((weight_decay * p).norm())
-        out[name] = residual / decay
-        num, den = num + residual**2, den + decay**2
-    out["total"] = math.sqrt(num / den)
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("run", type=Path)
@@ -182,7 +162,7 @@ def main() -> None:
     torch.set_default_dtype(torch.float64)
     config = manifest["config"]
     if args.stationarity:
-        ratios = stationarity(model, data, config["loss"], float(config["weight_decay"]))
+        ratios = stationarity(model, data.train, TrainConfig(**manifest["train_config"]))
         print(f"== {args.run.name} ({args.step}): ‖∇L + wd θ‖ / ‖wd θ‖")
         for name, ratio in ratios.items():
             print(f"  {name:28s} {ratio:.3g}")

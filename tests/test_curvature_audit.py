@@ -11,7 +11,7 @@ import torch
 from collapselab.curvature import count_outliers, counted_spectrum, top_eigenpairs
 from collapselab.curvature.operators import CurvatureOperator, LowRankOperator
 from collapselab.curvature.outliers import RESOLUTION_MARGIN, finer_tolerance
-from collapselab.data import DataSplits, LabeledData
+from collapselab.data import LabeledData
 from collapselab.metrics.families import Curvature
 from collapselab.models import MLP
 from collapselab.track import Monitor
@@ -230,26 +230,3 @@ def test_each_refinement_is_at_most_ten_times_finer_and_stops_at_the_dtypes_floo
     assert finer_tolerance(resolved, 1e-3, torch.float64) is None
     partly = torch.tensor([1.0] + [0.015] * 20, dtype=torch.float64)  # its own ratio / 10
     assert finer_tolerance(partly, 1e-2, torch.float64) == pytest.approx(1.5e-3)
-
-
-def test_the_audits_stationarity_is_zero_at_the_ridge_solution_and_exact_off_it():
-    """``benchmarks/audit_curvature_run.py --stationarity`` on a bias-free linear model with
-    MSE, whose critical point of ``L + (wd/2)‖W‖²`` is the ridge solution
-    ``W* = YᵀX (XᵀX + (wd B C/2) I)⁻¹`` (``L = (1/(BC)) Σ‖Wx − y‖²``). At ``c W*`` the
-    residual is ``(c − 1)(2/(BC)) YᵀX`` exactly, against the decay ``c wd W*``."""
-    from benchmarks.audit_curvature_run import stationarity
-
-    data = DataSplits(LabeledData(*blobs(n=24, d=5), 3), None)
-    x, y = data.train.x.double(), data.train.y  # as the audit reads them (stored in float32)
-    B, C, wd = x.shape[0], 3, 0.05
-    Y = torch.nn.functional.one_hot(y, C).double()
-    ridge = (wd * B * C / 2) * torch.eye(5, dtype=torch.float64)
-    W_star = Y.T @ x @ torch.linalg.inv(x.T @ x + ridge)
-    model = torch.nn.Linear(5, C, bias=False).double()
-    for c in (1.0, 1.5):
-        with torch.no_grad():
-            model.weight.copy_(c * W_star)
-        got = stationarity(model, data, "mse", wd)
-        expected = abs(c - 1) * float((2 / (B * C) * Y.T @ x).norm()) / (c * wd * W_star.norm())
-        assert got["weight"] == pytest.approx(float(expected), abs=1e-10, rel=1e-10)
-        assert got["total"] == pytest.approx(got["weight"], rel=1e-14)

@@ -11,6 +11,7 @@ from collapselab.experiments import get_experiment, refresh_run, run_experiment
 from collapselab.experiments.curvature import CLAIMS, build_network, load_data
 from collapselab.experiments.curvature.presets import presets
 from collapselab.experiments.data_plan import plan_data
+from collapselab.train import TrainConfig, stationarity
 
 IDS = ["curvature-mlp-ce", "curvature-conv-mse"]
 
@@ -66,12 +67,26 @@ def test_tiny_runs_end_to_end_with_figures_spectra_and_claims(runs, experiment_i
     assert tpt["final_epoch"] == 3
     assert tpt["nc1_final"] == float(nc1[nc1["epoch"] == 3]["value"].iloc[-1])
     assert run.manifest["terminal_phase"] == tpt["summary"]
-    # every verdict's detail ends with the premise read from that record: NC1 of the
-    # classifier's input at the last measurement and whether the terminal phase was reached
+    # the distance to a critical point: train.stationarity on the final checkpoint's
+    # network, rebuilt here in float64
+    config = run.manifest["config"]
+    data, _ = load_data(config, None, seed=0)
+    model = build_network(config, data)
+    model.load_state_dict(run.latest_checkpoint().load(weights_only=False)["model"])
+    expected = stationarity(model.double(), data.train, TrainConfig(**run.manifest["train_config"]))
+    distance = run.manifest["curvature"]["stationarity"]
+    layers = run.manifest["curvature"]["weight_layers"][-2:]
+    assert set(distance) == {"total", *(f"{name}.weight" for name in layers)}
+    for key, value in distance.items():
+        assert value == pytest.approx(expected[key], rel=1e-12) and value > 0
+    # every verdict's detail ends with the premise read from those records: NC1 of the
+    # classifier's input at the last measurement, whether the terminal phase was reached,
+    # and the distance to a critical point
     phase = "reached" if tpt["reached"] else "not reached"
     premise = (
         f" [the premise, collapse: NC1 of {tpt['nc1_layer']!r} (the classifier's input) "
-        f"{tpt['nc1_final']:.3g} at epoch 3, 0 at collapse; terminal phase {phase}]"
+        f"{tpt['nc1_final']:.3g} at epoch 3, 0 at collapse; terminal phase {phase}; "
+        f"‖∇L + wd θ‖/‖wd θ‖ {distance['total']:.3g}, 0 at a critical point]"
     )
     for entry in claims["claims"]:
         assert entry["detail"].endswith(premise) == (entry["name"] not in scoped), entry
@@ -91,6 +106,7 @@ def test_a_run_without_nc1_at_the_end_still_gets_verdicts_with_its_premise(runs)
     manifest["curvature"]["terminal_phase"].update(
         nc1_final=None, nc1_at_entry=None, nc1_ratio=None, reached=False
     )
+    manifest["curvature"]["stationarity"] = None  # a run made before it was measured
     blind = RunResults(results.metrics, manifest, results.arrays)
     premise = " [the premise, collapse: NC1 of 'layers.1.act' (the classifier's input) not "
     premise += "measured at epoch 3, 0 at collapse; terminal phase not reached]"

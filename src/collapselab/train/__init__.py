@@ -11,7 +11,8 @@ Public API:
 - :class:`Callback`, :class:`LambdaCallback`, :class:`TrainState`: the hook interface.
 - :func:`training_loss`, :func:`per_sample_loss`: the losses with their reductions.
 - :func:`mse_lambda`, :func:`mse_weight_decay`, :func:`mse_gradient_scale`,
-  :func:`l2_lambda`, :func:`l2_weight_decay`: weight decay versus the papers' lambda.
+  :func:`l2_lambda`, :func:`l2_weight_decay`: weight decay versus the papers' lambda;
+  :func:`stationarity`: how far a model is from a critical point of its training objective.
 - :func:`seed_everything`: seed Python, NumPy and torch (do it before building a model).
 """
 
@@ -27,6 +28,7 @@ from collapselab.train.regularization import (
     mse_gradient_scale,
     mse_lambda,
     mse_weight_decay,
+    stationarity,
 )
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "per_sample_loss",
     "resolve_device",
     "seed_everything",
+    "stationarity",
     "train",
     "training_loss",
 ]

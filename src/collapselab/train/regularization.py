@@ -1,4 +1,5 @@
-r"""Converting PyTorch's weight decay to the papers' regularisation constants.
+r"""Converting PyTorch's weight decay to the papers' regularisation constants, and how far a
+trained network is from a critical point of its regularised objective (:func:`stationarity`).
 
 PyTorch's SGD adds ``wd * w`` to each parameter's gradient, which is gradient descent on
 ``loss + (wd/2) ||w||^2``.
@@ -25,9 +26,17 @@ multiplied by ``2 kappa`` (:func:`mse_gradient_scale`).
 
 from __future__ import annotations
 
+import math
+
+import torch
+from torch import nn
+
 from collapselab.checks import check_choice, check_float, check_int
+from collapselab.data.dataset import LabeledData
 from collapselab.metrics.mse import paper_lambda
-from collapselab.train.config import MSE_REDUCTIONS
+from collapselab.train.config import MSE_REDUCTIONS, TrainConfig
+from collapselab.train.evaluate import _model_dtype
+from collapselab.train.losses import training_loss
 
 
 def _kappa(n_classes: int, reduction: str) -> float:
@@ -69,3 +78,52 @@ def l2_lambda(weight_decay: float) -> float:
 def l2_weight_decay(lam: float) -> float:
     """The PyTorch weight decay for paper 000's ``lambda``: ``2 lambda``."""
     return 2.0 * check_float("lam", lam, minimum=0.0)
+
+
+def stationarity(
+    model: nn.Module, data: LabeledData, config: TrainConfig, batch_size: int = 1024
+) -> dict[str, float]:
+    r"""How far ``model`` is from a critical point of the objective ``config`` trains it on.
+
+    .. math::  s = \frac{\|\nabla L(\theta) + wd\,\theta\|}{\|wd\,\theta\|},
+
+    with ``L`` the training loss (:func:`~collapselab.train.training_loss` with ``config``'s
+    loss, reduction and label scale) averaged over the whole of ``data``, and ``wd`` the
+    weight decay PyTorch's SGD applies to every parameter: the gradient of
+    ``L + (wd/2)‖θ‖²`` relative to its decay term. ``s = 0`` at a critical point (where
+    paper 004's theorems are stated); ``s ≈ 1`` where the data gradient is small against
+    the decay, i.e. weight decay has not yet acted. Returned per parameter name and over
+    all of them (``"total"``), in the model's dtype and eval mode (restored afterwards).
+    """
+    wd = check_float("weight_decay", config.weight_decay, minimum=0.0)
+    if wd == 0:
+        raise ValueError("stationarity is relative to the weight decay; config.weight_decay is 0")
+    n = int(data.y.shape[0])
+    if n == 0:
+        raise ValueError("cannot measure stationarity on an empty dataset")
+    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    dtype = _model_dtype(model)
+    device = named[0][1].device
+    grads = [torch.zeros_like(p) for _, p in named]
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, n, check_int("batch_size", batch_size, minimum=1)):
+            xb = data.x[start : start + batch_size].to(device)
+            xb = xb.to(dtype) if dtype is not None and xb.is_floating_point() else xb
+            yb = data.y[start : start + batch_size].to(device)
+            value = training_loss(
+                model(xb), yb, config.loss, config.mse_reduction, config.label_scale
+            )
+            parts = torch.autograd.grad(value * (yb.shape[0] / n), [p for _, p in named])
+            grads = [g + part for g, part in zip(grads, parts, strict=True)]
+    finally:
+        model.train(was_training)
+    out: dict[str, float] = {}
+    residual_sq = decay_sq = 0.0
+    for (name, p), g in zip(named, grads, strict=True):
+        residual, decay = float((g + wd * p.detach()).norm()), float((wd * p.detach()).norm())
+        out[name] = residual / decay if decay > 0 else math.inf
+        residual_sq, decay_sq = residual_sq + residual**2, decay_sq + decay**2
+    out["total"] = math.sqrt(residual_sq / decay_sq) if decay_sq > 0 else math.inf
+    return out

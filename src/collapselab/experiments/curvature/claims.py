@@ -151,16 +151,24 @@ def _within_shrinks(results: RunResults) -> ClaimResult:
 def _premise(results: RunResults) -> str:
     """How collapsed the network is, the theory's premise: NC1 of the classifier's input at
     the last measurement and whether the terminal phase was reached (the run's
-    :mod:`~collapselab.experiments.curvature.terminal` record; empty when absent)."""
+    :mod:`~collapselab.experiments.curvature.terminal` record; empty when absent), and how far
+    it is from a critical point of its regularised objective where the run measured it
+    (:func:`collapselab.train.stationarity`)."""
     tpt = (results.manifest.get("curvature") or {}).get("terminal_phase") or {}
     if not {"nc1_layer", "nc1_final", "final_epoch", "reached"} <= set(tpt):
         return ""
     phase = "reached" if tpt["reached"] else "not reached"
     # NC1 is absent where the NC family was skipped (e.g. a dead network's class means coincide)
     nc1 = "not measured" if tpt["nc1_final"] is None else f"{tpt['nc1_final']:.3g}"
+    distance = (results.manifest.get("curvature") or {}).get("stationarity") or {}
+    critical = (
+        f"; ‖∇L + wd θ‖/‖wd θ‖ {distance['total']:.3g}, 0 at a critical point"
+        if "total" in distance
+        else ""
+    )
     return (
         f" [the premise, collapse: NC1 of {tpt['nc1_layer']!r} (the classifier's input) "
-        f"{nc1} at epoch {tpt['final_epoch']}, 0 at collapse; terminal phase {phase}]"
+        f"{nc1} at epoch {tpt['final_epoch']}, 0 at collapse; terminal phase {phase}{critical}]"
     )
 
 

@@ -14,11 +14,14 @@ loss and records, with a :class:`~collapselab.track.Monitor`,
 The manifest records the data used (``curvature.data``), the class count ``K``, the
 weight layers and whether the run entered the terminal phase
 (:mod:`~collapselab.experiments.curvature.terminal`: ``curvature.terminal_phase``, and its
-one-line ``terminal_phase`` for the report).
+one-line ``terminal_phase`` for the report), and how far the trained network is from a
+critical point of its regularised objective (:func:`collapselab.train.stationarity`, in
+total and of the two weights the claims read: ``curvature.stationarity``).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -30,7 +33,7 @@ from collapselab.metrics import NC
 from collapselab.metrics.families import Curvature
 from collapselab.store import Run
 from collapselab.track import Monitor
-from collapselab.train import TrainConfig, seed_everything, train
+from collapselab.train import TrainConfig, seed_everything, stationarity, train
 
 
 def run_curvature(run: Run, context: RunContext) -> None:
@@ -105,10 +108,24 @@ def run_curvature(run: Run, context: RunContext) -> None:
         torch.set_num_threads(previous)
     run.flush()
     record = terminal_phase(run.metrics(), model.penultimate, max(config["curvature_epochs"]))
+    # the theorems' point is a critical point of the regularised objective: how far from it
+    # the trained network is (float64 copy, the whole training set)
+    distance = None  # relative to weight decay: none without it
+    if train_config.weight_decay > 0:
+        ratios = stationarity(copy.deepcopy(model).double(), data.train, train_config)
+        distance = {k: ratios[k] for k in ("total", *_weights(weight_layers[-2:]))}
     run.update_manifest(
-        curvature={**run.manifest["curvature"], "terminal_phase": record},
+        curvature={
+            **run.manifest["curvature"],
+            "terminal_phase": record,
+            "stationarity": distance,
+        },
         terminal_phase=record["summary"],
     )
+
+
+def _weights(layers: list[str]) -> list[str]:
+    return [f"{name}.weight" for name in layers]
 
 
 def curvature_dry_run(
