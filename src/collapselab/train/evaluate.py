@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch import nn
 
@@ -33,6 +35,28 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return resolved
 
 
+def _eval_batches(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """``(inputs, labels)`` batches of ``x, y`` in order, on the model's device, the inputs
+    in its floating dtype, with the model in eval mode while they are drawn (its mode is
+    restored afterwards). Gradient mode is the caller's."""
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    params = list(model.parameters())
+    device = params[0].device if params else x.device
+    dtype = _model_dtype(model)
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, int(y.shape[0]), batch_size):
+            xb = x[start : start + batch_size].to(device)
+            if dtype is not None and xb.is_floating_point():
+                xb = xb.to(dtype)
+            yield xb, y[start : start + batch_size].to(device)
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def _evaluate_tensors(
     model: nn.Module,
@@ -48,29 +72,17 @@ def _evaluate_tensors(
     Batches are moved to the model's device and floating dtype. Per-sample losses are summed
     in float64, so the result is the full-set mean whatever ``batch_size`` is.
     """
-    batch_size = check_int("batch_size", batch_size, minimum=1)
     n = int(y.shape[0])
     if n == 0:
         raise ValueError("cannot evaluate on an empty dataset")
-    params = list(model.parameters())
-    device = params[0].device if params else x.device
-    dtype = _model_dtype(model)
-    was_training = model.training
-    model.eval()
-    try:
-        loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-        correct = torch.zeros((), dtype=torch.int64, device=device)
-        for start in range(0, n, batch_size):
-            xb = x[start : start + batch_size].to(device)
-            if dtype is not None and xb.is_floating_point():
-                xb = xb.to(dtype)
-            yb = y[start : start + batch_size].to(device)
-            logits = model(xb)
-            losses = per_sample_loss(logits, yb, loss, mse_reduction, label_scale)
-            loss_sum += losses.to(torch.float64).sum()
-            correct += (logits.argmax(dim=1) == yb).sum()
-    finally:
-        model.train(was_training)
+    # 0-dim CPU zeros: the first sum moves them to the batches' device, exactly
+    loss_sum = torch.zeros((), dtype=torch.float64)
+    correct = torch.zeros((), dtype=torch.int64)
+    for xb, yb in _eval_batches(model, x, y, batch_size):
+        logits = model(xb)
+        losses = per_sample_loss(logits, yb, loss, mse_reduction, label_scale)
+        loss_sum = loss_sum + losses.to(torch.float64).sum()
+        correct = correct + (logits.argmax(dim=1) == yb).sum()
     return {"loss": float(loss_sum) / n, "accuracy": int(correct) / n}
 
 

@@ -35,7 +35,7 @@ from collapselab.checks import check_choice, check_float, check_int
 from collapselab.data.dataset import LabeledData
 from collapselab.metrics.mse import paper_lambda
 from collapselab.train.config import MSE_REDUCTIONS, TrainConfig
-from collapselab.train.evaluate import _model_dtype
+from collapselab.train.evaluate import _eval_batches
 from collapselab.train.losses import training_loss
 
 
@@ -102,23 +102,11 @@ def stationarity(
     if n == 0:
         raise ValueError("cannot measure stationarity on an empty dataset")
     named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
-    dtype = _model_dtype(model)
-    device = named[0][1].device
     grads = [torch.zeros_like(p) for _, p in named]
-    was_training = model.training
-    model.eval()
-    try:
-        for start in range(0, n, check_int("batch_size", batch_size, minimum=1)):
-            xb = data.x[start : start + batch_size].to(device)
-            xb = xb.to(dtype) if dtype is not None and xb.is_floating_point() else xb
-            yb = data.y[start : start + batch_size].to(device)
-            value = training_loss(
-                model(xb), yb, config.loss, config.mse_reduction, config.label_scale
-            )
-            parts = torch.autograd.grad(value * (yb.shape[0] / n), [p for _, p in named])
-            grads = [g + part for g, part in zip(grads, parts, strict=True)]
-    finally:
-        model.train(was_training)
+    for xb, yb in _eval_batches(model, data.x, data.y, batch_size):
+        value = training_loss(model(xb), yb, config.loss, config.mse_reduction, config.label_scale)
+        parts = torch.autograd.grad(value * (yb.shape[0] / n), [p for _, p in named])
+        grads = [g + part for g, part in zip(grads, parts, strict=True)]
     out: dict[str, float] = {}
     residual_sq = decay_sq = 0.0
     for (name, p), g in zip(named, grads, strict=True):

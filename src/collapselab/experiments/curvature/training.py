@@ -113,7 +113,8 @@ def run_curvature(run: Run, context: RunContext) -> None:
     distance = None  # relative to weight decay: none without it
     if train_config.weight_decay > 0:
         ratios = stationarity(copy.deepcopy(model).double(), data.train, train_config)
-        distance = {k: ratios[k] for k in ("total", *_weights(weight_layers[-2:]))}
+        weights = [f"{name}.weight" for name in weight_layers[-2:]]  # the claims' two
+        distance = {k: ratios[k] for k in ("total", *weights)}
     run.update_manifest(
         curvature={
             **run.manifest["curvature"],
@@ -122,10 +123,6 @@ def run_curvature(run: Run, context: RunContext) -> None:
         },
         terminal_phase=record["summary"],
     )
-
-
-def _weights(layers: list[str]) -> list[str]:
-    return [f"{name}.weight" for name in layers]
 
 
 def curvature_dry_run(
