@@ -154,13 +154,14 @@ def _premise(results: RunResults) -> str:
     :mod:`~collapselab.experiments.curvature.terminal` record; empty when absent), and how far
     it is from a critical point of its regularised objective where the run measured it
     (:func:`collapselab.train.stationarity`)."""
-    tpt = (results.manifest.get("curvature") or {}).get("terminal_phase") or {}
+    info = results.manifest.get("curvature") or {}
+    tpt = info.get("terminal_phase") or {}
     if not {"nc1_layer", "nc1_final", "final_epoch", "reached"} <= set(tpt):
         return ""
     phase = "reached" if tpt["reached"] else "not reached"
     # NC1 is absent where the NC family was skipped (e.g. a dead network's class means coincide)
     nc1 = "not measured" if tpt["nc1_final"] is None else f"{tpt['nc1_final']:.3g}"
-    distance = (results.manifest.get("curvature") or {}).get("stationarity") or {}
+    distance = info.get("stationarity") or {}
     critical = (
         f"; ‖∇L + wd θ‖/‖wd θ‖ {distance['total']:.3g}, 0 at a critical point"
         if "total" in distance
