@@ -106,7 +106,7 @@ def test_list_shows_the_demo_at_80_columns() -> None:
 
 
 def test_list_metrics_shows_every_key_of_the_catalogue() -> None:
-    from collapselab.metrics import catalogue
+    from collapselab.families import catalogue
 
     result = runner.invoke(app, ["list", "--metrics"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output

@@ -12,7 +12,7 @@ from collapselab.curvature import count_outliers, counted_spectrum, top_eigenpai
 from collapselab.curvature.operators import CurvatureOperator, LowRankOperator
 from collapselab.curvature.outliers import RESOLUTION_MARGIN, finer_tolerance
 from collapselab.data import LabeledData
-from collapselab.metrics.families import Curvature
+from collapselab.families.builtin import Curvature
 from collapselab.models import MLP
 from collapselab.track import Monitor
 from tests import _curvature_reference as ref

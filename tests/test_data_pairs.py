@@ -59,7 +59,7 @@ def test_the_fashion_mnist_pair_of_the_presets_is_the_rules(fashion_mnist_dir):
     """The pair paper 002's standard preset trains as its binary problem is what the rule
     gives on the Debian package's Fashion-MNIST training split (pullover and coat)."""
     from collapselab.data import dataset_confused_pair
-    from collapselab.experiments.pcb.presets import FASHION_PAIR
+    from collapselab.experiments.pcbias.presets import FASHION_PAIR
 
     pair, confusion = dataset_confused_pair("fashion_mnist")
     assert pair == FASHION_PAIR == (2, 4)

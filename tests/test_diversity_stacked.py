@@ -19,6 +19,8 @@ import torch
 from torch import nn
 
 from collapselab.data import LabeledData
+from collapselab.families.builtin import Diversity
+from collapselab.families.family import Family
 from collapselab.metrics.diversity import (
     column_cosine_means,
     mean_cosine_similarity,
@@ -28,8 +30,6 @@ from collapselab.metrics.diversity import (
     stacked_mean_cosine_similarity,
     stacked_per_sample_pseudo_neuron_values,
 )
-from collapselab.metrics.families import Diversity
-from collapselab.metrics.family import Family
 from collapselab.probe import linear_factors
 from collapselab.stats import CosineSimilarityAccumulator, scratch
 from collapselab.stats.pairwise import stacked_sums, update_stacked

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import collapselab
-from collapselab.metrics import measure
+from collapselab.families import measure
 from tests.test_metrics_mse import brute_mse
 from tests.test_metrics_nc import brute_nc
 

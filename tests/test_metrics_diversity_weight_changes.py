@@ -13,7 +13,7 @@ import torch
 from torch.nn import functional as F
 
 from collapselab.data import LabeledData
-from collapselab.metrics.families import Diversity
+from collapselab.families.builtin import Diversity
 from collapselab.models import MLP
 from collapselab.probe import linear_factors
 from collapselab.track import Monitor

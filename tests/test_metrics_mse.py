@@ -15,13 +15,13 @@ import scipy.linalg
 import scipy.optimize
 import torch
 
+from collapselab.families import nc_metrics
 from collapselab.metrics import (
     central_path_losses,
     least_squares_classifier,
     mse_decomposition,
     mse_loss,
     nc1_snr,
-    nc_metrics,
     paper_lambda,
     snr_matrix,
     snr_singular_values,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from collapselab.families import nc_metrics
 from collapselab.metrics import (
     equiangularity,
     equinorm,
@@ -16,7 +17,6 @@ from collapselab.metrics import (
     max_equiangularity,
     nc1_trace_ratio,
     nc2_etf_distance,
-    nc_metrics,
     ncc_accuracy,
     orthogonal_frame_distance,
     self_duality,

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from collapselab.data.dataset import LabeledData
-from collapselab.metrics import nc1_pinv, nc_metrics
+from collapselab.families import nc_metrics
+from collapselab.metrics import nc1_pinv
 from collapselab.stats import (
     ClassStats,
     class_stats_from_batches,

@@ -17,7 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from collapselab.metrics import mse_decomposition, nc1_snr, nc_metrics
+from collapselab.families import nc_metrics
+from collapselab.metrics import mse_decomposition, nc1_snr
 from collapselab.stats import ClassStats
 
 C, D = 4, 6

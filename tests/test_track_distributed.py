@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from collapselab.data.dataset import LabeledData
-from collapselab.metrics import MSE, Diversity
+from collapselab.families import MSE, Diversity
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.track import Monitor

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from collapselab.data.dataset import LabeledData
-from collapselab.metrics import MSE, NC, PFC, Diversity, measure
+from collapselab.families import MSE, NC, PFC, Diversity, measure
 from collapselab.metrics.diversity import (
     feature_cosine_similarity,
     gating_similarity,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from collapselab.data.dataset import DataSplits, LabeledData
-from collapselab.metrics import measure
+from collapselab.families import measure
 from collapselab.models import MLP
 from collapselab.probe import FeatureCapture, eval_mode
 from collapselab.store import Run

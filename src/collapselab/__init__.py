@@ -7,6 +7,6 @@ reproduce the papers' figures and claims.
 
 __version__ = "0.1.0"
 
-from collapselab.metrics.measure import measure
+from collapselab.families.measure import measure
 
 __all__ = ["__version__", "measure"]

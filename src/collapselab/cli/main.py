@@ -201,7 +201,7 @@ def _preset_text(experiment: Any, preset: str) -> str:
 
 def _list_metrics() -> None:
     """The metric catalogue: every family's keys, where each applies and what it needs."""
-    from collapselab.metrics import catalogue
+    from collapselab.families import catalogue
 
     table = Table()
     table.add_column("key", no_wrap=True)

@@ -29,7 +29,8 @@ from collapselab.experiments.claims import (
 )
 from collapselab.experiments.registry import Experiment, RunContext, register
 from collapselab.experiments.runtimes import stated_runtimes
-from collapselab.metrics import PFC, PFC_KEYS
+from collapselab.families import PFC
+from collapselab.metrics import PFC_KEYS
 from collapselab.models import MLP
 from collapselab.report import plot_panels, plot_training_curves
 from collapselab.store import Run

@@ -32,7 +32,7 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
     "collapselab.experiments.demo",
     "collapselab.experiments.fd",
     "collapselab.experiments.pfc",
-    "collapselab.experiments.pcb",
+    "collapselab.experiments.pcbias",
     "collapselab.experiments.mse_nc",
     "collapselab.experiments.dlufm",
     "collapselab.experiments.curvature",

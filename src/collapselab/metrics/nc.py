@@ -13,7 +13,7 @@ Three layers of API:
 
 * metrics of a finished :class:`~collapselab.stats.ClassStats` (:func:`nc1_pinv`,
   :func:`trace_ratio`, :func:`cdnv`, :func:`ncc_mismatch`, :func:`weighted_accuracy`,
-  :func:`pfc_metrics`); the NC family (:mod:`collapselab.metrics.families.nc`) maps them
+  :func:`pfc_metrics`); the NC family (:mod:`collapselab.families.nc`) maps them
   to the catalogue keys;
 * geometry of ``(C, D)`` vector sets (:func:`equinorm`, :func:`equiangularity`,
   :func:`max_equiangularity`, :func:`etf_distance`, :func:`orthogonal_frame_distance`,

@@ -39,7 +39,7 @@ def layer_variances(widths: Sequence[int], init: str) -> list[float]:
 
     Def. 3 (``"def3"``, ``"def3_uniform"``): :func:`def3_variances`; Glorot (uniform or
     normal): ``2 / (m_{l-1} + m_l)``; He: ``2 / m_{l-1}``. The random-matrix scales of
-    paper 002's Thm 3 (:func:`collapselab.theory.pc_bias.expected_scales`) take these.
+    paper 002's Thm 3 (:func:`collapselab.theory.pcbias.expected_scales`) take these.
     """
     init = check_choice("init", init, _INITS)
     if init in ("def3", "def3_uniform"):

@@ -23,12 +23,12 @@ and reports relative errors. Where a paper's formula fails numerical verificatio
   autodiff), Papyan's decomposition, gradients, App. E matrices, Gram tables;
   :mod:`~collapselab.theory.dlufm_theorems`: Theorems 3.1, 4.1-4.4, E.1-E.3 as predictions
   and :func:`verify_dlufm`.
-- :mod:`~collapselab.theory.pc_bias` (paper 002): the principal-components bias of deep
+- :mod:`~collapselab.theory.pcbias` (paper 002): the principal-components bias of deep
   linear networks: the principal frame, Lemma 1 gradients, Theorem 1's first-order compact
   update, Thm 3 / Lemma 2 scales with Monte Carlo, the effective factor ``c`` (published
   ``L``, corrected ``Σ α_l β_l``), the per-PC closed form (Eq. 10) and its std, distance,
   loss and time-to-ε, and the iterated-product simulator (Eq. 9);
-  :mod:`~collapselab.theory.pc_bias_relu`: the two-layer ReLU model's exact GD and its
+  :mod:`~collapselab.theory.pcbias_relu`: the two-layer ReLU model's exact GD and its
   approximate dynamics (§2.5, App. B.2), published and corrected.
 - :mod:`~collapselab.theory.diversity_trap` (paper 000): Theorem 1's per-sample decomposition
   (S_primary, S_k, Table 1), cos(α_c ΔV, F) (Fig. 5), o^(l) in every ΔF mode (Fig. 6),
@@ -83,7 +83,7 @@ from collapselab.theory.geodesic import (
     verify_straight_line,
 )
 from collapselab.theory.mlp_state import MLPState
-from collapselab.theory.pc_bias import (
+from collapselab.theory.pcbias import (
     PCFrame,
     closed_form_columns,
     compact_update_residual,
@@ -92,9 +92,9 @@ from collapselab.theory.pc_bias import (
     iterated_product_columns,
     principal_frame,
     scale_monte_carlo,
-    verify_pc_bias,
+    verify_pcbias,
 )
-from collapselab.theory.pc_bias_relu import relu_approximate_trajectory, relu_gd_trajectory
+from collapselab.theory.pcbias_relu import relu_approximate_trajectory, relu_gd_trajectory
 from collapselab.theory.snr_dynamics import (
     omega_asymptotic,
     omega_closed_form,
@@ -177,7 +177,7 @@ __all__ = [
     "verify_central_path",
     "verify_dlufm",
     "verify_mufm",
-    "verify_pc_bias",
+    "verify_pcbias",
     "verify_snr_dynamics",
     "verify_straight_line",
     "verify_theorem3",

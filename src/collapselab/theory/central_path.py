@@ -57,10 +57,10 @@ from collapselab.checks import (
     feature_tensor,
     infer_n_classes,
 )
+from collapselab.families import measure
 from collapselab.metrics import (
     central_path_losses,
     least_squares_classifier,
-    measure,
     mse_decomposition,
     nc1_pinv,
     snr_matrix,

@@ -764,7 +764,7 @@ _MEASURED = {
     "equiangle": "nc2_equiangle_means",
     "maxangle": "nc2_maxangle_means",
 }
-"""dnc_metrics' keys computed by the catalogue (:func:`collapselab.metrics.measure`)."""
+"""dnc_metrics' keys computed by the catalogue (:func:`collapselab.families.measure`)."""
 
 DNC_KEYS = (
     *_MEASURED,
@@ -822,7 +822,7 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
 
 def _measured(model: DeepUFM, h: np.ndarray) -> dict[str, float]:
     """The catalogue's NC1/NC2 values of the ``(d, N)`` features ``h`` (empty where undefined)."""
-    from collapselab.metrics import measure
+    from collapselab.families import measure
 
     try:
         values = measure(

@@ -37,7 +37,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.checks import as_real_array, check_float, check_int
-from collapselab.metrics import measure
+from collapselab.families import measure
 
 __all__ = [
     "UFMMSE",

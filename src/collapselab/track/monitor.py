@@ -1,10 +1,10 @@
 r"""The Monitor: scheduled, exact, per-layer measurement of a network during training.
 
-A :class:`Monitor` measures metric families (:mod:`collapselab.metrics.families`, or any
-registered :class:`~collapselab.metrics.family.Family`) on every requested layer of a model,
+A :class:`Monitor` measures metric families (:mod:`collapselab.families.builtin`, or any
+registered :class:`~collapselab.families.family.Family`) on every requested layer of a model,
 on a schedule. It owns the schedule, the probes, the loop over the families and the writing;
 the families say what they need and compute their keys. A measurement is one *sweep* per
-split (:mod:`collapselab.track.sweep`): a forward pass per batch with hooks on every layer
+split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks on every layer
 (pass 1), and, for the layers whose keys need a within-class scatter or decisions, pass 2
 over the features kept in memory (within ``cache_bytes``) or a second forward pass. Only
 what the requested keys need is collected.
@@ -14,7 +14,7 @@ whole split, whatever the batch size. Test features are measured against the *tr
 means where the catalogue says so (``ncc_accuracy`` and ``nc4_ncc_mismatch`` of the test
 split). Every value is written to the run store in long format: one row per
 ``(step, epoch, split, layer, metric, value)``; model-level rows have ``layer = ""``.
-Arrays a family hands over (:meth:`~collapselab.metrics.Family.take_arrays`: the curvature
+Arrays a family hands over (:meth:`~collapselab.families.Family.take_arrays`: the curvature
 family's spectra) go to ``arrays/<family>_step<step>.npz`` with ``step`` and ``epoch``
 (``-1`` when none), and to :attr:`Monitor.last_arrays`.
 
@@ -35,9 +35,10 @@ from torch import nn
 
 from collapselab.checks import check_int, imbalance_message, resolve_weighting
 from collapselab.data.dataset import LabeledData
-from collapselab.metrics.catalogue import FamilySpec
-from collapselab.metrics.collection import Collection, Request, StatsOptions
-from collapselab.metrics.family import MODEL_LAYER, Family, Layout, ModelAccess, Values
+from collapselab.families.arrays import array_name
+from collapselab.families.catalogue import FamilySpec
+from collapselab.families.collection import Collection, Request, StatsOptions
+from collapselab.families.family import MODEL_LAYER, Family, Layout, ModelAccess, Values
 from collapselab.metrics.nc import weighted_accuracy
 from collapselab.probe import eval_mode, resolve_layers
 from collapselab.probe.gradients import check_independent_rows, check_not_inplace, gated_layers
@@ -45,9 +46,8 @@ from collapselab.probe.inputs import first_param
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
-from collapselab.track.measurements import array_name
+from collapselab.track.data_pass import Sweep, SweepSettings
 from collapselab.track.schedule import Schedule
-from collapselab.track.sweep import Sweep, SweepSettings
 
 if TYPE_CHECKING:
     from collapselab.store import Run

@@ -4,7 +4,7 @@ Importing this package registers four experiments, one per network and loss
 (``collapselab run curvature-mlp-ce``, ``curvature-mlp-mse``, ``curvature-conv-ce``,
 ``curvature-conv-mse``): a network trained on Fashion-MNIST images (the quick preset falls
 back to ``quick-bundled``, bundled digits, without the files), with the
-:class:`~collapselab.metrics.families.Curvature` family measuring every weight layer's
+:class:`~collapselab.families.Curvature` family measuring every weight layer's
 Hessian and GGN spectra, Papyan's decomposition, f_top, the Kronecker alignment and the
 weight spectra at a few epochs; figures of the spectra over training, the decomposition
 and the alignment; the claims of :mod:`~collapselab.experiments.curvature.claims`.

@@ -10,7 +10,7 @@ was chosen by it:
   training loop's evaluation of the whole training set gives accuracy exactly 1 at every
   evaluated epoch up to the end of training (``None`` when the last one is below 1);
 * **continued collapse in the TPT**: NC1 = ``tr(Σ_W Σ_B^†)/K`` of the penultimate features
-  (the :class:`~collapselab.metrics.NC` family, whole training set) at the curvature
+  (the :class:`~collapselab.families.NC` family, whole training set) at the curvature
   measurement the claims read (the last one) is at most :data:`NC1_FRACTION` of its value at
   entry, the first NC1 measurement at or after ``e₀``.
 

@@ -3,7 +3,7 @@
 One run trains one network (:mod:`~collapselab.experiments.curvature.networks`) with one
 loss and records, with a :class:`~collapselab.track.Monitor`,
 
-* at every epoch of ``curvature_epochs`` the whole :class:`~collapselab.metrics.families.Curvature`
+* at every epoch of ``curvature_epochs`` the whole :class:`~collapselab.families.Curvature`
   family on every weight layer (rows per layer, spectra in ``arrays/curvature_step*.npz``),
   on a fixed balanced subset of ``curvature_samples`` training images;
 * NC1 and the NCC accuracy of the feature layers at the same epochs and, with
@@ -29,8 +29,8 @@ import torch
 from collapselab.experiments.curvature.networks import build_network, load_data
 from collapselab.experiments.curvature.terminal import terminal_phase
 from collapselab.experiments.registry import RunContext
-from collapselab.metrics import NC
-from collapselab.metrics.families import Curvature
+from collapselab.families import NC
+from collapselab.families.builtin import Curvature
 from collapselab.store import Run
 from collapselab.track import Monitor
 from collapselab.train import TrainConfig, seed_everything, stationarity, train

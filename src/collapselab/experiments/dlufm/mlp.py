@@ -218,7 +218,7 @@ def _curvature_family(
     App. F's formula, computed by Lanczos on the network's own Hessian-vector products."""
     from torch.utils.data import DataLoader, TensorDataset
 
-    from collapselab.metrics.families.curvature import Curvature
+    from collapselab.families.curvature import Curvature
     from collapselab.track import Monitor
 
     network = copy.deepcopy(model).double().eval()

@@ -58,8 +58,8 @@ from torch import nn
 
 from collapselab.checks import check_int
 from collapselab.data import DataSplits, LabeledData
+from collapselab.families.builtin import Diversity
 from collapselab.metrics.diversity import pseudo_neuron_similarities
-from collapselab.metrics.families import Diversity
 from collapselab.models import MLP
 from collapselab.probe import eval_mode
 from collapselab.track import Monitor

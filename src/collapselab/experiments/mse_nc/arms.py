@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset, pad_to_size
-from collapselab.metrics import MSE
+from collapselab.families import MSE
 from collapselab.models import build_model
 from collapselab.probe.robustness import deepfool_robustness
 from collapselab.track import Monitor

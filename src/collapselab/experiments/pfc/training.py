@@ -52,7 +52,8 @@ from collapselab.experiments.pfc._common import (
 )
 from collapselab.experiments.pfc.networks import NetworkSetup, build_network_setup
 from collapselab.experiments.registry import RunContext
-from collapselab.metrics import PFC, PFC_KEYS
+from collapselab.families import PFC
+from collapselab.metrics import PFC_KEYS
 from collapselab.probe import FeatureCapture, eval_mode
 from collapselab.store import Run
 from collapselab.theory.geodesic import (

@@ -13,7 +13,7 @@ Public API:
 - :class:`Job`, :class:`Outcome`, :func:`run_member`, :func:`attempt`, :func:`config_hash`:
   what an executor runs and reports.
 
-Unrelated to :func:`collapselab.track.sweep` (a pass over a data set).
+Unrelated to :func:`collapselab.track.data_pass` (a pass over a data set).
 """
 
 from collapselab.experiments.sweeps.executors import (

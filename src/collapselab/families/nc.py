@@ -1,0 +1,225 @@
+r"""The NC family: neural collapse NC1-NC4 and the nearest-class-mean rule (DESIGN.md catalogue).
+
+Formulas in :mod:`collapselab.metrics.nc` (and :mod:`collapselab.metrics.mse` for
+``nc1_snr``); this module maps the class statistics of a layer to the catalogue keys and
+declares what each key needs, so that a request for, say, ``nc1`` + ``nc1_trace_ratio`` +
+``nc2_etf_distance`` collects the projected statistics only, never the dense ``D x D``
+scatter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from collapselab.checks import PAIRS, check_between_rank, check_bool, check_choice, check_int
+from collapselab.families.family import Family, Key, LayerView, Needs, Values
+from collapselab.metrics.mse import nc1_snr_if_defined
+from collapselab.metrics.nc import (
+    cdnv,
+    equiangularity,
+    equinorm,
+    max_equiangularity,
+    nc1_pinv,
+    ncc_mismatch,
+    orthogonal_frame_distance,
+    pfc_metrics,
+    self_duality,
+    self_duality_classwise,
+    weighted_accuracy,
+)
+from collapselab.stats import ClassStats
+
+
+def _key(name: str, definition: str, source: str, needs: Needs, **kwargs: object) -> Key:
+    """An NC key: every one is invariant to the scale of the features."""
+    return Key(name, definition, source, needs, scale_invariant=True, **kwargs)
+
+
+_MEANS = Needs(scatter="means")
+_SCATTER = Needs(scatter="projected")
+_NCC = Needs(scatter="projected", ncc=True)
+_DECISIONS = Needs(scatter="projected", ncc=True, classifier=True)
+_TRAIN = ("train",)
+
+
+class NC(Family):
+    """Neural collapse of a layer's features (and of the classifier reading them).
+
+    Args:
+        keys: subset of the keys below to compute (default: all).
+        divide_by_c: ``nc1`` with the PNAS ``1/C`` (default) or without (the MSE-NC
+            notebook's ``Tr(Sigma_W Sigma_B^+)``).
+        ddof: delta degrees of freedom of the NC2 standard deviations (1: unbiased, as
+            ``torch.std`` in the papers' code).
+        pairs: ``"unordered"`` (each class pair once) or ``"ordered"`` (both orders, the
+            notebook's choice) for the cosine statistics.
+    """
+
+    name = "nc"
+    keys = (
+        _key("nc1", "Tr(Σ_W Σ_B†)/C, † on the rank-(C−1) range of Σ_B", "003 §2.2", _SCATTER),
+        _key("nc1_trace_ratio", "Tr Σ_W / Tr Σ_B (PFC1)", "001 Eq. 7", _SCATTER),
+        _key(
+            "nc1_cdnv",
+            "Avg_{c≠c'} (σ_c² + σ_c'²) / (2‖μ_c − μ_c'‖²)",
+            "Galanti et al. 2022",
+            _SCATTER,
+        ),
+        _key(
+            "nc1_snr",
+            "Σ_j ω_j⁻², ω the nonzero singular values of Σ_W^{-1/2} M̄; absent unless Σ_W is "
+            "dense and nonsingular",
+            "003 Eq. 8",
+            Needs(scatter="auto"),
+        ),
+        _key(
+            "nc1_dense",
+            "1 if the within-class scatter was kept dense (D × D), 0 if projected",
+            "collapselab",
+            _SCATTER,
+            splits=_TRAIN,
+        ),
+        _key("nc2_equinorm_means", "Std_c ‖μ_c − μ_G‖ / Avg_c ‖μ_c − μ_G‖", "003 Fig. 3", _MEANS),
+        _key(
+            "nc2_equiangle_means",
+            "Std over class pairs of cos(μ_c − μ_G, μ_c' − μ_G)",
+            "003 Fig. 4",
+            _MEANS,
+        ),
+        _key("nc2_maxangle_means", "Avg over c≠c' of |cos + 1/(C−1)|", "003 Fig. 5", _MEANS),
+        _key(
+            "nc2_etf_distance",
+            "‖M̄ᵀM̄/‖M̄ᵀM̄‖_F − E‖_F, E the simplex ETF Gram (PFC2)",
+            "001 Eq. 8",
+            _MEANS,
+        ),
+        _key(
+            "nc2_orthogonal_frame",
+            "‖MᵀM/‖MᵀM‖_F − I/√C‖_F on the uncentred means",
+            "004 §4",
+            _MEANS,
+        ),
+        _key("ncc_accuracy", "fraction with argmin_c ‖h − μ_c‖ = label (PFC3)", "001 Eq. 9", _NCC),
+        _key(
+            "nc2_equinorm_classifiers",
+            "Std_c ‖w_c‖ / Avg_c ‖w_c‖",
+            "003 Fig. 3",
+            _MEANS,
+            where="penultimate",
+            splits=_TRAIN,
+        ),
+        _key(
+            "nc2_equiangle_classifiers",
+            "Std over class pairs of cos(w_c, w_c')",
+            "003 Fig. 4",
+            _MEANS,
+            where="penultimate",
+            splits=_TRAIN,
+        ),
+        _key(
+            "nc2_maxangle_classifiers",
+            "Avg over c≠c' of |cos(w_c, w_c') + 1/(C−1)|",
+            "003 Fig. 5",
+            _MEANS,
+            where="penultimate",
+            splits=_TRAIN,
+        ),
+        _key(
+            "nc3_self_duality",
+            "‖Wᵀ/‖W‖_F − M̄/‖M̄‖_F‖²_F",
+            "003 Fig. 6",
+            _MEANS,
+            where="penultimate",
+        ),
+        _key(
+            "nc3_self_duality_classwise",
+            "Avg_c ‖w_c/‖w_c‖ − (μ_c − μ_G)/‖μ_c − μ_G‖‖²",
+            "003 §2.2",
+            _MEANS,
+            where="penultimate",
+        ),
+        _key(
+            "nc4_ncc_mismatch",
+            "fraction with argmax(Wh + b) ≠ argmin_c ‖h − μ_c‖",
+            "003 Fig. 8",
+            _DECISIONS,
+            where="penultimate",
+        ),
+        _key(
+            "accuracy", "fraction with argmax(Wh + b) = label", "", _DECISIONS, where="penultimate"
+        ),
+    )
+
+    def __init__(
+        self,
+        keys: Sequence[str] | None = None,
+        *,
+        divide_by_c: bool = True,
+        ddof: int = 1,
+        pairs: str = "unordered",
+    ) -> None:
+        super().__init__(keys)
+        self.divide_by_c = check_bool("divide_by_c", divide_by_c)
+        self.ddof = check_int("ddof", ddof, minimum=0)
+        self.pairs = check_choice("pairs", pairs, PAIRS)
+
+    def compute_layer(self, keys: frozenset[str], layer: LayerView, accs: dict) -> Values:
+        stats = layer.stats
+        check_between_rank(stats.between_rank)
+        centred = stats.centred_means
+        formulas: dict[str, Callable[[], float | None]] = {
+            "nc1": lambda: nc1_pinv(stats, self.divide_by_c),
+            "nc1_cdnv": lambda: cdnv(stats),
+            "nc1_snr": lambda: nc1_snr_if_defined(stats),
+            "nc1_dense": lambda: 1.0 if stats.mode == "dense" else 0.0,
+            "nc2_equinorm_means": lambda: equinorm(centred, self.ddof, "centred means"),
+            "nc2_equiangle_means": lambda: equiangularity(
+                centred, self.pairs, self.ddof, "centred means"
+            ),
+            "nc2_maxangle_means": lambda: max_equiangularity(centred, "centred means"),
+            "nc2_orthogonal_frame": lambda: orthogonal_frame_distance(stats.means),
+        }
+        pfc = [k for k in ("nc1_trace_ratio", "nc2_etf_distance", "ncc_accuracy") if k in keys]
+        out: Values = dict(pfc_metrics(stats, pfc)) if pfc else {}
+        if layer.classifier is not None:
+            W = layer.classifier[0]
+            formulas |= {
+                "nc2_equinorm_classifiers": lambda: equinorm(W, self.ddof, "W"),
+                "nc2_equiangle_classifiers": lambda: equiangularity(W, self.pairs, self.ddof, "W"),
+                "nc2_maxangle_classifiers": lambda: max_equiangularity(W, "W"),
+                "nc3_self_duality": lambda: self_duality(W, centred),
+                "nc3_self_duality_classwise": lambda: self_duality_classwise(W, centred),
+            }
+            if stats.has_classifier:
+                formulas |= {
+                    "nc4_ncc_mismatch": lambda: ncc_mismatch(stats),
+                    "accuracy": lambda: weighted_accuracy(
+                        stats.classifier_confusion, stats.class_weights
+                    ),
+                }
+        for key in self.own_keys():  # catalogue order
+            if key in keys and key in formulas:
+                value = formulas[key]()
+                if value is not None:
+                    out[key] = value
+        return {k: out[k] for k in self.own_keys() if k in out}
+
+
+def nc_metrics(
+    stats: ClassStats,
+    *,
+    nc1_divide_by_c: bool = True,
+    ddof: int = 1,
+    pairs: str = "unordered",
+) -> Values:
+    """The NC family's keys of finished class statistics, with the classifier given to
+    :meth:`~collapselab.stats.ClassStats.finalize_means` if any.
+
+    Every key of :class:`NC` except ``nc1_snr`` and ``nc1_dense``, which describe how the
+    statistics were kept (dense or projected) rather than the features; the options are
+    those of :class:`NC`.
+    """
+    family = NC(divide_by_c=nc1_divide_by_c, ddof=ddof, pairs=pairs)
+    keys = frozenset(family.own_keys()) - {"nc1_snr", "nc1_dense"}
+    classifier = stats.classifier if stats.has_classifier else None
+    return family.compute_layer(keys, LayerView("", "train", stats, classifier), {})
