@@ -1,5 +1,6 @@
 """Datasets: generated, bundled with packages, or read from local files. Never downloaded."""
 
+from collapselab.data import steps
 from collapselab.data.bundled import digits, mnist1d
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.errors import DatasetFileError
@@ -34,6 +35,8 @@ from collapselab.data.readers import (
     read_tiny_imagenet,
 )
 from collapselab.data.registry import available_datasets, load_dataset
+from collapselab.data.spec import DataSpec, load_data
+from collapselab.data.steps import STEPS, Step
 from collapselab.data.synthetic import (
     SpectrumModel,
     gaussian_mixture,
@@ -54,6 +57,8 @@ __all__ = [
     "PAPER_KAPPA",
     "PAPER_PHI",
     "PCA",
+    "STEPS",
+    "DataSpec",
     "DataSplits",
     "DatasetFileError",
     "FittedTransform",
@@ -63,6 +68,7 @@ __all__ = [
     "SeparableRelabel",
     "SpectrumModel",
     "Standardize",
+    "Step",
     "ZCAWhitening",
     "available_datasets",
     "balanced_subset",
@@ -76,6 +82,7 @@ __all__ = [
     "gaussian_mixture",
     "gaussian_mixture_means",
     "least_squares_confusion",
+    "load_data",
     "load_dataset",
     "lowpass_mask",
     "mnist1d",
@@ -92,4 +99,5 @@ __all__ = [
     "shuffle_labels",
     "spectrum_gaussian",
     "spectrum_gaussian_model",
+    "steps",
 ]

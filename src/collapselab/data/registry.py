@@ -131,6 +131,25 @@ def data_origin(name: str, data_dir: str | Path | None = None) -> DataOrigin:
     )
 
 
+def canonical_name(name: str) -> str:
+    """The registry's name of dataset ``name`` (case-insensitive, ``-`` for ``_``, aliases
+    resolved); a ``ValueError`` naming the available datasets when it is unknown."""
+    return _canonical(name)
+
+
+def loader_parameters(name: str) -> tuple[set[str], bool]:
+    """The keyword options the loader of dataset ``name`` takes (without ``seed`` and
+    ``data_dir``, which come from the run), and whether it takes any keyword."""
+    params = inspect.signature(_REGISTRY[_canonical(name)].loader).parameters
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    named = {
+        p
+        for p, v in params.items()
+        if p not in ("seed", "data_dir") and v.kind is not inspect.Parameter.VAR_KEYWORD
+    }
+    return named, accepts_any
+
+
 def _canonical(name: str) -> str:
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")

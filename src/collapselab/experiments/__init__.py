@@ -2,9 +2,12 @@
 
 Public API:
 
-- :class:`Experiment`, :class:`RunContext`, :func:`register`, :func:`unregister`,
-  :func:`get_experiment`, :func:`all_experiments`, :func:`experiments_for_paper`: the
-  registry (a paper package registers its experiments on import).
+- :class:`Experiment`, :class:`RunContext`, :func:`register`, :func:`register_paper`,
+  :func:`unregister`, :func:`get_experiment`, :func:`all_experiments`,
+  :func:`experiments_for_paper`: the registry (a paper package registers its experiments
+  from one table on import).
+- :class:`Preset`, :func:`tiers`, :data:`TIERS`, :class:`PresetError`: typed presets, the
+  same four tiers for every experiment.
 - :func:`run_experiment`, :func:`refresh_run`, :func:`run_id_for`: run one experiment
   resumably (claims and report included); rebuild a finished run's figures, claims and
   report without training.
@@ -52,6 +55,7 @@ from collapselab.experiments.claims import (
 from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
 from collapselab.experiments.dry_run import DryRunResult, dry_run_experiment
 from collapselab.experiments.papers import PAPERS, Paper, find_paper
+from collapselab.experiments.preset import TIERS, Preset, PresetError, tiers
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     BUILTIN_PACKAGES,
@@ -61,6 +65,7 @@ from collapselab.experiments.registry import (
     experiments_for_paper,
     get_experiment,
     register,
+    register_paper,
     unregister,
 )
 from collapselab.experiments.reproduce import (
@@ -75,6 +80,7 @@ from collapselab.experiments.runner import refresh_run, run_experiment, run_id_f
 __all__ = [
     "BUILTIN_PACKAGES",
     "PAPERS",
+    "TIERS",
     "ZERO_ERROR",
     "AcrossLayers",
     "Claim",
@@ -89,6 +95,8 @@ __all__ = [
     "NoProgress",
     "NotEvaluable",
     "Paper",
+    "Preset",
+    "PresetError",
     "ProgressDisplay",
     "ReproduceResult",
     "RunContext",
@@ -112,10 +120,12 @@ __all__ = [
     "rank_correlation",
     "refresh_run",
     "register",
+    "register_paper",
     "reproduce",
     "run_experiment",
     "run_id_for",
     "select_experiments",
+    "tiers",
     "unregister",
     "value_above",
     "value_below",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from collapselab.data import DatasetFileError
 from collapselab.data.locations import DATA_DIR_ENV
 from collapselab.data.registry import DataOrigin, data_origin
+from collapselab.experiments.preset import Preset
 
 if TYPE_CHECKING:
     from collapselab.experiments.registry import Experiment
@@ -73,12 +74,16 @@ def _dataset_of(error: DatasetFileError) -> str:
     return str(error.args[0]).split(":", 1)[0]
 
 
-def config_datasets(config: Mapping[str, Any]) -> list[str]:
+def config_datasets(config: Preset | Mapping[str, Any]) -> list[str]:
     """The dataset names a configuration reads, in order, without repeats.
 
-    ``config["dataset"]`` (a name) and ``config["datasets"][key]["name"]``; an experiment
-    that names neither generates its own instances.
+    A typed preset's :class:`~collapselab.data.DataSpec` fields
+    (:meth:`~collapselab.experiments.Preset.data_specs`); for a plain mapping,
+    ``config["dataset"]`` (a name) and ``config["datasets"][key]["name"]``. An experiment
+    that reads none generates its own instances.
     """
+    if isinstance(config, Preset):
+        return list(dict.fromkeys(spec.name for spec in config.data_specs()))
     names: list[str] = []
     single = config.get("dataset")
     if isinstance(single, str):

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 from collapselab._threads import serial_threads
-from collapselab.data import digits
+from collapselab.data import DataSpec, load_data
 from collapselab.experiments.claims import (
     AcrossLayers,
     Claim,
@@ -27,8 +28,8 @@ from collapselab.experiments.claims import (
     rank_correlation,
     value_above,
 )
-from collapselab.experiments.registry import Experiment, RunContext, register
-from collapselab.experiments.runtimes import stated_runtimes
+from collapselab.experiments.preset import Preset, tiers
+from collapselab.experiments.registry import Experiment, RunContext, register_paper
 from collapselab.families import PFC
 from collapselab.metrics import PFC_KEYS
 from collapselab.models import MLP
@@ -37,17 +38,30 @@ from collapselab.store import Run
 from collapselab.track import Monitor
 from collapselab.train import TrainConfig, train
 
-PRESETS = {
-    "quick": {
-        "width": 128,
-        "depth": 4,
-        "epochs": 30,
-        "lr": 0.05,
-        "momentum": 0.9,
-        "weight_decay": 5e-4,
-        "batch_size": 64,
-    },
-}
+DIGITS = DataSpec("digits")
+"""scikit-learn's 8x8 digits, all 1,797 images, its default split."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoPreset(Preset):
+    """The demo's configuration: an MLP of ``depth`` linear layers of ``width`` on
+    ``data``, trained by SGD with momentum and a step schedule."""
+
+    data: DataSpec = DIGITS
+    width: int = 128
+    depth: int = 4
+    epochs: int = 30
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    batch_size: int = 64
+
+
+QUICK = DemoPreset()
+
+PRESETS = tiers(tiny=DemoPreset(width=32, epochs=5), quick=QUICK, standard=QUICK, paper=QUICK)
+"""The demo has one size: ``standard`` and ``paper`` are ``quick`` (it reproduces no
+paper); ``tiny`` is the test suite's."""
 
 PFC_TITLES = {
     "nc1_trace_ratio": "PFC1: Tr(Σ_W)/Tr(Σ_B)",
@@ -62,20 +76,20 @@ def run_demo(run: Run, context: RunContext) -> None:
     """Train the MLP, recording loss/accuracy per epoch and the PFC metrics of every hidden
     layer on a log-spaced schedule (figures drawn by :func:`draw_demo`)."""
     config = context.config
-    data = digits(seed=context.seed)
+    data = load_data(config.data, context.data_dir, context.seed)
     model = MLP(
         in_dim=data.input_shape[0],
         n_classes=data.n_classes,
-        width=config["width"],
-        depth=config["depth"],
+        width=config.width,
+        depth=config.depth,
         bias=True,
     )
     train_config = TrainConfig(
-        epochs=config["epochs"],
-        lr=config["lr"],
-        momentum=config["momentum"],
-        weight_decay=config["weight_decay"],
-        batch_size=config["batch_size"],
+        epochs=config.epochs,
+        lr=config.lr,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+        batch_size=config.batch_size,
         schedule="step",
         seed=context.seed,
         device=context.device,
@@ -188,30 +202,30 @@ CLAIMS = [
 ]
 
 
-DEMO = register(
-    Experiment(
-        id="demo",
-        paper="demo",
-        title="an MLP on digits: training and per-layer collapse (PFC1-3)",
-        presets=PRESETS,
-        **stated_runtimes("demo"),
-        run=run_demo,
-        figures=["collapse", "training"],
-        figure="collapse and training curves",
-        claims=CLAIMS,
-        draw=draw_demo,
-        captions={
-            "collapse": (
-                "PFC1 (within/between-class trace ratio, log scale), PFC2 (distance of the "
-                "class means to a simplex ETF) and PFC3 (nearest-class-centre accuracy) of "
-                "each hidden layer over epochs; dotted red line: first epoch with zero "
-                "training error. The claims below say, with numbers, whether PFC1 fell in "
-                "the last hidden layer and whether it decreases with depth at the end."
-            ),
-            "training": (
-                "Loss (log scale) and accuracy on the training and test splits per epoch; "
-                "dotted red line: first epoch with zero training error."
-            ),
-        },
-    )
+(DEMO,) = register_paper(
+    "demo",
+    [
+        Experiment(
+            id="demo",
+            title="an MLP on digits: training and per-layer collapse (PFC1-3)",
+            presets=PRESETS,
+            run=run_demo,
+            figure="collapse and training curves",
+            claims=CLAIMS,
+            draw=draw_demo,
+            captions={
+                "collapse": (
+                    "PFC1 (within/between-class trace ratio, log scale), PFC2 (distance of the "
+                    "class means to a simplex ETF) and PFC3 (nearest-class-centre accuracy) of "
+                    "each hidden layer over epochs; dotted red line: first epoch with zero "
+                    "training error. The claims below say, with numbers, whether PFC1 fell in "
+                    "the last hidden layer and whether it decreases with depth at the end."
+                ),
+                "training": (
+                    "Loss (log scale) and accuracy on the training and test splits per epoch; "
+                    "dotted red line: first epoch with zero training error."
+                ),
+            },
+        )
+    ],
 )

@@ -13,20 +13,29 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from collapselab.experiments.preset import Preset, PresetError
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 MAX_TAG = 60
 """Longest readable tag; longer (or not name-safe) overrides are tagged by their hash."""
 
 
 def apply_overrides(
-    config: Mapping[str, Any], overrides: Mapping[str, Any] | None, where: str = "preset"
-) -> dict[str, Any]:
+    config: Preset | Mapping[str, Any], overrides: Mapping[str, Any] | None, where: str = "preset"
+) -> Preset | dict[str, Any]:
     """``config`` with the values of ``overrides`` in place of its own.
 
-    Every key must be a key of ``config``, and every value of the same kind (an int where
-    the preset has a float is taken as that float). Raises ``KeyError`` naming the known
-    keys, ``ValueError`` naming the expected kind.
+    Every key must be a field of ``config``, and every value of the field's kind (an int
+    where the preset has a float is taken as that float). Raises ``KeyError`` naming the
+    known fields, ``ValueError`` naming the expected kind.
     """
+    if isinstance(config, Preset):
+        try:
+            return config.replace(**dict(overrides or {}))
+        except KeyError as error:
+            raise KeyError(f"{where}: {error.args[0]}") from None
+        except PresetError as error:
+            raise ValueError(f"{where}: {error}") from None
     result = dict(config)
     for key, value in (overrides or {}).items():
         if key not in config:

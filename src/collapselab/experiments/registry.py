@@ -14,9 +14,10 @@ import calls :func:`register`; adding a paper to the built-ins is one line in
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +25,9 @@ from typing import Any, Protocol
 from collapselab.checks import check_choice
 from collapselab.experiments.claims import Claim
 from collapselab.experiments.papers import find_paper, same_paper
+from collapselab.experiments.preset import FALLBACK_TIERS, TIERS, Preset, PresetError
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
+from collapselab.experiments.runtimes import stated_runtimes
 from collapselab.experiments.sweeps.executors import Executor, default_workers
 from collapselab.store import Run
 
@@ -53,7 +56,7 @@ class RunContext:
     """
 
     preset: str
-    config: dict[str, Any]
+    config: Preset | dict[str, Any]
     seed: int = 0
     device: str = "cpu"
     data_dir: Path | None = None
@@ -73,32 +76,38 @@ class RunFunction(Protocol):
     def __call__(self, run: Run, context: RunContext) -> None: ...
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Experiment:
     """A registered experiment.
 
     Attributes:
         id: stable identifier used on the command line (``collapselab run ID``).
         paper: the paper it reproduces: its number or short name (``"003"``, ``"MSE-NC"``,
-            see :mod:`collapselab.experiments.papers`), ``"demo"`` for the demo.
+            see :mod:`collapselab.experiments.papers`), ``"demo"`` for the demo;
+            :func:`register_paper` fills it in for a paper's table.
         title: what it shows.
-        presets: configuration per preset name; ``quick`` is mandatory.
+        presets: the typed configuration (:class:`~collapselab.experiments.Preset`) of each
+            tier, ``tiny``, ``quick``, ``standard`` and ``paper``
+            (:func:`~collapselab.experiments.tiers`), and of any further named variant; the
+            bundled-data fallbacks are derived when it is registered.
         runtime_quick: measured wall time of the quick preset on 2 CPU cores, as text
-            (the built-in experiments take theirs from
+            (:func:`register_paper` takes the built-in experiments' from
             :mod:`~collapselab.experiments.runtimes`).
         runtimes: measured wall times of the other presets, as text, by preset (the machine
             and load they were measured under belong in the text, e.g. ``"~50 min (2
             cores, load 2)"``; ``"GPU"`` where no CPU time applies).
         fallbacks: preset -> the preset that runs instead when the first one's dataset
             files are not found (``{"quick": "quick-bundled"}``: the quick preset on
-            Fashion-MNIST falls back to bundled data); see
+            Fashion-MNIST falls back to bundled data); derived when the experiment is
+            registered (:meth:`~collapselab.experiments.Preset.bundled`); see
             :mod:`collapselab.experiments.data_plan`.
         dry_run: ``dry_run(config, data_dir=..., seed=...) -> summary``: builds what a run of
             ``config`` would use (data pipelines from local files, models, schedules)
             without training and returns a JSON-serialisable summary; ``None`` when there
             is nothing to build from files.
         run: trains / simulates and writes the run (metrics, arrays).
-        figures: names of the figures it draws (``figures/<name>.png``).
+        figures: names of the figures it draws (``figures/<name>.png``); by default the
+            names of :attr:`captions`.
         figure: the paper's figure or table it reproduces (``"Fig. 7"``), if any.
         claims: the paper's claims, evaluated on the measured results after the run.
         draw: draws ``figures/*.png`` from the stored results of a run; called after
@@ -111,11 +120,11 @@ class Experiment:
     """
 
     id: str
-    paper: str
     title: str
-    presets: dict[str, dict[str, Any]]
-    runtime_quick: str
+    presets: dict[str, Preset] | dict[str, dict[str, Any]]
     run: RunFunction
+    paper: str = ""
+    runtime_quick: str = ""
     figures: list[str] = field(default_factory=list)
     figure: str = ""
     claims: list[Claim] = field(default_factory=list)
@@ -133,17 +142,25 @@ class Experiment:
     captions: dict[str, str] = field(default_factory=dict)
     uses_device: bool = True
 
-    def config(self, preset: str) -> dict[str, Any]:
-        """The configuration of ``preset``: a deep copy (presets are plain data), so that a
-        caller changing a nested list or dict changes no preset and no other experiment's
-        configuration sharing it (the curvature and ``dlufm-mlp`` presets share a class
-        list)."""
+    def __post_init__(self) -> None:
+        if not self.figures:
+            self.figures = list(self.captions)
+
+    @property
+    def typed(self) -> bool:
+        """Whether its presets are :class:`~collapselab.experiments.Preset` objects."""
+        return any(isinstance(p, Preset) for p in self.presets.values())
+
+    def config(self, preset: str) -> Preset | dict[str, Any]:
+        """The configuration of ``preset``: a deep copy, so that a caller changing a nested
+        value changes no preset and no other experiment's configuration sharing it."""
         if preset not in self.presets:
             raise KeyError(
                 f"experiment {self.id!r} has no preset {preset!r}; "
                 f"available presets: {', '.join(sorted(self.presets))}"
             )
-        return copy.deepcopy(dict(self.presets[preset]))
+        chosen = self.presets[preset]
+        return copy.deepcopy(chosen if isinstance(chosen, Preset) else dict(chosen))
 
     def info(self) -> dict[str, Any]:
         """What the runner records in the manifest (``experiment_info``) for reports."""
@@ -171,7 +188,10 @@ def register(experiment: Experiment) -> Experiment:
         raise TypeError(f"register expects an Experiment, got {type(experiment).__name__}")
     if experiment.id in _REGISTRY and _REGISTRY[experiment.id] is not experiment:
         raise ValueError(f"an experiment with id {experiment.id!r} is already registered")
-    if "quick" not in experiment.presets:
+    if experiment.typed:
+        _check_tiers(experiment)
+        _derive_fallbacks(experiment)
+    elif "quick" not in experiment.presets:
         raise ValueError(f"experiment {experiment.id!r} must define a 'quick' preset")
     presets = tuple(experiment.presets)
     for preset, fallback in experiment.fallbacks.items():
@@ -183,6 +203,48 @@ def register(experiment: Experiment) -> Experiment:
         raise ValueError(f"experiment {experiment.id!r} repeats claim names {repeated}")
     _REGISTRY[experiment.id] = experiment
     return experiment
+
+
+def register_paper(paper: str, table: Sequence[Experiment]) -> tuple[Experiment, ...]:
+    """Register a paper's experiments from its one table; returns them, registered.
+
+    Each entry gets ``paper`` and, where it states no ``runtime_quick``, the measured
+    runtimes of :mod:`~collapselab.experiments.runtimes` (:func:`stated_runtimes`).
+    """
+    registered = []
+    for experiment in table:
+        times = {} if experiment.runtime_quick else stated_runtimes(experiment.id)
+        registered.append(register(dataclasses.replace(experiment, paper=paper, **times)))
+    return tuple(registered)
+
+
+def _check_tiers(experiment: Experiment) -> None:
+    """Every tier present, every preset of one :class:`Preset` class."""
+    missing = [tier for tier in TIERS if tier not in experiment.presets]
+    if missing:
+        raise ValueError(
+            f"experiment {experiment.id!r} lacks the tier(s) {missing}; every experiment "
+            f"defines {list(TIERS)}"
+        )
+    kinds = {type(p) for p in experiment.presets.values()}
+    if len(kinds) != 1 or not issubclass(next(iter(kinds)), Preset):
+        names = ", ".join(sorted(getattr(k, "__name__", str(k)) for k in kinds))
+        raise PresetError(
+            f"experiment {experiment.id!r}: every preset must be one Preset class, got {names}"
+        )
+
+
+def _derive_fallbacks(experiment: Experiment) -> None:
+    """Add ``<tier>-bundled`` for every fallback tier whose data is read from files."""
+    presets = dict(experiment.presets)
+    fallbacks = dict(experiment.fallbacks)
+    for tier in FALLBACK_TIERS:
+        bundled = presets[tier].bundled()
+        name = f"{tier}-bundled"
+        if bundled is not None and name not in presets:
+            presets[name] = bundled
+            fallbacks.setdefault(tier, name)
+    experiment.presets, experiment.fallbacks = presets, fallbacks
 
 
 def unregister(experiment_id: str) -> Experiment:

@@ -282,6 +282,7 @@ def _run_one(
             raise_on_error=False,
             mirrors=mirrors,
             progress=progress,
+            plan=plan,
             **sweeps,
         )
     except Exception as error:  # before the run existed: bad preset, conflicting run dir

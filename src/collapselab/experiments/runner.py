@@ -39,8 +39,9 @@ from collapselab.experiments.claims import (
     evaluate_claims,
     not_evaluable,
 )
-from collapselab.experiments.data_plan import plan_data
+from collapselab.experiments.data_plan import DataPlan, plan_data
 from collapselab.experiments.overrides import apply_overrides, overrides_tag
+from collapselab.experiments.preset import Preset
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
     Experiment,
@@ -87,6 +88,7 @@ def run_experiment(
     executor: str | Executor = "local",
     workers: int | None = None,
     overrides: Mapping[str, Any] | None = None,
+    plan: DataPlan | None = None,
 ) -> Run:
     """Run ``experiment_id`` with ``preset`` under ``root`` and return its :class:`Run`.
 
@@ -113,13 +115,17 @@ def run_experiment(
 
     The preset that runs is ``preset``, or its fallback when ``preset``'s dataset files are
     not found (the run's ``preset`` and id say which; the manifest's ``data`` says why).
+    ``plan``: the data plan a caller already made for this experiment and preset
+    (:func:`~collapselab.experiments.reproduce` plans every experiment before the first
+    runs); the data is then not planned again.
 
     Raises:
         MissingDataError: the preset's datasets are not found and it has no fallback
             (raised before any run directory is created, whatever ``raise_on_error``).
     """
     experiment = get_experiment(experiment_id)
-    plan = plan_data(experiment, preset, data_dir)
+    if plan is None or (plan.experiment, plan.requested) != (experiment.id, preset):
+        plan = plan_data(experiment, preset, data_dir)
     preset = plan.preset
     config = apply_overrides(
         experiment.config(preset), overrides, f"preset {preset!r} of {experiment.id}"
@@ -193,7 +199,7 @@ def _open_run(
     root: str | Path,
     experiment: Experiment,
     preset: str,
-    config: dict[str, Any],
+    config: Preset | dict[str, Any],
     seed: int,
     overrides: Mapping[str, Any] | None = None,
 ) -> Run:
@@ -208,7 +214,8 @@ def _open_run(
                 f"run {path} is damaged ({problem}); moved it to {moved} and starting it again",
                 stacklevel=3,
             )
-    return Run.open_or_create(root, experiment.id, preset, config, seed, run_id=run_id)
+    record = config.to_dict() if isinstance(config, Preset) else config
+    return Run.open_or_create(root, experiment.id, preset, record, seed, run_id=run_id)
 
 
 def _execute(run: Run, experiment: Experiment, context: RunContext) -> None:
