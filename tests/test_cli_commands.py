@@ -95,7 +95,7 @@ def test_list_shows_the_demo_at_80_columns() -> None:
             for line in lines
             if line.strip()
         ), experiment.id
-    assert "[presets: quick]" in result.output
+    assert "[presets: tiny, quick]" in result.output  # the demo's two tiers
     text = " ".join(result.output.split())
     assert "Runtimes: measured wall times of the quick preset (beside the id)" in text
     # the times and the machine are the measured file's (collapselab.experiments.runtimes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -100,14 +101,18 @@ def _experiment(presets: dict, exp_id: str = "t-typed") -> Experiment:
     def run(run, context) -> None:
         run.log(0, "lr", context.config.lr)
 
-    return Experiment(id=exp_id, paper="t-typed", title="typed", presets=presets, run=run)
+    return Experiment(id=exp_id, paper="004", title="typed", presets=presets, run=run)
 
 
-def test_tiers_are_one_class_and_registration_needs_all_four() -> None:
+def test_tiers_are_one_class_and_a_papers_experiment_needs_all_four() -> None:
     with pytest.raises(PresetError, match="one Preset class"):
         tiers(tiny=Toy(), quick=Toy(), standard=Toy(), paper=Inner())
     with pytest.raises(ValueError, match=r"lacks the tier\(s\) \['standard', 'paper'\]"):
         register(_experiment({"tiny": Toy(), "quick": Toy()}))
+    with pytest.raises(ValueError, match=r"lacks the tier\(s\) \['tiny'\]"):
+        register(dataclasses.replace(_experiment({"quick": Toy()}), paper="not a paper"))
+    register(dataclasses.replace(_experiment(tiers(tiny=Toy(), quick=Toy())), paper="mine"))
+    unregister("t-typed")
 
 
 def test_registration_derives_the_bundled_fallback_and_the_run_records_the_preset(

@@ -21,9 +21,10 @@ once, naming the field, instead of deep inside a run:
         paper=TwoPhase(data=CIFAR10, depth=9),
     )
 
-Every experiment has the same four **tiers** (:data:`TIERS`): ``tiny`` (the test suite's,
-seconds), ``quick`` (minutes on a laptop CPU), ``standard`` (real images, about an hour per
-paper on two CPU cores) and ``paper`` (the paper's own experiment, for a GPU). Where one
+Every experiment of a paper has the same four **tiers** (:data:`TIERS`): ``tiny`` (the test
+suite's, seconds), ``quick`` (minutes on a laptop CPU), ``standard`` (real images, about an
+hour per paper on two CPU cores) and ``paper`` (the paper's own experiment, for a GPU); one
+that reproduces no paper (the demo) has the first two. Where one
 tier's data is read from local files, the **bundled fallback** is derived, not written:
 :meth:`Preset.bundled` replaces every file dataset by its :attr:`DataSpec.fallback`, and
 the registry adds it as ``<tier>-bundled`` for the tiers meant to run anywhere
@@ -45,10 +46,13 @@ from typing import Any, TypeVar
 from collapselab.data import DataSpec
 from collapselab.data.steps import Step
 
-__all__ = ["FALLBACK_TIERS", "TIERS", "Preset", "PresetError", "tiers"]
+__all__ = ["FALLBACK_TIERS", "RUNNABLE_TIERS", "TIERS", "Preset", "PresetError", "tiers"]
 
 TIERS: tuple[str, ...] = ("tiny", "quick", "standard", "paper")
-"""The tiers every experiment defines, in increasing size."""
+"""The tiers every experiment of a paper defines, in increasing size."""
+
+RUNNABLE_TIERS: tuple[str, ...] = ("tiny", "quick")
+"""The tiers every experiment defines, a paper's or not (the demo reproduces no paper)."""
 
 FALLBACK_TIERS: tuple[str, ...] = ("tiny", "quick")
 """Tiers that fall back to bundled or generated data when their dataset files are missing
@@ -120,12 +124,19 @@ class Preset:
 
 
 def tiers(
-    *, tiny: Preset, quick: Preset, standard: Preset, paper: Preset, **more: Preset
+    *,
+    tiny: Preset,
+    quick: Preset,
+    standard: Preset | None = None,
+    paper: Preset | None = None,
+    **more: Preset,
 ) -> dict[str, Preset]:
-    """The preset table of an experiment: its four :data:`TIERS` (the same object may serve
-    two tiers: ``standard=PAPER`` where the paper's experiment fits two CPU cores) and any
-    further named variants (``paper-cifar10``); every entry of one :class:`Preset` class."""
+    """The preset table of an experiment: its :data:`TIERS` (the same object may serve two
+    tiers: ``standard=PAPER`` where the paper's experiment fits two CPU cores; an
+    experiment that reproduces no paper, the demo, may stop at ``quick``) and any further
+    named variants (``paper-cifar10``); every entry of one :class:`Preset` class."""
     table = {"tiny": tiny, "quick": quick, "standard": standard, "paper": paper, **more}
+    table = {name: preset for name, preset in table.items() if preset is not None}
     kinds = {type(p) for p in table.values()}
     if len(kinds) != 1 or not issubclass(next(iter(kinds)), Preset):
         names = ", ".join(sorted(k.__name__ for k in kinds))

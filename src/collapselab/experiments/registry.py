@@ -25,7 +25,13 @@ from typing import Any, Protocol
 from collapselab.checks import check_choice
 from collapselab.experiments.claims import Claim
 from collapselab.experiments.papers import find_paper, same_paper
-from collapselab.experiments.preset import FALLBACK_TIERS, TIERS, Preset, PresetError
+from collapselab.experiments.preset import (
+    FALLBACK_TIERS,
+    RUNNABLE_TIERS,
+    TIERS,
+    Preset,
+    PresetError,
+)
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.runtimes import stated_runtimes
 from collapselab.experiments.sweeps.executors import Executor, default_workers
@@ -219,12 +225,15 @@ def register_paper(paper: str, table: Sequence[Experiment]) -> tuple[Experiment,
 
 
 def _check_tiers(experiment: Experiment) -> None:
-    """Every tier present, every preset of one :class:`Preset` class."""
-    missing = [tier for tier in TIERS if tier not in experiment.presets]
+    """Every preset of one :class:`Preset` class, and the tiers there must be: ``tiny`` and
+    ``quick`` always; ``standard`` and ``paper`` too for an experiment that reproduces one
+    of the papers (:data:`~collapselab.experiments.PAPERS`; the demo reproduces none)."""
+    needed = TIERS if find_paper(experiment.paper) is not None else RUNNABLE_TIERS
+    missing = [tier for tier in needed if tier not in experiment.presets]
     if missing:
         raise ValueError(
             f"experiment {experiment.id!r} lacks the tier(s) {missing}; every experiment "
-            f"defines {list(TIERS)}"
+            f"defines {list(RUNNABLE_TIERS)}, and one of a paper {list(TIERS)}"
         )
     kinds = {type(p) for p in experiment.presets.values()}
     if len(kinds) != 1 or not issubclass(next(iter(kinds)), Preset):
@@ -239,6 +248,8 @@ def _derive_fallbacks(experiment: Experiment) -> None:
     presets = dict(experiment.presets)
     fallbacks = dict(experiment.fallbacks)
     for tier in FALLBACK_TIERS:
+        if tier not in presets:
+            continue
         bundled = presets[tier].bundled()
         name = f"{tier}-bundled"
         if bundled is not None and name not in presets:
