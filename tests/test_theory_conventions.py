@@ -376,6 +376,17 @@ def test_closed_form_and_predict_dnc_index_layer_l_by_w_l_to_l():
         assert form.sigma_w_sq[layer - 1] == pytest.approx(_top(w @ w.T), rel=1e-12)
 
 
+def test_closed_form_at_the_zero_optimum_keeps_the_indexing():
+    """Beyond condition (2) every product vanishes but the empty one, ``W_{L:L+1} = I_K``."""
+    model = DeepLinearUFM(3, 2, [4, 6, 5], 5.0, 5.0)
+    form = closed_form(model)
+    assert not form.nontrivial and form.t_star == 0.0
+    np.testing.assert_array_equal(form.row_norm_sq, [0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(form.dnc3_scale, np.zeros(4))
+    np.testing.assert_array_equal(form.hessian_outlier, np.zeros(3))
+    np.testing.assert_array_equal(form.gradient_coefficient, np.zeros(3))
+
+
 def test_every_theorem_prediction_at_every_layer():
     model = LINEAR
     form = closed_form(model)

@@ -739,7 +739,8 @@ class ClosedForm:
             ``W_{L:l} = c_l M_lᵀ`` (Theorem 3.1), so ``t* = c_l‖h̄^{(l)}‖²`` at every
             ``l``; ``c_{L+1} = 1/t*`` (``W_{L:L+1} = I_K``, ``M_{L+1} = t* I_K``). The
             paper's ``c`` of layer ``l``'s theorems (``a_c = c h̄^{(l+1)}_c``, note §3.7)
-            is ``c_{l+1}``.
+            is ``c_{l+1}``. At the zero optimum every ``c_l`` is 0 and ``s_l`` is 0 but
+            ``s_{L+1} = 1``.
         hessian_outlier: ``(L,)`` ``λ_out(l) = κ s_{l+1}‖h̄^{(l)}‖²/K`` (Theorems 4.1-4.2).
         gradient_coefficient: ``(L,)`` ``β_l = κ c_{l+1} (t* − 1)/K`` (Theorem 4.3:
             ``g_l = β_l Σ_k h̄^{(l+1)}_k ⊗ h̄^{(l)}_k``).
