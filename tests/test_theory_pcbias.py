@@ -680,14 +680,16 @@ def test_verify_pcbias_starts_from_the_given_weights() -> None:
 
 
 def test_verify_pcbias_runs_five_layers_of_width_128_in_under_a_second() -> None:
-    """The issue's case: L = 5, width 128, 120 steps. Measured 0.06 s on one core at load
-    6 (2 cores); the per-step rebuild took 0.55 s on one core and 14 s with two BLAS
-    threads on the loaded machine."""
+    """The issue's case: L = 5, width 128, 120 steps, the best of three runs. Measured on
+    one core of the 2-core machine: 0.06 s at load 6, 0.3 s at load 12; the per-step
+    rebuild took 0.55 s on one core and 14 s with two BLAS threads at load 6."""
     x, y = _gaussian_classes()
     widths = [Q, 128, 128, 128, 128, K]
+    times = []
     with serial_threads():
         pb.verify_pcbias(x, y, widths, steps=2)  # imports and caches warm
-        start = time.perf_counter()
-        pb.verify_pcbias(x, y, widths, "glorot_normal", steps=120, lr=0.1)
-        elapsed = time.perf_counter() - start
-    assert elapsed < 1.0
+        for _ in range(3):
+            start = time.perf_counter()
+            pb.verify_pcbias(x, y, widths, "glorot_normal", steps=120, lr=0.1)
+            times.append(time.perf_counter() - start)
+    assert min(times) < 1.0
