@@ -251,7 +251,7 @@ def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):
     ufm, point = as_deep_ufm(model, data.train, config["weight_decay"])
     with torch.no_grad():
         outputs = model(data.train.x.double().float()).double().numpy()
-    assert np.allclose(ufm.features(point)[-1].T, outputs, atol=1e-4)
+    assert np.allclose(ufm.features(point)[-1], outputs, atol=1e-4)
     weight = model.classifier.weight.detach().double().clone().requires_grad_(True)
     x = data.train.x.double()
     hidden = x

@@ -81,7 +81,7 @@ def _torch_objective(model, H, Ws, bs=(), cols=None):
     """F written directly in torch (the reference for the analytic gradient); with ``cols``
     the minibatch estimate: the data term of those samples scaled by ``N/b``, the
     penalties on the whole ``H``."""
-    y = torch.tensor(model.targets)
+    y = torch.tensor(model.targets.T)  # the paper's Y, (K, N)
     scale = model.loss_scale
     h = torch.relu(H) if getattr(model, "relu_on_features", False) else H
     if cols is not None:
@@ -140,7 +140,7 @@ def test_objective_and_gradient_equal_autograd(model):
     module = model.as_module(point)
     assert module.objective().item() == pytest.approx(value, rel=1e-13)
     outputs = module(torch.eye(model.n_samples)).detach().numpy()
-    assert np.allclose(outputs.T, model.features(point)[-1], rtol=1e-13, atol=1e-14)
+    assert np.allclose(outputs.T, model.features(point)[-1].T, rtol=1e-13, atol=1e-14)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=repr)
@@ -169,7 +169,7 @@ def test_relu_masks_are_the_positive_pre_activations():
     h = point.H
     for i, mask in enumerate(masks):
         z = point.W[i] @ h
-        assert np.array_equal(mask, (z > 0).astype(float))
+        assert np.array_equal(mask.T, (z > 0).astype(float))
         h = np.maximum(z, 0.0)
     assert len(masks) == model.n_layers - 1
     linear = DeepLinearUFM(3, 4, [5, 6, 4], 1e-3, 2e-3)
@@ -516,7 +516,7 @@ def test_unregularised_last_bias_makes_the_mean_output_the_mean_target():
     model = DeepLinearUFM(3, 4, [5, 6], [1e-3, 2e-3], 2e-3, bias=True)
     solution = minimise(model, seed=0)
     assert solution.grad_norm[-1] < 1e-8
-    outputs = model.features(solution.final)[-1]
+    outputs = model.features(solution.final)[-1].T  # (K, N)
     assert np.allclose(outputs.mean(axis=1), 1 / 3, atol=1e-8)
 
 

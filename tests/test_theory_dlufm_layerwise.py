@@ -54,6 +54,11 @@ RELU = [
 ]
 
 
+def _columns(arrays):
+    """The paper's column matrices (``(d, N)``) of the model's row arrays (``(N, d)``)."""
+    return [a.T for a in arrays]
+
+
 def _layers(model):
     return range(1, model.n_layers + 1)
 
@@ -158,7 +163,7 @@ def _papyan_by_loops(model, point, layer, centring):
         for i in range(n):
             s = kk * n + i
             for c in range(k):
-                delta[c, kk, i] = np.kron(data.back[s, c], data.h[:, s])
+                delta[c, kk, i] = np.kron(data.back[s, c], data.h[s])
     dck = {(c, kk): sum(delta[c, kk, i] for i in range(n)) / n for c in range(k) for kk in range(k)}
     P = data.dim
     G = sum(np.outer(v, v) for v in delta.values()) * kappa / model.n_samples
@@ -260,7 +265,7 @@ def test_per_sample_gradients_and_their_covariance_by_autograd(model):
     layer = 2
     module = model.as_module(point)
     eye = torch.eye(model.n_samples, dtype=torch.float64)
-    targets = torch.tensor(model.targets.T)
+    targets = torch.tensor(model.targets)
     rows = []
     for i in range(model.n_samples):
         module.zero_grad()
@@ -289,8 +294,8 @@ def test_per_sample_gradients_and_their_covariance_by_autograd(model):
 @pytest.mark.parametrize("model", [LINEAR[0], RELU[0]], ids=repr)
 def test_extended_errors_gram_tables_and_features_by_loops(model):
     point = model.random_point(seed=7)
-    feats = model.features(point)
-    masks = model.masks(point)
+    feats = _columns(model.features(point))
+    masks = _columns(model.masks(point))
     k, N = model.n_classes, model.n_samples
     for layer in _layers(model):
         # A_i by explicit products, sample by sample
@@ -332,7 +337,7 @@ def test_predicted_eigenvectors_alignment_coefficients_and_f_top():
     layer = 2
     hess = layer_hessian(model, point, layer)
     V = predicted_eigenvectors(model, point, layer)
-    means, means_next = layer_data(model, point, layer).class_means()
+    means, means_next = _columns(layer_data(model, point, layer).class_means())
     assert np.allclose(V[1 * 3 + 2], np.kron(means_next[:, 1], means[:, 2]))
     Vc = predicted_eigenvectors(model, point, layer, order="column")
     assert np.allclose(Vc[1 * 3 + 2], np.kron(means[:, 2], means_next[:, 1]))
@@ -377,7 +382,7 @@ def test_dnc_metrics_at_the_optimum_and_away_from_it():
     away = dnc_metrics(model, point)
     assert np.all(away["dnc1"] > 1e-2) and np.all(away["dnc3"][:-1] > 1e-2)
     # the ETF distance by its definition, on the centred class means of every layer
-    for i, h in enumerate(model.features(point)):
+    for i, h in enumerate(_columns(model.features(point))):
         means = h.reshape(-1, 3, 4).mean(axis=2)
         centred = means - means.mean(axis=1, keepdims=True)
         gram = centred.T @ centred
@@ -391,7 +396,7 @@ def test_dnc_metrics_at_the_optimum_and_away_from_it():
 
 def _back_by_products(model, point, layer, s):
     """``A_s = W_L D_{L−1,s} ⋯ W_{l+1} D_{l,s}`` by explicit products (masks from the model)."""
-    masks = model.masks(point)
+    masks = _columns(model.masks(point))
     a = np.eye(model.n_classes)
     for j in range(model.n_layers, layer, -1):
         a = a @ point.W[j - 1] * masks[j - 2][:, s][None, :]
@@ -400,7 +405,7 @@ def _back_by_products(model, point, layer, s):
 
 def _gauss_newton_by_loops(model, point, layer, order):
     """``(κ/N) Σ_i J_iᵀJ_i`` with ``J_i[c, (a, b)] = A_i[c, a] h_i[b]`` entry by entry."""
-    h = model.features(point)[layer - 1]
+    h = _columns(model.features(point))[layer - 1]
     d_out, d_in = point.W[layer - 1].shape
     k, P = model.n_classes, d_out * d_in
     G = np.zeros((P, P))
@@ -598,7 +603,7 @@ def _nc_by_loops(model, point):
     their definitions with explicit loops (unbiased standard deviations)."""
     k, n = model.n_classes, model.n_per_class
     out = {key: [] for key in ("equinorm", "equiangle", "maxangle", "sd", "sd_classwise")}
-    for i, h in enumerate(model.features(point)):
+    for i, h in enumerate(_columns(model.features(point))):
         means = [sum(h[:, c * n + s] for s in range(n)) / n for c in range(k)]
         glob = sum(means) / k
         cm = [m - glob for m in means]

@@ -22,6 +22,11 @@ from collapselab.theory.dlufm_layerwise import (
 ARGS = (3, 4, [5, 6, 4], [1e-3, 2e-3, 3e-3], 2e-3)  # K, n, widths (L = 3), λ_W, λ_H
 
 
+def _columns(arrays):
+    """The paper's column matrices (``(d, N)``) of the model's row arrays (``(N, d)``)."""
+    return [a.T for a in arrays]
+
+
 def _positive_point(seed: int) -> UFMParameters:
     """``H_1`` and ``W_1..W_{L−1}`` with positive entries (every pre-activation > 0), ``W_L``
     of either sign."""
@@ -77,7 +82,7 @@ def test_signs_equal_exact_rational_signs_on_random_points():
     for seed in range(3):
         point = model.random_point(seed=seed)
         signs = preactivation_signs(model, point)
-        feats = model.features(point)
+        feats = _columns(model.features(point))
         for j in range(1, model.n_layers):
             exact = _exact_signs(point.W[j - 1], feats[j - 1])
             nonpositive = exact <= 0
@@ -108,7 +113,7 @@ def test_relu_on_features_reads_h1_first_and_biases_enter_the_scale():
     signs = preactivation_signs(model, point)
     assert signs.layers.tolist() == [0, 1, 2]
     assert signs.nonpositive_fraction[0] == np.mean(point.H <= 0)
-    feats = model.features(point)
+    feats = _columns(model.features(point))
     z = point.W[0] @ feats[0] + 0.5
     scale = np.abs(point.W[0]) @ np.abs(feats[0]) + 0.5
     assert signs.min_margin[1] == pytest.approx(np.min(z / scale), rel=1e-14)

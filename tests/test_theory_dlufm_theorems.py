@@ -48,6 +48,11 @@ EIGENVECTOR_CHECKS = [
 ]
 
 
+def _columns(arrays):
+    """The paper's column matrices (``(d, N)``) of the model's row arrays (``(N, d)``)."""
+    return [a.T for a in arrays]
+
+
 @pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, *RANDOM_CONFIGS])
 @pytest.mark.parametrize("seed", [0, 7])
 def test_every_theorem_holds_at_an_exact_optimum(config, seed):
@@ -180,7 +185,7 @@ def _layer_matrices_by_loops(model, point, layer, order):
     """H_l, Papyan's G_class and G_cross (both centrings), the gradient covariance and second
     moment, and the extended errors' second moment, from their definitions with loops."""
     k, n, N, kappa = model.n_classes, model.n_per_class, model.n_samples, model.kappa
-    feats = model.features(point)
+    feats = _columns(model.features(point))
     h, out = feats[layer - 1], feats[-1]
     A = _product(point, layer + 1, k)
     delta = {
@@ -271,7 +276,7 @@ def test_predicted_eigenvectors_span_the_eigenspaces_of_matrices_built_by_loops(
             < 1e-9
         )
     for layer in range(1, model.n_layers + 2):
-        h = model.features(point)[layer - 1]
+        h = _columns(model.features(point))[layer - 1]
         gram = sum(np.outer(h[:, s], h[:, s]) for s in range(model.n_samples))
         pred = predict_features(model, layer, point=point)
         assert np.allclose(pred.eigenvectors, _means_by_loops(model, h), rtol=1e-13, atol=0)

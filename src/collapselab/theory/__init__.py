@@ -6,6 +6,12 @@ predictions, and a ``verify_*`` function that holds predictions against a solved
 and reports relative errors. Where a paper's formula fails numerical verification, both
 ``variant="published"`` and ``variant="corrected"`` are offered.
 
+Conventions (docs/theory.md): arrays with one entry per sample have the samples as rows,
+weights are ``(out, in)`` (the deep UFM's free features ``H_1``, a parameter, are the
+paper's ``(d_1, N)`` matrix, converted by named adapters), and layer ``l`` counts from 1:
+the layer of ``W_l``, with product ``W_{L:l} = W_L ⋯ W_l``, at index ``l − 1`` of a
+per-layer list. Paper 001's :mod:`~collapselab.theory.ufm` keeps the paper's columns.
+
 - :mod:`~collapselab.theory.central_path` (paper 003): the central path, the class-centering
   matrix, the tangent projection, gradient descent with continual renormalisation.
 - :mod:`~collapselab.theory.snr_dynamics` (paper 003): the SNR singular-value dynamics,

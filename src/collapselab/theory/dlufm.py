@@ -1,11 +1,22 @@
 r"""The deep linear and deep ReLU unconstrained feature models of paper 004 (note 004 §2-3).
 
 **The models.** ``K`` classes of ``n`` samples (``N = Kn``), labels class-major, so the
-targets are ``Y = I_K ⊗ 1_nᵀ`` (``K x N``). Free features ``H_1`` (``d_1 x N``, one column per
-sample) pass through ``L`` bias-free layers ``W_l`` (``d_{l+1} x d_l``, ``d_{L+1} = K``):
+paper's targets are ``Y = I_K ⊗ 1_nᵀ`` (``K x N``). Free features ``H_1`` (``d_1 x N``)
+pass through ``L`` bias-free layers ``W_l`` (``d_{l+1} x d_l``, ``d_{L+1} = K``):
 ``h^{(l+1)} = σ(W_l h^{(l)})`` for ``l < L`` and outputs ``f = W_L h^{(L)}``, with ``σ`` the
 identity (:class:`DeepLinearUFM`, Eq. 1) or ReLU (:class:`DeepReLUUFM`, §3.1; optionally
-also on ``H_1``). ``h^{(l)}`` is the *input* of ``W_l`` (note §2). The objective is
+also on ``H_1``). ``h^{(l)}`` is the *input* of ``W_l`` (note §2).
+
+**Layout** (docs/theory.md, Conventions). Parameters are the paper's matrices in the
+``(out, in)`` layout of ``nn.Linear.weight``: ``W_l`` is ``(d_{l+1}, d_l)`` and ``H_1`` is
+``(d_1, N)``, the weight of a first layer fed the one-hot sample indices (as in
+:class:`UFMModule`). Every array with one entry per sample has the samples as **rows**:
+:meth:`DeepUFM.features` gives ``(N, d_l)`` (``H_lᵀ``), :attr:`DeepUFM.targets` ``(N, K)``
+(``Yᵀ``), :meth:`DeepUFM.masks` ``(N, d_{l+1})``. :meth:`UFMParameters.from_feature_rows`
+and :attr:`UFMParameters.feature_rows` convert ``H_1`` from and to rows. The formulas below
+are the paper's, in columns; the code evaluates them on the column matrices.
+
+The objective is
 
 .. math::
     F = s\,\|f(H_1) - Y\|_F^2 + \sum_{l=1}^{L} \frac{\lambda_{W_l}}{2}\|W_l\|_F^2
@@ -114,7 +125,9 @@ class UFMParameters:
     the biases.
 
     Attributes:
-        H: ``(d_1, N)`` features ``H_1``, one column per sample (class-major).
+        H: ``(d_1, N)`` free features ``H_1``, the paper's matrix: one column per sample
+            (class-major), a parameter in the ``(out, in)`` layout of the weights (the
+            samples as rows: :attr:`feature_rows`).
         W: ``(W_1, ..., W_L)``, ``W_l`` of shape ``(d_{l+1}, d_l)``.
         b: ``(b_1, ..., b_L)``, ``b_l`` of shape ``(d_{l+1},)``; empty without biases (the
             paper's model).
@@ -123,6 +136,24 @@ class UFMParameters:
     H: np.ndarray
     W: tuple[np.ndarray, ...]
     b: tuple[np.ndarray, ...] = ()
+
+    @classmethod
+    def from_feature_rows(
+        cls, features: object, weights: Sequence[object], biases: Sequence[object] = ()
+    ) -> UFMParameters:
+        """The point whose free features are the rows of ``features`` ``(N, d_1)`` (one row
+        per sample, class-major): ``H_1 = featuresᵀ``; ``weights`` ``(W_1, ..., W_L)`` and
+        ``biases`` as stored. Float64 copies; check them against a model with
+        :meth:`DeepUFM.check_point`."""
+        rows = as_real_array("features", features, ndim=2, layout="(N, d_1)")
+        ws = tuple(as_real_array(f"W_{i + 1}", w, ndim=2) for i, w in enumerate(weights))
+        bs = tuple(as_real_array(f"b_{i + 1}", v, ndim=1) for i, v in enumerate(biases))
+        return cls(rows.T, ws, bs)
+
+    @property
+    def feature_rows(self) -> np.ndarray:
+        """``H_1ᵀ``, ``(N, d_1)``: the free features with one row per sample (a view)."""
+        return self.H.T
 
     def flat(self) -> np.ndarray:
         """One vector: ``vec_row(H_1)``, ``vec_row(W_1), ..., vec_row(W_L)``, then
@@ -292,7 +323,12 @@ class DeepUFM:
 
     @property
     def targets(self) -> np.ndarray:
-        """``Y = I_K ⊗ 1_nᵀ``, ``(K, N)``."""
+        """``Yᵀ``, ``(N, K)``: one one-hot row per sample (class-major), the transpose of the
+        paper's ``Y = I_K ⊗ 1_nᵀ``."""
+        return self._target_columns().T
+
+    def _target_columns(self) -> np.ndarray:
+        """The paper's ``Y = I_K ⊗ 1_nᵀ``, ``(K, N)``, for the column formulas."""
         return np.kron(np.eye(self.n_classes), np.ones((1, self.n_per_class)))
 
     def __repr__(self) -> str:
@@ -396,7 +432,8 @@ class DeepUFM:
         return None
 
     def _forward(self, p: UFMParameters) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Features ``[h^{(1)}, ..., h^{(L)}, f]`` and pre-activations ``[W_1h^{(1)}, ...]``."""
+        """Features ``[H_1, ..., H_L, f]`` and pre-activations ``[W_1H_1, ...]``, the paper's
+        ``(d, N)`` columns."""
         feats = [self._input(p.H)]
         pre = []
         for i, w in enumerate(p.W):
@@ -408,19 +445,21 @@ class DeepUFM:
         return feats, pre
 
     def features(self, point: object) -> list[np.ndarray]:
-        """``[h^{(1)}, ..., h^{(L)}, h^{(L+1)} = f]``: every layer's ``(d_l, N)`` features,
-        the input of ``W_l`` at index ``l − 1`` and the outputs last."""
-        return self._forward(self.check_point(point))[0]
+        """``[H_1ᵀ, ..., H_Lᵀ, H_{L+1}ᵀ = fᵀ]``: every layer's features as ``(N, d_l)`` rows
+        (one per sample), ``l = 1..L+1``: index ``l − 1`` holds ``h^{(l)}``, the input of
+        ``W_l`` (``σ(H_1)`` first when ReLU acts on the free features), and the last the
+        outputs ``(N, K)``."""
+        return [h.T for h in self._forward(self.check_point(point))[0]]
 
     def masks(self, point: object) -> list[np.ndarray]:
-        """ReLU masks ``D_l = 1[W_l h^{(l)} > 0]`` (``(d_{l+1}, N)``), ``l = 1..L−1`` (note
-        App. F); all ones for the linear model."""
+        """ReLU masks ``D_l = 1[W_l h^{(l)} > 0]`` as ``(N, d_{l+1})`` rows, ``l = 1..L−1`` at
+        index ``l − 1`` (note App. F); all ones for the linear model."""
         p = self.check_point(point)
         _, pre = self._forward(p)
         out = []
         for z in pre[:-1]:
             m = self._act_mask(z)
-            out.append(np.ones_like(z) if m is None else m)
+            out.append((np.ones_like(z) if m is None else m).T)
         return out
 
     def objective(self, point: object) -> float:
@@ -430,11 +469,11 @@ class DeepUFM:
     def data_loss(self, point: object) -> float:
         """The data term ``s‖f − Y‖²`` alone."""
         p = self.check_point(point)
-        r = self._forward(p)[0][-1] - self.targets
+        r = self._forward(p)[0][-1] - self._target_columns()
         return self.loss_scale * float(np.sum(r * r))
 
     def _value(self, p: UFMParameters) -> float:
-        r = self._forward(p)[0][-1] - self.targets
+        r = self._forward(p)[0][-1] - self._target_columns()
         value = self.loss_scale * float(np.sum(r * r)) + 0.5 * self.lambda_h * float(np.sum(p.H**2))
         value += 0.5 * self.lambda_b * sum(float(np.sum(v * v)) for v in p.b)
         return value + sum(
@@ -451,8 +490,8 @@ class DeepUFM:
 
     def minibatch_gradient(self, point: object, columns: object) -> tuple[float, UFMParameters]:
         r"""The stochastic estimate of ``(F, ∇F)`` from the samples ``columns`` (``b``
-        distinct indices into ``0..N−1``): the data term on them scaled by ``N/b``, the
-        penalties in full,
+        distinct sample indices into ``0..N−1``, the columns of ``H_1``): the data term on
+        them scaled by ``N/b``, the penalties in full,
 
         .. math::
             \hat F_B = \frac{N}{b}\, s \sum_{i \in B} \|f_i - y_i\|^2
@@ -477,7 +516,7 @@ class DeepUFM:
     ) -> tuple[float, UFMParameters]:
         """``(F, ∇F)``, or with ``columns`` the estimate of :meth:`minibatch_gradient`."""
         full_h = p.H
-        scale, targets = self.loss_scale, self.targets
+        scale, targets = self.loss_scale, self._target_columns()
         if columns is not None:
             scale *= self.n_samples / columns.size
             targets = targets[:, columns]
@@ -575,7 +614,7 @@ class UFMModule(nn.Module):
                 layer.weight.copy_(torch.from_numpy(value))
             for layer, value in zip(self.layers[1:], point.b, strict=False):
                 layer.bias.copy_(torch.from_numpy(value))
-        self.register_buffer("targets", torch.from_numpy(model.targets.T.copy()))
+        self.register_buffer("targets", torch.from_numpy(model.targets.copy()))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.layers[0](x.to(torch.float64))
@@ -674,7 +713,13 @@ def solve_t_star(beta: float, n_layers: int) -> float:
 class ClosedForm:
     r"""The exact global optimum of a :class:`DeepLinearUFM` (note §3.6-3.12).
 
-    Layer arrays are indexed ``[l − 1]`` for layer ``l``.
+    Per-layer arrays follow the library's one indexing (docs/theory.md, Conventions):
+    entry ``[l − 1]`` belongs to layer ``l``, counted from 1, whose input is ``h^{(l)}``
+    and whose product is ``W_{L:l} = W_L W_{L−1} ⋯ W_l`` (``W_{L:L+1} = I_K``). Arrays of
+    length ``L`` run over the weights ``l = 1..L``; arrays of length ``L + 1`` also hold
+    ``l = L + 1``, the outputs (``h^{(L+1)} = f``, the empty product ``I_K``). A theorem of
+    layer ``l`` that reads the next product ``W_{L:l+1}`` (Theorems 4.1-4.3, E.1-E.2) reads
+    entry ``[l]`` of ``row_norm_sq`` and ``dnc3_scale``.
 
     Attributes:
         beta: ``β`` of ``φ``. threshold: ``β_c``. nontrivial: ``β < β_c``.
@@ -686,10 +731,19 @@ class ClosedForm:
         sigma_h_sq: ``σ_{H_1}² = C/λ_{H_1}``, the K equal non-zero eigenvalues of ``H_1H_1ᵀ``.
         sigma_w_sq: ``(L,)`` ``σ_{W_l}² = C/λ_{W_l}``, those of ``W_lW_lᵀ`` (Theorem 4.4).
         mean_norm_sq: ``(L+1,)`` ``‖h̄^{(l)}_k‖²``, ``l = 1..L+1`` (the last is ``t*²``).
-        row_norm_sq: ``(L,)`` ``‖a^{(l)}_c‖²``, the rows of ``W_{L:l+1}`` (1 at ``l = L``).
-        dnc3_scale: ``(L,)`` ``c_l`` with ``W_{L:l+1} = c_l M_{l+1}ᵀ`` (``t* = c_l‖h̄^{(l+1)}‖²``).
-        hessian_outlier: ``(L,)`` ``λ_out(l) = κ‖a^{(l)}‖²‖h̄^{(l)}‖²/K`` (Theorems 4.1-4.2).
-        gradient_coefficient: ``(L,)`` ``β_l = κ c_l (t* − 1)/K`` (Theorem 4.3).
+        row_norm_sq: ``(L+1,)`` ``s_l = ‖row c of W_{L:l}‖² = Π_{j≥l} σ_{W_j}²``,
+            ``l = 1..L+1``: ``W_{L:l}W_{L:l}ᵀ = s_l I_K`` (Theorem 3.1), 1 at ``l = L+1``.
+            The theorems' ``‖a‖²`` of layer ``l`` (``a_c`` the rows of ``W_{L:l+1}``) is
+            ``s_{l+1}``.
+        dnc3_scale: ``(L+1,)`` ``c_l = √s_l / ‖h̄^{(l)}‖``, ``l = 1..L+1``: DNC3's
+            ``W_{L:l} = c_l M_lᵀ`` (Theorem 3.1), so ``t* = c_l‖h̄^{(l)}‖²`` at every
+            ``l``; ``c_{L+1} = 1/t*`` (``W_{L:L+1} = I_K``, ``M_{L+1} = t* I_K``). The
+            paper's ``c`` of layer ``l``'s theorems (``a_c = c h̄^{(l+1)}_c``, note §3.7)
+            is ``c_{l+1}``. At the zero optimum every ``c_l`` is 0 and ``s_l`` is 0 but
+            ``s_{L+1} = 1``.
+        hessian_outlier: ``(L,)`` ``λ_out(l) = κ s_{l+1}‖h̄^{(l)}‖²/K`` (Theorems 4.1-4.2).
+        gradient_coefficient: ``(L,)`` ``β_l = κ c_{l+1} (t* − 1)/K`` (Theorem 4.3:
+            ``g_l = β_l Σ_k h̄^{(l+1)}_k ⊗ h̄^{(l)}_k``).
     """
 
     beta: float
@@ -752,12 +806,13 @@ def closed_form(model: DeepLinearUFM) -> ClosedForm:
     mean_sq[0] = sigma_h_sq / n
     for i in range(big_l):
         mean_sq[i + 1] = mean_sq[i] * sigma_w_sq[i]
-    rows_sq = np.array([float(np.prod(sigma_w_sq[i + 1 :])) for i in range(big_l)])
+    # s_l = ‖rows of W_{L:l}‖² = Π_{j>=l} σ_j², l = 1..L+1 (the empty product last)
+    rows_sq = np.array([float(np.prod(sigma_w_sq[i:])) for i in range(big_l + 1)])
     with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.where(mean_sq[1:] > 0, np.sqrt(rows_sq) / np.sqrt(mean_sq[1:]), 0.0)
-    outlier = kappa * rows_sq * mean_sq[:big_l] / k
-    if t == 0.0:  # the zero optimum: rows of W_{L:l+1} vanish except the empty product
-        rows_sq = np.where(np.arange(big_l) == big_l - 1, 1.0, 0.0)
+        c = np.where(mean_sq > 0, np.sqrt(rows_sq) / np.sqrt(mean_sq), 0.0)  # W_{L:l} = c_l M_lᵀ
+    outlier = kappa * rows_sq[1:] * mean_sq[:big_l] / k  # layer l reads W_{L:l+1}: s_{l+1}
+    if t == 0.0:  # the zero optimum: every product vanishes but the empty one
+        rows_sq = np.where(np.arange(big_l + 1) == big_l, 1.0, 0.0)
         outlier = np.zeros(big_l)
     return ClosedForm(
         beta=beta,
@@ -775,7 +830,7 @@ def closed_form(model: DeepLinearUFM) -> ClosedForm:
         row_norm_sq=rows_sq,
         dnc3_scale=c,
         hessian_outlier=outlier,
-        gradient_coefficient=kappa * c * (t - 1.0) / k,
+        gradient_coefficient=kappa * c[1:] * (t - 1.0) / k,
     )
 
 

@@ -39,6 +39,16 @@ the outputs is ``J_i = A_i ⊗ h_iᵀ`` and, for the per-sample loss ``(κ/2)‖
   ambiguous, note §8.13: both tables use the product from the output down to ``W_l``
   here, so they coincide for the linear model).
 
+**Layers and layout** (docs/theory.md, Conventions). Layer ``l`` counts from 1: its
+weights are ``W_l`` (``d_{l+1} x d_l``), its input ``h^{(l)}`` (``l = L + 1`` names the
+outputs, where a function takes it) and its product ``W_{L:l} = W_L W_{L−1} ⋯ W_l``
+(:func:`weight_product`; ``W_{L:L+1} = I_K``); the functions take ``layer = l`` and
+per-layer arrays and lists hold layer ``l`` at index ``l − 1``. Sample-indexed arrays are
+rows: :class:`LayerData`'s inputs ``(N, d_l)``, residuals ``(N, K)``, per-sample gradients
+``(N, P)``; class means are ``(K, d_l)`` rows ``h̄^{(l)}_k``
+(:func:`feature_class_means`). The formulas above are the paper's, in columns
+(``H_l = [h_i]``, ``d_l x N``); the code evaluates them on those column matrices.
+
 All matrices are dense float64 numpy: the layers are small (``P = d_{l+1} d_l``, a few
 hundred) and every eigendecomposition is exact.
 """
@@ -106,10 +116,10 @@ class LayerData:
 
     Attributes:
         model, point, layer: the model, the point, ``l`` (1-based).
-        h: ``(d_l, N)`` inputs ``h^{(l)}`` of ``W_l``.
-        h_next: ``(d_{l+1}, N)`` features ``h^{(l+1)}`` (the outputs at ``l = L``).
+        h: ``(N, d_l)`` inputs ``h^{(l)}`` of ``W_l``, one row per sample (``H_lᵀ``).
+        h_next: ``(N, d_{l+1})`` features ``h^{(l+1)}`` (the outputs at ``l = L``).
         back: ``(N, K, d_{l+1})`` ``A_i = ∂f_i/∂(W_l h_i)`` per sample.
-        residual: ``(K, N)`` ``f − Y``.
+        residual: ``(N, K)`` rows ``f_i − y_i``.
     """
 
     model: DeepUFM
@@ -123,26 +133,33 @@ class LayerData:
     @property
     def dim(self) -> int:
         """``P = d_{l+1} d_l``."""
-        return self.h.shape[0] * self.h_next.shape[0]
+        return self.h.shape[1] * self.h_next.shape[1]
 
     def jacobian(self, order: str = "row") -> np.ndarray:
         """``(N, K, P)``: ``J_i = A_i ⊗ h_iᵀ`` (row-major) or ``h_iᵀ ⊗ A_i`` (column-major)."""
         order = check_choice("order", order, ORDERS)
+        h = self.h.T  # the paper's H_l, (d_l, N)
         if order == "row":
-            jac = np.einsum("ica,bi->icab", self.back, self.h)
+            jac = np.einsum("ica,bi->icab", self.back, h)
         else:
-            jac = np.einsum("ica,bi->icba", self.back, self.h)
+            jac = np.einsum("ica,bi->icba", self.back, h)
         return jac.reshape(self.back.shape[0], self.back.shape[1], self.dim)
 
     def class_means(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(M_l, M_{l+1})``: ``(d_l, K)`` and ``(d_{l+1}, K)`` class means."""
+        """``(M_lᵀ, M_{l+1}ᵀ)``: ``(K, d_l)`` and ``(K, d_{l+1})``, row ``k`` the class mean
+        ``h̄_k`` of the layer's inputs and of its outputs."""
         return feature_class_means(self.model, self.h), feature_class_means(self.model, self.h_next)
 
 
 def feature_class_means(model: DeepUFM, features: np.ndarray) -> np.ndarray:
-    """``M = [h̄_1, …, h̄_K]`` ``(d, K)``: the class means of ``(d, N)`` features whose
-    columns are the model's class-major samples (``n`` per class)."""
-    return features.reshape(features.shape[0], model.n_classes, model.n_per_class).mean(axis=2)
+    """``M_lᵀ`` ``(K, d)``: row ``k`` is the class mean ``h̄_k`` of ``(N, d)`` features whose
+    rows are the model's class-major samples (``n`` per class)."""
+    return _column_means(model, features.T).T
+
+
+def _column_means(model: DeepUFM, h: np.ndarray) -> np.ndarray:
+    """The paper's ``M = [h̄_1, …, h̄_K]`` ``(d, K)`` of ``(d, N)`` column features."""
+    return h.reshape(h.shape[0], model.n_classes, model.n_per_class).mean(axis=2)
 
 
 def _layer(model: DeepUFM, layer: int) -> int:
@@ -151,7 +168,8 @@ def _layer(model: DeepUFM, layer: int) -> int:
 
 def layer_data(model: DeepUFM, point: object, layer: int) -> LayerData:
     """The inputs, outputs, per-sample back-propagation matrices ``A_i`` and residuals of
-    layer ``l`` (:class:`LayerData`)."""
+    layer ``l = 1..L`` (:class:`LayerData`; ``A_i`` is ``W_{L:l+1}`` with the masks between,
+    ``I_K`` at ``l = L``)."""
     p = model.check_point(point)
     ell = _layer(model, layer)
     feats, pre = model._forward(p)
@@ -162,11 +180,13 @@ def layer_data(model: DeepUFM, point: object, layer: int) -> LayerData:
         mask = model._act_mask(pre[j - 2])
         if mask is not None:
             back = back * mask.T[:, None, :]
-    return LayerData(model, p, ell, feats[ell - 1], feats[ell], back, feats[-1] - model.targets)
+    residual = feats[-1] - model.targets.T  # f − Y, (K, N)
+    return LayerData(model, p, ell, feats[ell - 1].T, feats[ell].T, back, residual.T)
 
 
 def _product(weights: Sequence[np.ndarray], start: int, k: int) -> np.ndarray:
-    """``W_{L:start} = W_L ⋯ W_start`` (1-based; ``I_K`` when ``start = L + 1``)."""
+    """``W_{L:start} = W_L ⋯ W_start`` (1-based; ``I_K`` when ``start = L + 1``), multiplied
+    from the empty product ``I_K`` down: ``((I_K W_L) W_{L−1}) ⋯ W_start``."""
     out = np.eye(k)
     for w in reversed(weights[start - 1 :]):
         out = out @ w
@@ -175,8 +195,10 @@ def _product(weights: Sequence[np.ndarray], start: int, k: int) -> np.ndarray:
 
 def weight_product(model: DeepUFM, point: object, start: int) -> np.ndarray:
     r"""``W_{L:l} = W_L W_{L−1} ⋯ W_l`` (``K x d_l``, note 004 §2) for ``l = start`` in
-    ``1..L+1`` (``I_K`` at ``L+1``). Its rows are the ``a_c`` of the theorems when
-    ``start = l + 1``; Theorem 3.1 predicts ``W_{L:l}W_{L:l}ᵀ ∝ I_K`` at the optimum."""
+    ``1..L+1`` (``I_K`` at ``L+1``): the product of layer ``l`` (everything from the
+    output down to and including ``W_l``). Theorem 3.1 predicts ``W_{L:l}W_{L:l}ᵀ ∝ I_K``
+    and ``W_{L:l} ∝ M_lᵀ`` at the optimum; the theorems of layer ``l`` read the rows
+    ``a_c`` of the *next* product, ``weight_product(model, point, l + 1)``."""
     p = model.check_point(point)
     start = check_int("start", start, minimum=1, maximum=model.n_layers + 1)
     return _product(p.W, start, model.n_classes)
@@ -195,7 +217,7 @@ def _kronecker_hessian(data: LayerData, order: str) -> np.ndarray:
         )
     left = _product(data.point.W, data.layer + 1, model.n_classes)
     gram_left = left.T @ left
-    gram_right = data.h @ data.h.T / model.n_samples
+    gram_right = data.h.T @ data.h / model.n_samples  # (1/N) H_l H_lᵀ
     if order == "row":
         return model.kappa * np.kron(gram_left, gram_right)
     return model.kappa * np.kron(gram_right, gram_left)
@@ -293,16 +315,17 @@ def layer_hessian_operator(
     """
     order = check_choice("order", order, ORDERS)
     data = layer_data(model, point, layer)
-    rows, cols = data.h_next.shape[0], data.h.shape[0]
+    rows, cols = data.h_next.shape[1], data.h.shape[1]
+    h = data.h.T  # the paper's H_l, (d_l, N)
     shift = model.lambda_w[data.layer - 1] if regularised else 0.0
     factor = model.kappa / model.n_samples
 
     def matvec(v: np.ndarray) -> np.ndarray:
         flat = np.asarray(v, dtype=np.float64).ravel()
         mat = flat.reshape(rows, cols) if order == "row" else flat.reshape(cols, rows).T
-        signal = np.einsum("ab,bi->ia", mat, data.h)  # V h_i, (N, d_{l+1})
+        signal = np.einsum("ab,bi->ia", mat, h)  # V h_i, (N, d_{l+1})
         pulled = np.einsum("ica,ic->ia", data.back, np.einsum("icb,ib->ic", data.back, signal))
-        out = factor * (pulled.T @ data.h.T)  # Σ_i A_iᵀA_i V h_i h_iᵀ
+        out = factor * (pulled.T @ h.T)  # Σ_i A_iᵀA_i V h_i h_iᵀ
         out = out.ravel() if order == "row" else out.T.ravel()
         return out + shift * flat
 
@@ -465,7 +488,7 @@ def layer_gradient(
     with ``per_sample`` the ``(N, P)`` per-sample gradients ``κ (A_iᵀr_i) ⊗ h_i`` of
     ``ℓ_i = (κ/2)‖f_i − y_i‖²`` (their mean is ``g_l``)."""
     data = layer_data(model, point, layer)
-    per = model.kappa * np.einsum("icp,ci->ip", data.jacobian(order), data.residual)
+    per = model.kappa * np.einsum("icp,ci->ip", data.jacobian(order), data.residual.T)
     return per if per_sample else per.mean(axis=0)
 
 
@@ -490,11 +513,11 @@ def predicted_eigenvectors(
     model: DeepUFM, point: object, layer: int, *, order: str = "row"
 ) -> np.ndarray:
     r"""``(K², P)``: row ``k K + k'`` is ``v_{kk'} = h̄^{(l+1)}_k ⊗ h̄^{(l)}_{k'}`` (row-major;
-    ``h̄^{(l)}_{k'} ⊗ h̄^{(l+1)}_k`` column-major) from the current class means (Theorem 4.1;
-    unnormalised)."""
+    ``h̄^{(l)}_{k'} ⊗ h̄^{(l+1)}_k`` column-major) from the current class means of layer
+    ``l``'s inputs and outputs (Theorem 4.1; unnormalised)."""
     means, means_next = layer_data(model, point, layer).class_means()
     k = model.n_classes
-    return kron_pairs(np.repeat(means_next.T, k, axis=0), np.tile(means.T, (k, 1)), order=order)
+    return kron_pairs(np.repeat(means_next, k, axis=0), np.tile(means, (k, 1)), order=order)
 
 
 def _square(name: str, matrix: object) -> np.ndarray:
@@ -733,23 +756,24 @@ def extended_error_moment(model: DeepUFM, point: object, layer: int) -> np.ndarr
     r"""``(1/N) Σ_i Σ_{c'} e_{i,c'} e_{i,c'}ᵀ``, ``e_{i,c'} = A_iᵀ(f_i − e_{c'})`` (App. E.2),
     ``(d_{l+1}, d_{l+1})``."""
     data = layer_data(model, point, layer)
-    outputs = data.residual + model.targets  # (K, N)
+    outputs = data.residual.T + model.targets.T  # (K, N)
     k = model.n_classes
     diffs = outputs.T[:, None, :] - np.eye(k)[None]  # [i, c', :] = f_i − e_{c'}
-    errors = np.einsum("ica,ijc->ija", data.back, diffs).reshape(-1, data.h_next.shape[0])
+    errors = np.einsum("ica,ijc->ija", data.back, diffs).reshape(-1, data.h_next.shape[1])
     return errors.T @ errors / model.n_samples
 
 
 def feature_gram(model: DeepUFM, point: object, layer: int) -> np.ndarray:
-    """``H_lH_lᵀ`` for ``l = 1..L+1`` (App. E.3; ``L+1``: the outputs)."""
+    """``H_lH_lᵀ = Σ_i h_ih_iᵀ`` ``(d_l, d_l)`` for ``l = 1..L+1`` (App. E.3; ``L+1``: the
+    outputs)."""
     ell = check_int("layer", layer, minimum=1, maximum=model.n_layers + 1)
-    h = model.features(point)[ell - 1]
-    return h @ h.T
+    h = model.features(point)[ell - 1]  # (N, d_l)
+    return h.T @ h
 
 
 def gram_tables(model: DeepUFM, point: object, layer: int) -> tuple[np.ndarray, np.ndarray]:
-    r"""Tables 3 and 4 at layer ``l``: ``W_{L:l}W_{L:l}ᵀ`` and ``(1/N) Σ_i B_iB_iᵀ`` with
-    ``B_i = ∂f_i/∂h^{(l)}_i = A_i W_l`` (``K x K`` each; equal for the linear model)."""
+    r"""Tables 3 and 4 at layer ``l = 1..L``: ``W_{L:l}W_{L:l}ᵀ`` and ``(1/N) Σ_i B_iB_iᵀ``
+    with ``B_i = ∂f_i/∂h^{(l)}_i = A_i W_l`` (``K x K`` each; equal for the linear model)."""
     data = layer_data(model, point, layer)
     prod = _product(data.point.W, data.layer, model.n_classes)
     b = data.back @ data.point.W[data.layer - 1]
@@ -808,8 +832,8 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
     """
     p = model.check_point(point)
     out = {key: np.full(model.n_layers + 1, np.nan) for key in DNC_KEYS}
-    for i, h in enumerate(model._forward(p)[0]):
-        means = feature_class_means(model, h)
+    for i, h in enumerate(model._forward(p)[0]):  # columns H_l, l = i + 1
+        means = _column_means(model, h)
         out["mean_norm_sq"][i] = float(np.mean(np.sum(means**2, axis=0)))
         for key, value in _measured(model, h).items():
             out[key][i] = value

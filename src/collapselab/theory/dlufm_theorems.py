@@ -10,6 +10,15 @@ built from that point's class means ``h̄^{(l)}_k`` and weight products ``W_{L:l
 ``a_k``) as the theorems state them. The layer-wise matrices themselves are in
 :mod:`~collapselab.theory.dlufm_layerwise`.
 
+**Indexing** (docs/theory.md, Conventions): ``layer = l`` counts from 1 and names the
+layer whose weights are ``W_l``, whose input is ``h^{(l)}`` and whose product is
+``W_{L:l} = W_L ⋯ W_l`` (``W_{L:L+1} = I_K``); per-layer arrays hold layer ``l`` at index
+``l − 1``, over ``l = 1..L+1`` where the outputs count (:func:`predict_dnc`,
+:func:`predict_features`). A theorem of layer ``l`` about ``H_l``, ``g_l`` or ``W_l`` reads
+the rows ``a_c`` of the next product ``W_{L:l+1}`` and the means of ``h^{(l)}`` and
+``h^{(l+1)}``, as the paper states it. Predicted eigenvectors are rows, class means
+``(K, d_l)`` rows ``h̄^{(l)}_k``.
+
 * Theorem 3.1 (:func:`predict_dnc`): DNC1 ``H_1 = H̄_1 ⊗ 1ᵀ``; DNC2 ``M_lᵀM_l ∝ I`` (so the
   centred means are a simplex ETF: NC2 0) and ``W_{L:l}W_{L:l}ᵀ ∝ I_K``; DNC3
   ``W_{L:l} ∝ M_lᵀ``.
@@ -199,33 +208,34 @@ def _layer(model: DeepUFM, layer: int, *, outputs: bool = False) -> int:
 
 def _class_means(model: DeepUFM, point: object, layer: int) -> np.ndarray:
     """``(K, d_l)``: rows ``h̄^{(l)}_k`` of the point's features, ``l = 1..L+1``."""
-    return feature_class_means(model, model.features(point)[layer - 1]).T
+    return feature_class_means(model, model.features(point)[layer - 1])
 
 
 def predict_dnc(model: DeepLinearUFM) -> dict[str, np.ndarray]:
-    r"""Theorem 3.1, per layer ``l = 1..L+1``, under the keys of
-    :func:`~collapselab.theory.dlufm_layerwise.dnc_metrics`: ``dnc1``,
+    r"""Theorem 3.1, per layer ``l = 1..L+1`` (index ``l − 1``; ``L+1`` the outputs), under
+    the keys of :func:`~collapselab.theory.dlufm_layerwise.dnc_metrics`: ``dnc1``,
     ``orthogonal_frame``, ``etf_distance``, ``equinorm``, ``equiangle``, ``maxangle`` and
     ``dnc3`` 0 (DNC1-3: the means form an orthogonal frame, so the centred means a simplex
-    ETF), ``mean_norm_sq`` ``‖h̄^{(l)}‖²``, ``dnc3_scale`` the ``c`` of ``W_{L:l} = c M_lᵀ``,
+    ETF), ``mean_norm_sq`` ``‖h̄^{(l)}‖²``, ``dnc3_scale`` the ``c_l`` of
+    ``W_{L:l} = c_l M_lᵀ`` (:attr:`~collapselab.theory.dlufm.ClosedForm.dnc3_scale`),
     ``self_duality`` and ``self_duality_classwise`` ``2 − 2√((K−1)/K)`` (``W_{L:l}``'s rows
     ``∝ h̄_k`` against the centred ``h̃_k``: ``cos = √((K−1)/K)``); and ``weight_gram`` the
-    ``s_l`` of ``W_{L:l}W_{L:l}ᵀ = s_l I_K`` (``Π_{j≥l} σ_{W_j}²``; ``l = L``: ``W_LW_Lᵀ``).
-    The weight keys are NaN at ``L+1``."""
+    ``s_l`` of ``W_{L:l}W_{L:l}ᵀ = s_l I_K`` (``Π_{j≥l} σ_{W_j}²``,
+    :attr:`~collapselab.theory.dlufm.ClosedForm.row_norm_sq`; ``l = L``: ``W_LW_Lᵀ``).
+    The weight keys are NaN at ``L+1``, as :func:`dnc_metrics` measures them for
+    ``l = 1..L`` only."""
     form = _form(model)
     size, k = model.n_layers + 1, model.n_classes
-    # ‖rows of W_{L:l}‖² = Π_{j>=l} σ_j² = c²‖h̄^{(l)}‖² (W_{L:l} = c M_lᵀ)
-    rows = np.array([float(np.prod(form.sigma_w_sq[i:])) for i in range(model.n_layers)])
     duality = np.full(model.n_layers, 2 - 2 * math.sqrt((k - 1) / k))
     out = {key: np.zeros(size) for key in ("dnc1", "orthogonal_frame", "etf_distance")}
     out |= {key: np.zeros(size) for key in ("equinorm", "equiangle", "maxangle")}
     return out | {
         "mean_norm_sq": form.mean_norm_sq.copy(),
         "dnc3": np.append(np.zeros(model.n_layers), np.nan),
-        "dnc3_scale": np.append(np.sqrt(rows / form.mean_norm_sq[:-1]), np.nan),
+        "dnc3_scale": np.append(form.dnc3_scale[:-1], np.nan),
         "self_duality": np.append(duality, np.nan),
         "self_duality_classwise": np.append(duality, np.nan),
-        "weight_gram": np.append(rows, np.nan),
+        "weight_gram": np.append(form.row_norm_sq[:-1], np.nan),
     }
 
 
@@ -279,15 +289,15 @@ def _papyan_vectors(
     model: DeepUFM, point: object, ell: int, centring: str, order: str
 ) -> dict[str, np.ndarray]:
     """Theorem 4.2's eigenvectors (see :func:`predict_papyan`)."""
-    means, means_next = layer_data(model, point, ell).class_means()
+    means, means_next = layer_data(model, point, ell).class_means()  # (K, d_l), (K, d_{l+1})
     k = model.n_classes
     if centring == "logit":
-        outer, inner = means_next - means_next.mean(axis=1, keepdims=True), means
-        klass = kron_pairs(np.tile(means_next.mean(axis=1), (k, 1)), means.T, order=order)
+        outer, inner = means_next - means_next.mean(axis=0), means
+        klass = kron_pairs(np.tile(means_next.mean(axis=0), (k, 1)), means, order=order)
     else:
-        outer, inner = means_next, means - means.mean(axis=1, keepdims=True)
-        klass = kron_pairs(means_next.T, np.tile(means.mean(axis=1), (k, 1)), order=order)
-    cross = kron_pairs(np.repeat(outer.T, k, axis=0), np.tile(inner.T, (k, 1)), order=order)
+        outer, inner = means_next, means - means.mean(axis=0)
+        klass = kron_pairs(means_next, np.tile(means.mean(axis=0), (k, 1)), order=order)
+    cross = kron_pairs(np.repeat(outer, k, axis=0), np.tile(inner, (k, 1)), order=order)
     return {"class": klass, "cross": cross, "within": np.zeros((0, cross.shape[1]))}
 
 
@@ -335,10 +345,8 @@ def predict_gradient_covariance(
     variant = check_choice("variant", variant, VARIANTS)
     order = check_choice("order", order, ORDERS)
     form, ell, k = _form(model), _layer(model, layer), model.n_classes
-    nu = (
-        (model.kappa * (1 - form.t_star)) ** 2
-        * form.row_norm_sq[ell - 1]
-        * form.mean_norm_sq[ell - 1]
+    nu = (  # ‖a‖² of layer l: the rows of W_{L:l+1}, s_{l+1}
+        (model.kappa * (1 - form.t_star)) ** 2 * form.row_norm_sq[ell] * form.mean_norm_sq[ell - 1]
     )
     rank = k - 1 if (centred or variant == "published") else k
     vectors = None
@@ -361,7 +369,7 @@ def predict_extended_errors(
     ``K − 1`` large ones, then ``Σ_k h̄^{(l+1)}_k`` for the small one.
     """
     form, ell, k = _form(model), _layer(model, layer), model.n_classes
-    rows = form.row_norm_sq[ell - 1]
+    rows = form.row_norm_sq[ell]  # ‖a‖²: the rows of W_{L:l+1}, s_{l+1}
     t = form.t_star
     values = np.append(np.full(k - 1, (1 + t * t) * rows), (1 - t) ** 2 * rows)
     vectors = None

@@ -113,8 +113,7 @@ def as_deep_ufm(
         raise ValueError("the MLP must be bias-free to be a deep UFM")
     widths = [w.shape[1] for w in weights]
     ufm = DeepReLUUFM(data.n_classes, int(counts[0]), widths, weight_decay, weight_decay)
-    x = data.x.double().numpy().T
-    return ufm, ufm.check_point((x, weights))
+    return ufm, ufm.check_point(UFMParameters.from_feature_rows(data.x.double(), weights))
 
 
 def build_mlp(config: Mapping[str, Any], data: DataSplits, seed: int) -> MLP:

@@ -41,7 +41,12 @@ from collapselab.theory.dlufm import (
     local_minimum_threshold,
     regularisation_threshold,
 )
-from collapselab.theory.dlufm_layerwise import descending_eigh, dnc_metrics, layer_hessian
+from collapselab.theory.dlufm_layerwise import (
+    descending_eigh,
+    dnc_metrics,
+    feature_class_means,
+    layer_hessian,
+)
 from collapselab.theory.dlufm_theorems import verify_dlufm
 
 __all__ = ["LAYER_CLAIMS", "REGULARISATION_CLAIMS", "lambda_for_ratio", "run_layers",
@@ -100,9 +105,7 @@ def regularisation_point(member: dict[str, Any]) -> dict[str, float]:
     form = closed_form(model)
     traj = descend(model, c, seed=int(member["seed"]), checkpoints=1)
     end = traj.final
-    outputs = model.features(end)[-1]
-    k, n = model.n_classes, model.n_per_class
-    out_means = outputs.reshape(k, k, n).mean(axis=2)
+    out_means = feature_class_means(model, model.features(end)[-1])  # (K, K): class k's mean f
     # classes fitted: singular values of the output class means above 1e-6
     fitted = int(np.sum(np.linalg.svd(out_means, compute_uv=False) > 1e-6))
     return {
