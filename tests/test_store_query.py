@@ -140,3 +140,34 @@ def test_query_accepts_read_only_forms(tmp_path: Path) -> None:
     assert list(pivot.columns) == ["epoch", "a", "b"] and len(pivot) == 5
     assert len(query(tmp_path, "EXPLAIN SELECT * FROM metrics")) == 1
     assert len(query(tmp_path, "SUMMARIZE metrics")) == 7
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('{outside}')",
+        "SELECT * FROM read_text('{outside}')",
+        "SELECT * FROM glob('{folder}/*')",
+        "SELECT * FROM read_parquet('{folder}/*.parquet')",
+    ],
+)
+def test_query_sees_the_run_root_only(tmp_path: Path, sql: str) -> None:
+    root = tmp_path / "root"
+    _two_runs(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.csv").write_text("a,b\n1,2\n")
+    import pandas as pd
+
+    pd.DataFrame({"a": [1]}).to_parquet(elsewhere / "t.parquet")
+    text = sql.format(outside=elsewhere / "secret.csv", folder=elsewhere)
+    with pytest.raises(QueryError, match="reads the runs under its root only"):
+        query(root, text)
+    # inside the root the user's own SQL may read the run files, as the views do
+    assert len(query(root, f"SELECT * FROM read_parquet('{root}/a/metrics.parquet')")) == 10
+
+
+def test_query_of_a_relative_root_reads_its_runs(tmp_path: Path, monkeypatch) -> None:
+    _two_runs(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    assert query("runs", "SELECT count(*) AS n FROM metrics")["n"].tolist() == [16]

@@ -213,7 +213,7 @@ def _connect(root: str | os.PathLike[str], excluded: Collection[str]) -> Any:
     con.register("_runs_frame", runs)
     con.execute(f"CREATE VIEW runs AS SELECT {_RUNS_SELECT} FROM _runs_frame")
     files = [
-        (run_id, str(Path(path) / METRICS_FILE))
+        (run_id, str((Path(path) / METRICS_FILE).resolve()))
         for run_id, path in zip(runs["run_id"], runs["path"], strict=True)
         if (Path(path) / METRICS_FILE).is_file()
     ]
@@ -265,6 +265,7 @@ def query(root: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     with warnings.catch_warnings(record=True) as first_warnings:
         warnings.simplefilter("always")
         con = _connect(root, excluded=())
+    _confine(con, root)
     try:
         _refuse_writes(con, sql)
         try:
@@ -279,12 +280,23 @@ def query(root: str | os.PathLike[str], sql: str) -> pd.DataFrame:
             return result
         con.close()
         con = _connect(root, excluded=damaged)  # warns once, about every damaged run
+        _confine(con, root)
         try:
             return con.execute(sql).df()
         except duckdb.Error as error:
             raise QueryError(_query_message(error)) from None
     finally:
         con.close()
+
+
+def _confine(con: Any, root: str | os.PathLike[str]) -> None:
+    """No file outside ``root`` for the user's SQL: the views read the run tables under it,
+    and ``read_csv('/etc/passwd')``, ``read_text`` or ``glob`` elsewhere are refused
+    (DuckDB's ``allowed_directories`` with external access off, which cannot be turned back
+    on while the connection is open)."""
+    folder = str(Path(root).resolve()) + os.sep
+    con.execute(f"SET allowed_directories = [{_sql_string(folder)}]")
+    con.execute("SET enable_external_access = false")
 
 
 def _replay(caught: list[warnings.WarningMessage]) -> None:
@@ -305,6 +317,8 @@ def _query_message(error: Exception) -> str:
     text = f"query failed: {first}"
     if hint:
         text += f" ({hint})"
+    if "disabled by configuration" in first:
+        text += " (query reads the runs under its root only)"
     return f"{text}; {_VIEWS_HINT}"
 
 
