@@ -326,3 +326,45 @@ def test_progress_on_a_terminal_or_disabled_writes_no_lines():
             assert console.file.getvalue() == ""
         else:
             assert "solver: 5/10" not in console.file.getvalue()
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The command line in a fresh process, as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-c", "from collapselab.cli.main import main; main()", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+        env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+
+
+def _single_error(process: subprocess.CompletedProcess, *fragments: str) -> None:
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    assert process.returncode == 2 and "Traceback" not in process.stderr, process.stderr
+    assert len(lines) <= 2 and lines[0].startswith("error: "), lines  # soft-wrapped at most
+    text = " ".join(lines)
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+
+
+def test_a_root_that_cannot_hold_runs_is_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for command in (["run", "pfc-toy"], ["reproduce", "001"], ["sweep", "pfc-toy", "--seeds", "0"]):
+        _single_error(_cli(*command, "--root", str(a_file), "--no-progress"),
+                      "is a file, not a folder")  # fmt: skip
+    _single_error(_cli("run", "pfc-toy", "--root", "/proc/collapselab-x", "--no-progress"),
+                  "cannot create the folder for the runs, /proc/collapselab-x")  # fmt: skip
+    too_long = tmp_path / ("x" * 300)
+    _single_error(_cli("run", "pfc-toy", "--root", str(too_long), "--no-progress"),
+                  "cannot create the folder for the runs", "File name too long")  # fmt: skip
+
+
+def test_an_unknown_device_is_refused_by_an_experiment_that_trains_nothing(tmp_path) -> None:
+    _single_error(_cli("run", "pfc-toy", "--device", "tpu", "--root", str(tmp_path)),
+                  "device must be 'cpu', 'cuda', 'cuda:<i>' or 'auto', got 'tpu'")  # fmt: skip
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_run_id_longer_than_a_folder_name_is_refused_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="run_id is 300 characters long; at most 200"):
+        Run.create(tmp_path, "exp", run_id="r" * 300)

@@ -672,7 +672,7 @@ def sweep(
         )
     except MissingDataError as error:
         _fail(error.one_line())
-    except (KeyError, ValueError) as error:
+    except _user_errors() as error:
         _fail(_message(error))
     _check_run_options(device, [], [])
     board = ProgressBoard(console, enabled=progress)

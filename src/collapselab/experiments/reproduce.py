@@ -32,7 +32,7 @@ from collapselab.experiments.registry import Experiment, all_experiments, experi
 from collapselab.experiments.runner import run_experiment, run_id_for
 from collapselab.experiments.runtimes import measured as measured_runtime
 from collapselab.experiments.sweeps.executors import Executor, make_executor
-from collapselab.store import DamagedRunError, Mirror, Run
+from collapselab.store import DamagedRunError, Mirror, Run, prepare_root
 
 Outcome = Literal["completed", "skipped", "failed", "not run"]
 
@@ -155,7 +155,7 @@ def reproduce(
     chosen = select_experiments(paper)
     make_executor(executor, workers)  # a bad executor fails before any experiment runs
     sweeps = {"executor": executor, "workers": workers}
-    root = Path(root)
+    root = prepare_root(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     load_at_start = load_average()
     machine = machine_facts()  # at the start: the code that runs, not what a pull leaves

@@ -27,9 +27,11 @@ from collapselab.store.catalog import (
     RUN_COLUMNS,
     DamagedRunsWarning,
     QueryError,
+    RootError,
     check_root,
     connect,
     list_runs,
+    prepare_root,
     query,
 )
 from collapselab.store.integrity import DamagedRunError, check_run, run_problem, set_aside
@@ -77,6 +79,7 @@ __all__ = [
     "MLflowMirror",
     "Mirror",
     "QueryError",
+    "RootError",
     "Run",
     "RunLockedError",
     "RunStatus",
@@ -91,6 +94,7 @@ __all__ = [
     "list_runs",
     "make_mirror",
     "metric_tag",
+    "prepare_root",
     "query",
     "run_problem",
     "set_aside",

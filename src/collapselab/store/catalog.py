@@ -110,6 +110,36 @@ def check_root(root: str | os.PathLike[str]) -> Path:
     return root
 
 
+class RootError(ValueError):
+    """The folder for new runs cannot be made or written."""
+
+
+def prepare_root(root: str | os.PathLike[str]) -> Path:
+    """The folder that will hold new runs, created when missing.
+
+    Raises:
+        NotADirectoryError: ``root`` is a file.
+        RootError: it cannot be created or written (a read-only or virtual file system, a
+            name too long), with the system's reason in one line.
+    """
+    path = Path(root).expanduser()
+    try:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(
+                f"run root {root} is a file, not a folder: give a folder for the runs "
+                "(it is created when missing)"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+    except NotADirectoryError:
+        raise
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise RootError(f"cannot create the folder for the runs, {root}: {reason}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RootError(f"cannot write runs into {root}: permission denied")
+    return path
+
+
 def _manifest_paths(root: Path) -> list[Path]:
     found = []
     for directory, subdirs, files in os.walk(check_root(root)):

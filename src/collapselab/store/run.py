@@ -83,12 +83,19 @@ _CHECKPOINT_RE = re.compile(r"^step-(\d+)\.pt$")
 _RESERVED_FILES = (MANIFEST_FILE, METRICS_FILE, lock.LOCK_FILE)
 
 
+MAX_NAME = 200
+"""Longest run id or experiment name: a directory name (file systems take 255 bytes; the
+lock and the temporary files of atomic writes add to it)."""
+
+
 def _check_name(name: Any, what: str) -> str:
     if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
         raise ValueError(
             f"{what} must be a non-empty name of letters, digits, '.', '_' or '-' "
             f"starting with a letter or digit, got {name!r}"
         )
+    if len(name) > MAX_NAME:
+        raise ValueError(f"{what} is {len(name)} characters long; at most {MAX_NAME}")
     return name
 
 
