@@ -368,3 +368,58 @@ def test_an_unknown_device_is_refused_by_an_experiment_that_trains_nothing(tmp_p
 def test_a_run_id_longer_than_a_folder_name_is_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="run_id is 300 characters long; at most 200"):
         Run.create(tmp_path, "exp", run_id="r" * 300)
+
+
+_SLOW_FALLBACK = textwrap.dedent(
+    """
+    import dataclasses, sys, time
+    from collapselab.data import DataSpec, locations
+    from collapselab.experiments import Experiment, Preset, register, tiers
+
+    locations.SYSTEM_DATASETS = {}  # Fashion-MNIST is missing here: quick falls back
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Slow(Preset):
+        data: DataSpec = DataSpec("fashion_mnist", fallback=DataSpec("digits"))
+
+    def run_slow(run, context):
+        for step in range(600):
+            run.log(step, "tick", float(step))
+            print(f"step {step}", flush=True)
+            time.sleep(0.1)
+
+    register(Experiment(id="t-slowfb", paper="t-slowfb", title="slow", runtime_quick="1 s",
+                        presets=tiers(tiny=Slow(), quick=Slow()), run=run_slow))
+    from collapselab.cli.main import main
+    sys.argv = ["collapselab", *sys.argv[1:]]
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize("command", ["run", "reproduce"])
+def test_sigterm_names_the_signal_and_the_run_that_ran(tmp_path: Path, command: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_FALLBACK, command, "t-slowfb", "--out", str(tmp_path),
+         "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "COLLAPSELAB_DATA_DIR"},
+    )  # fmt: skip
+    try:
+        while process.stdout.readline().strip() != "step 2":
+            assert process.poll() is None, process.stderr.read()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143 and "Traceback" not in stderr, stderr
+    manifest = Run.open(tmp_path / "t-slowfb-quick-bundled-seed0").manifest
+    assert manifest["status"] == "interrupted"
+    assert manifest["error"] == "interrupted by SIGTERM"
+    if command == "run":
+        assert "interrupted (SIGTERM): run t-slowfb-quick-bundled-seed0 is marked" in stderr
+    else:
+        record = json.loads((tmp_path / "index.json").read_text())["reproduce"]
+        assert record["interrupted"] == "interrupted by SIGTERM"
+        html = (tmp_path / "index.html").read_text()
+        assert "<b>interrupted by SIGTERM</b> at" in html and "; finished" not in html

@@ -171,3 +171,36 @@ def test_query_of_a_relative_root_reads_its_runs(tmp_path: Path, monkeypatch) ->
     _two_runs(tmp_path / "runs")
     monkeypatch.chdir(tmp_path)
     assert query("runs", "SELECT count(*) AS n FROM metrics")["n"].tolist() == [16]
+
+
+def test_a_run_whose_writer_was_killed_is_listed_stale(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from collapselab.store import STALE
+
+    script = (
+        "import sys, time\n"
+        "from collapselab.store import Run\n"
+        "run = Run.create(sys.argv[1], 'exp', run_id='killed')\n"
+        "run.set_status('running')\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        assert list_runs(tmp_path).set_index("run_id").loc["killed", "status"] == "running"
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    listed = list_runs(tmp_path).set_index("run_id")
+    assert listed.loc["killed", "status"] == STALE == "stale"
+    assert Run.open(tmp_path / "killed").status == "running"  # the manifest is left alone
+    live = Run.create(tmp_path, "exp", run_id="live")  # this process holds its lock
+    live.set_status("running")
+    assert list_runs(tmp_path).set_index("run_id").loc["live", "status"] == "running"

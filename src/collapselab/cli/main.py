@@ -280,6 +280,7 @@ _STATUS_COLOURS = {
     "damaged": "red",
     "interrupted": "yellow",
     "running": "cyan",
+    "stale": "yellow",
 }
 
 
@@ -362,15 +363,24 @@ def _run_and_report(
     sweeps: dict[str, Any] | None = None,
 ) -> None:
     from collapselab.cli.progress import ProgressBoard
-    from collapselab.experiments import MissingDataError, get_experiment, run_experiment, run_id_for
+    from collapselab.experiments import (
+        MissingDataError,
+        get_experiment,
+        plan_data,
+        run_experiment,
+        run_id_for,
+    )
 
     try:
         experiment = get_experiment(experiment_id)
-    except KeyError as error:
+        plan = plan_data(experiment, preset, data_dir)  # once: the run is the plan's preset
+    except MissingDataError as error:  # no run exists: say what is missing, in one line
+        _fail(error.one_line())
+    except _user_errors() as error:
         _fail(_message(error))
     _check_run_options(device, mirrors, [experiment])
     board = ProgressBoard(console, enabled=progress)
-    with _interruptible(f"run {run_id_for(experiment_id, preset, seed)}"), board:
+    with _interruptible(f"run {run_id_for(experiment_id, plan.preset, seed)}"), board:
         try:
             result = run_experiment(
                 experiment_id,
@@ -383,10 +393,9 @@ def _run_and_report(
                 raise_on_error=False,
                 mirrors=mirrors,
                 progress=board,
+                plan=plan,
                 **(sweeps or {}),
             )
-        except MissingDataError as error:  # no run exists: say what is missing, in one line
-            _fail(error.one_line())
         except _user_errors() as error:
             _fail(_message(error))
     status = result.manifest.get("status")
@@ -780,7 +789,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     checkpoint kept). A second SIGTERM during that clean-up ends the process at once."""
     _received.append(signum)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise KeyboardInterrupt(signal.Signals(signum).name)  # the run records the signal
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from collapselab.store._json import to_jsonable
 from collapselab.store.catalog import (
     DAMAGED,
     RUN_COLUMNS,
+    STALE,
     DamagedRunsWarning,
     QueryError,
     RootError,
@@ -57,7 +58,7 @@ from collapselab.store.mirrors import (
     make_mirror,
     metric_tag,
 )
-from collapselab.store.run import RUN_STATUSES, Checkpoint, Run, RunStatus
+from collapselab.store.run import RUN_STATUSES, Checkpoint, Run, RunStatus, interruption
 
 __all__ = [
     "ARRAYS_DIR",
@@ -73,6 +74,7 @@ __all__ = [
     "REPORT_FILE",
     "RUN_COLUMNS",
     "RUN_STATUSES",
+    "STALE",
     "Checkpoint",
     "DamagedRunError",
     "DamagedRunsWarning",
@@ -91,6 +93,7 @@ __all__ = [
     "check_root",
     "check_run",
     "connect",
+    "interruption",
     "list_runs",
     "make_mirror",
     "metric_tag",

@@ -41,6 +41,7 @@ from collapselab.store.integrity import (
     metrics_problem,
     read_manifest,
 )
+from collapselab.store.lock import holder_alive
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -110,6 +111,12 @@ def check_root(root: str | os.PathLike[str]) -> Path:
     return root
 
 
+STALE = "stale"
+"""The ``status`` the ``runs`` view shows for a run whose manifest says ``running`` while
+the process that wrote it is gone (killed: its lock names a process id that no longer
+exists). The manifest is left as it is; the next run of the experiment resumes it."""
+
+
 class RootError(ValueError):
     """The folder for new runs cannot be made or written."""
 
@@ -161,11 +168,14 @@ def _manifest_row(path: Path) -> dict[str, Any]:
     if problem is not None:
         return _damaged_row(run_dir, manifest, problem)
     timings = manifest.get("timings") or {}
+    status = manifest.get("status")
+    if status == "running" and holder_alive(run_dir) is False:
+        status = STALE  # its writer was killed: the next run of it resumes it
     return {
         "run_id": str(manifest["id"]),
         "experiment": manifest.get("experiment"),
         "preset": manifest.get("preset", ""),
-        "status": manifest.get("status"),
+        "status": status,
         "seed": manifest.get("seed"),
         "created": timings.get("created"),
         "started": timings.get("started"),

@@ -700,9 +700,19 @@ class Run:
         self.flush()
         if exc_type is not None and self.status in ("created", "running"):
             if issubclass(exc_type, KeyboardInterrupt):
-                self.set_status("interrupted", error="KeyboardInterrupt")
+                self.set_status("interrupted", error=interruption(exc))
             else:
                 self.set_status("failed", error=f"{exc_type.__name__}: {exc}")
+
+
+def interruption(error: BaseException | None) -> str:
+    """What stopped a run, in words: ``"interrupted by SIGTERM"`` when the command line
+    turned a signal into the ``KeyboardInterrupt`` (its argument names the signal), else
+    ``"interrupted by SIGINT (Ctrl-C)"``."""
+    name = error.args[0] if error is not None and error.args else ""
+    if isinstance(name, str) and name.startswith("SIG"):
+        return f"interrupted by {name}"
+    return "interrupted by SIGINT (Ctrl-C)"
 
 
 def _call_mirror(mirror: Any, hook: str, *args: Any) -> bool:
