@@ -779,6 +779,41 @@ def report(
         raise typer.Exit(code=1)
 
 
+@app.command()
+def verify(
+    path: Annotated[
+        Path, typer.Argument(help="A run directory, or a root holding runs.")
+    ] = DEFAULT_ROOT,
+) -> None:
+    """Check every run's files: the manifest, the whole metric table, the checksums of a
+    completed run's files, an unfinished run's checkpoints. Exit code 1 if any is damaged."""
+    from collapselab.store import MANIFEST_FILE, check_root, run_problem
+
+    if not path.exists():
+        _fail(f"{path} does not exist; give a run directory or a root holding runs")
+    if (path / MANIFEST_FILE).is_file():
+        run_dirs = [path]
+    else:
+        try:
+            run_dirs = [p.parent for p in sorted(check_root(path).rglob(MANIFEST_FILE))
+                        if ".damaged" not in p.parts]  # fmt: skip
+        except NotADirectoryError as error:
+            _fail(_root_message(error, path))
+        if not run_dirs:
+            _fail(f"no runs under {path}; give a run directory or a root holding runs")
+    damaged = 0
+    for run_dir in run_dirs:
+        problem = run_problem(run_dir, thorough=True)
+        if problem is None:
+            console.print(f"[green]ok[/green]       {_e(run_dir)}")
+        else:
+            damaged += 1
+            console.print(f"[red]damaged[/red]  {_e(run_dir)}: {_e(problem)}", soft_wrap=True)
+    console.print(f"{len(run_dirs)} run(s) checked, {damaged} damaged")
+    if damaged:
+        raise typer.Exit(code=1)
+
+
 # ---------------------------------------------------------------- signals, warnings
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _received: list[int] = []

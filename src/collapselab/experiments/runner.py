@@ -243,7 +243,9 @@ def _execute(run: Run, experiment: Experiment, context: RunContext) -> None:
             experiment.draw(run)
             run.add_duration("draw_s", time.perf_counter() - t0)
         if run.status == "running":
-            run.set_status("completed")
+            run.set_status("completed")  # records the checksums of the run's files
+        elif run.status == "completed":
+            run.record_checksums()  # completed by its training loop: take what came after
 
 
 def _format_traceback(error: BaseException) -> str:

@@ -35,6 +35,7 @@ from collapselab.store.catalog import (
     prepare_root,
     query,
 )
+from collapselab.store.checkpoints import Checkpoint, CheckpointError
 from collapselab.store.integrity import DamagedRunError, check_run, run_problem, set_aside
 from collapselab.store.layout import (
     ARRAYS_DIR,
@@ -58,7 +59,7 @@ from collapselab.store.mirrors import (
     make_mirror,
     metric_tag,
 )
-from collapselab.store.run import RUN_STATUSES, Checkpoint, Run, RunStatus, interruption
+from collapselab.store.run import RUN_STATUSES, Run, RunStatus, interruption
 
 __all__ = [
     "ARRAYS_DIR",
@@ -76,6 +77,7 @@ __all__ = [
     "RUN_STATUSES",
     "STALE",
     "Checkpoint",
+    "CheckpointError",
     "DamagedRunError",
     "DamagedRunsWarning",
     "MLflowMirror",

@@ -43,7 +43,6 @@ import re
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,7 +54,13 @@ from collapselab.checks import check_choice, check_int
 from collapselab.store import lock
 from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
 from collapselab.store._json import json_equal, to_jsonable
-from collapselab.store.integrity import DamagedRunError, metrics_problem, read_manifest
+from collapselab.store.checkpoints import Checkpoint, checkpoints, newest_readable
+from collapselab.store.integrity import (
+    DamagedRunError,
+    file_checksums,
+    metrics_problem,
+    read_manifest,
+)
 from collapselab.store.layout import (
     ARRAYS_DIR,
     CHECKPOINTS_DIR,
@@ -79,7 +84,6 @@ _TERMINAL = ("completed", "failed", "interrupted")
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_CHECKPOINT_RE = re.compile(r"^step-(\d+)\.pt$")
 _RESERVED_FILES = (MANIFEST_FILE, METRICS_FILE, lock.LOCK_FILE)
 
 
@@ -126,24 +130,6 @@ def collect_versions() -> dict[str, str]:
         "pandas": pd.__version__,
         "collapselab": collapselab.__version__,
     }
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A checkpoint file of a run, saved after global step ``step``."""
-
-    step: int
-    path: Path
-
-    def load(self, map_location: Any = "cpu", weights_only: bool = True) -> dict[str, Any]:
-        """Load the saved state dict with :func:`torch.load`.
-
-        ``weights_only=True`` (default) refuses arbitrary pickled objects: checkpoints hold
-        tensors and plain Python containers of numbers and strings only.
-        """
-        import torch
-
-        return torch.load(self.path, map_location=map_location, weights_only=weights_only)
 
 
 class Run:
@@ -409,6 +395,10 @@ class Run:
             timings["finished"] = now
         self._manifest["status"] = status
         self._manifest["error"] = error if status in ("failed", "interrupted") else None
+        if status == "completed":
+            self._manifest["checksums"] = file_checksums(self._path)
+        else:
+            self._manifest.pop("checksums", None)
         self._write_manifest()
 
     def add_duration(self, name: str, seconds: float) -> None:
@@ -676,20 +666,25 @@ class Run:
 
     def checkpoints(self) -> list[Checkpoint]:
         """The run's checkpoints, sorted by step."""
-        directory = self._path / CHECKPOINTS_DIR
-        if not directory.is_dir():
-            return []
-        found = []
-        for path in directory.iterdir():
-            match = _CHECKPOINT_RE.match(path.name)
-            if match:
-                found.append(Checkpoint(int(match.group(1)), path))
-        return sorted(found, key=lambda c: c.step)
+        return checkpoints(self._path)
 
     def latest_checkpoint(self) -> Checkpoint | None:
         """The checkpoint with the largest step, or ``None``."""
         found = self.checkpoints()
         return found[-1] if found else None
+
+    def resume_checkpoint(self, map_location: Any = "cpu") -> tuple[Checkpoint, dict] | None:
+        """The newest checkpoint that can be read and its state (an unreadable newer one is
+        set aside with a warning, :func:`~collapselab.store.checkpoints.newest_readable`);
+        ``None`` without checkpoints. Raises
+        :class:`~collapselab.store.checkpoints.CheckpointError` when none can be read."""
+        return newest_readable(self._path, map_location=map_location)
+
+    def record_checksums(self) -> None:
+        """Record the SHA-256 of every file the run recorded in the manifest's ``checksums``
+        (:func:`~collapselab.store.integrity.file_checksums`); a thorough check finds any
+        of them missing or changed later."""
+        self.update_manifest(checksums=file_checksums(self._path))
 
     # ------------------------------------------------------------- context manager
     def __enter__(self) -> Run:
