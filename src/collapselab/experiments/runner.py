@@ -329,6 +329,8 @@ def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = T
                 experiment.draw(run)
             except Exception as error:
                 notes.append(f"redrawing the figures failed: {type(error).__name__}: {error}")
+            else:  # checked thoroughly above: what the drawing rewrote (a table) is sound
+                run.record_checksums()
         if reevaluate:
             write_claims(run, experiment)
     return write_run_report(run, notes=notes)
