@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -423,3 +424,26 @@ def test_sigterm_names_the_signal_and_the_run_that_ran(tmp_path: Path, command: 
         assert record["interrupted"] == "interrupted by SIGTERM"
         html = (tmp_path / "index.html").read_text()
         assert "<b>interrupted by SIGTERM</b> at" in html and "; finished" not in html
+
+
+def test_the_eta_scales_with_the_machine_and_never_sits_still_past_an_estimate() -> None:
+    from collapselab.cli.progress import RemainingColumn, ReproduceClock
+
+    clock = ReproduceClock([10.0, 20.0, 30.0])
+    clock.start(0, now=100.0)
+    assert clock.remaining(104.0) == (6.0 + 50.0, False)
+    clock.finish(0, seconds=20.0, ran=True)  # the machine runs at half the measured speed
+    assert clock.factor == 2.0
+    clock.start(1, now=120.0)
+    assert clock.remaining(130.0) == (2 * 20 - 10 + 2 * 30, False)
+    # fd-directions listed at ~16 s ran 253 s: past 2 x 20 s the end is unknown
+    assert clock.remaining(165.0) == (60.0, True)
+    column = RemainingColumn()
+
+    task = types.SimpleNamespace(fields={"remaining": lambda: clock.remaining(165.0)},
+                                 finished=False)  # fmt: skip
+    assert column.render(task).plain == "eta >0:01:00"
+    clock.finish(1, seconds=60.0, ran=True)
+    clock.finish(2, seconds=0.0, ran=False)  # skipped: takes no time, changes no factor
+    assert clock.factor == 80 / 30 and clock.remaining(300.0) == (0.0, False)
+    assert ReproduceClock([1.0, None]).remaining(0.0) is None

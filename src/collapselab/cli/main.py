@@ -476,7 +476,7 @@ def reproduce(
     """
     import time
 
-    from collapselab.cli.progress import ProgressBoard
+    from collapselab.cli.progress import ProgressBoard, ReproduceClock
     from collapselab.experiments import (
         Experiment,
         ExperimentOutcome,
@@ -495,29 +495,23 @@ def reproduce(
     except ValueError as error:
         _fail(error)
     _check_run_options(device, mirrors, chosen)
-    estimates = {e.id: estimated_seconds(e, preset, out, seed) for e in chosen}
+    clock = ReproduceClock([estimated_seconds(e, preset, out, seed) for e in chosen])
     position = {e.id: i for i, e in enumerate(chosen, start=1)}
-    current: dict[str, Any] = {"index": 0, "started": time.perf_counter()}
     board = ProgressBoard(console, enabled=progress)
 
-    def remaining() -> float | None:
-        """Estimates of the experiments not finished, less the time the current one ran."""
-        ahead = [e.id for e in chosen[current["index"] :]]
-        if not ahead or any(estimates[k] is None for k in ahead):
-            return None if ahead else 0.0
-        ran = time.perf_counter() - current["started"]
-        return max(estimates[ahead[0]] - ran, 0.0) + sum(estimates[k] for k in ahead[1:])
+    def remaining() -> tuple[float, bool] | None:
+        return clock.remaining(time.perf_counter())
 
     def started(experiment: Experiment) -> None:
-        current["index"] = position[experiment.id] - 1
-        current["started"] = time.perf_counter()
+        clock.start(position[experiment.id] - 1, time.perf_counter())
         step(position[experiment.id])
         board.note(
             f"[{position[experiment.id]}/{len(chosen)}] {experiment.id} ({experiment.title})"
         )
 
     def finished(outcome: ExperimentOutcome) -> None:
-        current["index"] = position[outcome.experiment]
+        ran = outcome.outcome == "completed" and not outcome.resumed
+        clock.finish(position[outcome.experiment] - 1, outcome.seconds, ran)
         colour = {"completed": "green", "skipped": "cyan", "not run": "yellow"}.get(
             outcome.outcome, "red"
         )
