@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -326,3 +327,123 @@ def test_progress_on_a_terminal_or_disabled_writes_no_lines():
             assert console.file.getvalue() == ""
         else:
             assert "solver: 5/10" not in console.file.getvalue()
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The command line in a fresh process, as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-c", "from collapselab.cli.main import main; main()", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+        env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+
+
+def _single_error(process: subprocess.CompletedProcess, *fragments: str) -> None:
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    assert process.returncode == 2 and "Traceback" not in process.stderr, process.stderr
+    assert len(lines) <= 2 and lines[0].startswith("error: "), lines  # soft-wrapped at most
+    text = " ".join(lines)
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+
+
+def test_a_root_that_cannot_hold_runs_is_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for command in (["run", "pfc-toy"], ["reproduce", "001"], ["sweep", "pfc-toy", "--seeds", "0"]):
+        _single_error(_cli(*command, "--root", str(a_file), "--no-progress"),
+                      "is a file, not a folder")  # fmt: skip
+    _single_error(_cli("run", "pfc-toy", "--root", "/proc/collapselab-x", "--no-progress"),
+                  "cannot create the folder for the runs, /proc/collapselab-x")  # fmt: skip
+    too_long = tmp_path / ("x" * 300)
+    _single_error(_cli("run", "pfc-toy", "--root", str(too_long), "--no-progress"),
+                  "cannot create the folder for the runs", "File name too long")  # fmt: skip
+
+
+def test_an_unknown_device_is_refused_by_an_experiment_that_trains_nothing(tmp_path) -> None:
+    _single_error(_cli("run", "pfc-toy", "--device", "tpu", "--root", str(tmp_path)),
+                  "device must be 'cpu', 'cuda', 'cuda:<i>' or 'auto', got 'tpu'")  # fmt: skip
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_run_id_longer_than_a_folder_name_is_refused_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="run_id is 300 characters long; at most 200"):
+        Run.create(tmp_path, "exp", run_id="r" * 300)
+
+
+_SLOW_FALLBACK = textwrap.dedent(
+    """
+    import dataclasses, sys, time
+    from collapselab.data import DataSpec, locations
+    from collapselab.experiments import Experiment, Preset, register, tiers
+
+    locations.SYSTEM_DATASETS = {}  # Fashion-MNIST is missing here: quick falls back
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Slow(Preset):
+        data: DataSpec = DataSpec("fashion_mnist", fallback=DataSpec("digits"))
+
+    def run_slow(run, context):
+        for step in range(600):
+            run.log(step, "tick", float(step))
+            print(f"step {step}", flush=True)
+            time.sleep(0.1)
+
+    register(Experiment(id="t-slowfb", paper="t-slowfb", title="slow", runtime_quick="1 s",
+                        presets=tiers(tiny=Slow(), quick=Slow()), run=run_slow))
+    from collapselab.cli.main import main
+    sys.argv = ["collapselab", *sys.argv[1:]]
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize("command", ["run", "reproduce"])
+def test_sigterm_names_the_signal_and_the_run_that_ran(tmp_path: Path, command: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_FALLBACK, command, "t-slowfb", "--out", str(tmp_path),
+         "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "COLLAPSELAB_DATA_DIR"},
+    )  # fmt: skip
+    try:
+        while process.stdout.readline().strip() != "step 2":
+            assert process.poll() is None, process.stderr.read()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143 and "Traceback" not in stderr, stderr
+    manifest = Run.open(tmp_path / "t-slowfb-quick-bundled-seed0").manifest
+    assert manifest["status"] == "interrupted"
+    assert manifest["error"] == "interrupted by SIGTERM"
+    if command == "run":
+        assert "interrupted (SIGTERM): run t-slowfb-quick-bundled-seed0 is marked" in stderr
+    else:
+        record = json.loads((tmp_path / "index.json").read_text())["reproduce"]
+        assert record["interrupted"] == "interrupted by SIGTERM"
+        html = (tmp_path / "index.html").read_text()
+        assert "<b>interrupted by SIGTERM</b> at" in html and "; finished" not in html
+
+
+def test_the_eta_scales_with_the_machine_and_never_sits_still_past_an_estimate() -> None:
+    from collapselab.cli.progress import RemainingColumn, ReproduceClock
+
+    clock = ReproduceClock([10.0, 20.0, 30.0])
+    clock.start(0, now=100.0)
+    assert clock.remaining(104.0) == (6.0 + 50.0, False)
+    clock.finish(0, seconds=20.0, ran=True)  # the machine runs at half the measured speed
+    assert clock.factor == 2.0
+    clock.start(1, now=120.0)
+    assert clock.remaining(130.0) == (2 * 20 - 10 + 2 * 30, False)
+    # fd-directions listed at ~16 s ran 253 s: past 2 x 20 s the end is unknown
+    assert clock.remaining(165.0) == (60.0, True)
+    column = RemainingColumn()
+
+    task = types.SimpleNamespace(fields={"remaining": lambda: clock.remaining(165.0)},
+                                 finished=False)  # fmt: skip
+    assert column.render(task).plain == "eta >0:01:00"
+    clock.finish(1, seconds=60.0, ran=True)
+    clock.finish(2, seconds=0.0, ran=False)  # skipped: takes no time, changes no factor
+    assert clock.factor == 80 / 30 and clock.remaining(300.0) == (0.0, False)
+    assert ReproduceClock([1.0, None]).remaining(0.0) is None

@@ -210,3 +210,17 @@ def test_bad_input_raises_a_clear_value_error(case, args, kwargs, match):
 def test_non_array_input_is_a_type_error():
     with pytest.raises(TypeError, match=r"features must be a torch\.Tensor or numpy\.ndarray"):
         measure([[1.0, 2.0]], np.array([0]))
+
+
+def test_features_and_classifier_that_require_grad_are_measured_as_values():
+    """A layer's output taken without ``torch.no_grad`` (and the classifier's own weight)
+    require grad; measure gives the values of the detached tensors, bit for bit."""
+    torch.manual_seed(0)
+    layer, head = torch.nn.Linear(6, 5).double(), torch.nn.Linear(5, 3).double()
+    x = torch.randn(30, 6, dtype=torch.float64)
+    y = torch.arange(30) % 3
+    features = layer(x)
+    assert features.requires_grad and head.weight.requires_grad
+    got = collapselab.measure(features, y, W=head.weight, b=head.bias)
+    want = collapselab.measure(features.detach(), y, W=head.weight.detach(), b=head.bias.detach())
+    assert got == want and "nc3_self_duality" in got

@@ -24,7 +24,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collapselab.experiments import Final, RunContext, run_experiment, value_above
+from collapselab.experiments import (
+    Claim,
+    ClaimResult,
+    Final,
+    RunContext,
+    RunResults,
+    run_experiment,
+    value_above,
+)
 from collapselab.report import plot_panels, plot_vs_depth, write_index
 from collapselab.store import Run
 from tests._experiments import experiment, registered
@@ -235,9 +243,15 @@ def _theory(run: Run, context: RunContext) -> None:
     )
 
 
+def _long_names(results: RunResults) -> ClaimResult:
+    values = {"zero_error_epoch": 15.0, "final_train_accuracy_of_the_penultimate_layer": 0.97}
+    return ClaimResult("holds", values, 1.0, "names with underscores in a narrow cell")
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     claim = value_above("acc", "accurate", "Tab. 1", Final("accuracy", "test"), 0.8)
+    names = Claim("long-value-names", "values with long names", "Tab. 1", "= 1", _long_names)
     experiments = [
         experiment(
             "t-browser-train",
@@ -248,7 +262,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             draw=_draw,
             figures=["over_epochs", "vs_depth"],
             captions={"over_epochs": "Four metrics of eight layers over epochs."},
-            claims=[claim],
+            claims=[claim, names],
         ),
         experiment("t-browser-fail", _fail, paper="t-browser", claims=[claim]),
         experiment("t-browser-theory", _theory, paper="t-browser", uses_device=False),
@@ -261,7 +275,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield where
 
 
-@pytest.mark.parametrize("width", [1440, 800])
+@pytest.mark.parametrize("width", [1440, 1280, 800])
 @pytest.mark.parametrize(
     "page",
     [
@@ -297,3 +311,40 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_WORDS_WHOLE = """
+(() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll('td.words')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const re = /\\S+/g;
+      let match;
+      while ((match = re.exec(node.textContent)) !== null) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        if (range.getClientRects().length > 1) broken.push(match[0]);
+      }
+    }
+  }
+  const top = document.querySelector('p.verdicts');
+  const overview = Array.from(document.querySelectorAll('h2'))
+                        .find(h => h.textContent === 'Overview');
+  return {broken, verdictsTop: top ? top.getBoundingClientRect().top : null,
+          overviewTop: overview ? overview.getBoundingClientRect().top : null,
+          cells: document.querySelectorAll('td.words').length};
+})()
+"""
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_claims_are_summed_up_at_the_top_and_names_never_break_inside_a_word(
+    browser: Browser, root: Path, width: int
+) -> None:
+    browser.check(root / "t-browser-train-quick-seed0" / "report.html", width)
+    result = browser.call("Runtime.evaluate", session=True, expression=_WORDS_WHOLE,
+                          returnByValue=True)["result"]["value"]  # fmt: skip
+    assert result["cells"] == 2 and result["broken"] == [], result
+    assert result["verdictsTop"] is not None and result["verdictsTop"] < result["overviewTop"]

@@ -140,3 +140,67 @@ def test_query_accepts_read_only_forms(tmp_path: Path) -> None:
     assert list(pivot.columns) == ["epoch", "a", "b"] and len(pivot) == 5
     assert len(query(tmp_path, "EXPLAIN SELECT * FROM metrics")) == 1
     assert len(query(tmp_path, "SUMMARIZE metrics")) == 7
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('{outside}')",
+        "SELECT * FROM read_text('{outside}')",
+        "SELECT * FROM glob('{folder}/*')",
+        "SELECT * FROM read_parquet('{folder}/*.parquet')",
+    ],
+)
+def test_query_sees_the_run_root_only(tmp_path: Path, sql: str) -> None:
+    root = tmp_path / "root"
+    _two_runs(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.csv").write_text("a,b\n1,2\n")
+    import pandas as pd
+
+    pd.DataFrame({"a": [1]}).to_parquet(elsewhere / "t.parquet")
+    text = sql.format(outside=elsewhere / "secret.csv", folder=elsewhere)
+    with pytest.raises(QueryError, match="reads the runs under its root only"):
+        query(root, text)
+    # inside the root the user's own SQL may read the run files, as the views do
+    assert len(query(root, f"SELECT * FROM read_parquet('{root}/a/metrics.parquet')")) == 10
+
+
+def test_query_of_a_relative_root_reads_its_runs(tmp_path: Path, monkeypatch) -> None:
+    _two_runs(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    assert query("runs", "SELECT count(*) AS n FROM metrics")["n"].tolist() == [16]
+
+
+def test_a_run_whose_writer_was_killed_is_listed_stale(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from collapselab.store import STALE
+
+    script = (
+        "import sys, time\n"
+        "from collapselab.store import Run\n"
+        "run = Run.create(sys.argv[1], 'exp', run_id='killed')\n"
+        "run.set_status('running')\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        assert list_runs(tmp_path).set_index("run_id").loc["killed", "status"] == "running"
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    listed = list_runs(tmp_path).set_index("run_id")
+    assert listed.loc["killed", "status"] == STALE == "stale"
+    assert Run.open(tmp_path / "killed").status == "running"  # the manifest is left alone
+    live = Run.create(tmp_path, "exp", run_id="live")  # this process holds its lock
+    live.set_status("running")
+    assert list_runs(tmp_path).set_index("run_id").loc["live", "status"] == "running"

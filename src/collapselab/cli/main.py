@@ -280,6 +280,7 @@ _STATUS_COLOURS = {
     "damaged": "red",
     "interrupted": "yellow",
     "running": "cyan",
+    "stale": "yellow",
 }
 
 
@@ -362,15 +363,24 @@ def _run_and_report(
     sweeps: dict[str, Any] | None = None,
 ) -> None:
     from collapselab.cli.progress import ProgressBoard
-    from collapselab.experiments import MissingDataError, get_experiment, run_experiment, run_id_for
+    from collapselab.experiments import (
+        MissingDataError,
+        get_experiment,
+        plan_data,
+        run_experiment,
+        run_id_for,
+    )
 
     try:
         experiment = get_experiment(experiment_id)
-    except KeyError as error:
+        plan = plan_data(experiment, preset, data_dir)  # once: the run is the plan's preset
+    except MissingDataError as error:  # no run exists: say what is missing, in one line
+        _fail(error.one_line())
+    except _user_errors() as error:
         _fail(_message(error))
     _check_run_options(device, mirrors, [experiment])
     board = ProgressBoard(console, enabled=progress)
-    with _interruptible(f"run {run_id_for(experiment_id, preset, seed)}"), board:
+    with _interruptible(f"run {run_id_for(experiment_id, plan.preset, seed)}"), board:
         try:
             result = run_experiment(
                 experiment_id,
@@ -383,10 +393,9 @@ def _run_and_report(
                 raise_on_error=False,
                 mirrors=mirrors,
                 progress=board,
+                plan=plan,
                 **(sweeps or {}),
             )
-        except MissingDataError as error:  # no run exists: say what is missing, in one line
-            _fail(error.one_line())
         except _user_errors() as error:
             _fail(_message(error))
     status = result.manifest.get("status")
@@ -467,7 +476,7 @@ def reproduce(
     """
     import time
 
-    from collapselab.cli.progress import ProgressBoard
+    from collapselab.cli.progress import ProgressBoard, ReproduceClock
     from collapselab.experiments import (
         Experiment,
         ExperimentOutcome,
@@ -486,29 +495,23 @@ def reproduce(
     except ValueError as error:
         _fail(error)
     _check_run_options(device, mirrors, chosen)
-    estimates = {e.id: estimated_seconds(e, preset, out, seed) for e in chosen}
+    clock = ReproduceClock([estimated_seconds(e, preset, out, seed) for e in chosen])
     position = {e.id: i for i, e in enumerate(chosen, start=1)}
-    current: dict[str, Any] = {"index": 0, "started": time.perf_counter()}
     board = ProgressBoard(console, enabled=progress)
 
-    def remaining() -> float | None:
-        """Estimates of the experiments not finished, less the time the current one ran."""
-        ahead = [e.id for e in chosen[current["index"] :]]
-        if not ahead or any(estimates[k] is None for k in ahead):
-            return None if ahead else 0.0
-        ran = time.perf_counter() - current["started"]
-        return max(estimates[ahead[0]] - ran, 0.0) + sum(estimates[k] for k in ahead[1:])
+    def remaining() -> tuple[float, bool] | None:
+        return clock.remaining(time.perf_counter())
 
     def started(experiment: Experiment) -> None:
-        current["index"] = position[experiment.id] - 1
-        current["started"] = time.perf_counter()
+        clock.start(position[experiment.id] - 1, time.perf_counter())
         step(position[experiment.id])
         board.note(
             f"[{position[experiment.id]}/{len(chosen)}] {experiment.id} ({experiment.title})"
         )
 
     def finished(outcome: ExperimentOutcome) -> None:
-        current["index"] = position[outcome.experiment]
+        ran = outcome.outcome == "completed" and not outcome.resumed
+        clock.finish(position[outcome.experiment] - 1, outcome.seconds, ran)
         colour = {"completed": "green", "skipped": "cyan", "not run": "yellow"}.get(
             outcome.outcome, "red"
         )
@@ -672,7 +675,7 @@ def sweep(
         )
     except MissingDataError as error:
         _fail(error.one_line())
-    except (KeyError, ValueError) as error:
+    except _user_errors() as error:
         _fail(_message(error))
     _check_run_options(device, [], [])
     board = ProgressBoard(console, enabled=progress)
@@ -770,6 +773,41 @@ def report(
         raise typer.Exit(code=1)
 
 
+@app.command()
+def verify(
+    path: Annotated[
+        Path, typer.Argument(help="A run directory, or a root holding runs.")
+    ] = DEFAULT_ROOT,
+) -> None:
+    """Check every run's files: the manifest, the whole metric table, the checksums of a
+    completed run's files, an unfinished run's checkpoints. Exit code 1 if any is damaged."""
+    from collapselab.store import MANIFEST_FILE, check_root, run_problem
+
+    if not path.exists():
+        _fail(f"{path} does not exist; give a run directory or a root holding runs")
+    if (path / MANIFEST_FILE).is_file():
+        run_dirs = [path]
+    else:
+        try:
+            run_dirs = [p.parent for p in sorted(check_root(path).rglob(MANIFEST_FILE))
+                        if ".damaged" not in p.parts]  # fmt: skip
+        except NotADirectoryError as error:
+            _fail(_root_message(error, path))
+        if not run_dirs:
+            _fail(f"no runs under {path}; give a run directory or a root holding runs")
+    damaged = 0
+    for run_dir in run_dirs:
+        problem = run_problem(run_dir, thorough=True)
+        if problem is None:
+            console.print(f"[green]ok[/green]       {_e(run_dir)}")
+        else:
+            damaged += 1
+            console.print(f"[red]damaged[/red]  {_e(run_dir)}: {_e(problem)}", soft_wrap=True)
+    console.print(f"{len(run_dirs)} run(s) checked, {damaged} damaged")
+    if damaged:
+        raise typer.Exit(code=1)
+
+
 # ---------------------------------------------------------------- signals, warnings
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _received: list[int] = []
@@ -780,7 +818,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     checkpoint kept). A second SIGTERM during that clean-up ends the process at once."""
     _received.append(signum)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise KeyboardInterrupt(signal.Signals(signum).name)  # the run records the signal
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -43,15 +43,65 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+class ReproduceClock:
+    """The time left of a reproduction, from each experiment's measured time (``None``:
+    unknown), corrected by how this machine runs them today.
+
+    After experiments that ran now, their measured times are scaled by
+    ``f = Σ elapsed / Σ estimated`` (a loaded machine runs slower than the measurement).
+    The current experiment's part is ``f · estimate − elapsed``; once it runs over that, its
+    end is unknown and the time left is a lower bound (the others' scaled estimates), shown
+    as ``eta >H:MM:SS`` rather than a number that sits still. Skipped experiments (finished
+    earlier) take no time and do not count towards ``f``.
+    """
+
+    def __init__(self, estimates: Sequence[float | None]) -> None:
+        self.estimates = list(estimates)
+        self.index = 0
+        self.started = 0.0
+        self.spent = self.planned = 0.0
+
+    def start(self, index: int, now: float) -> None:
+        """Experiment ``index`` (from 0) starts at ``now`` (seconds)."""
+        self.index, self.started = index, now
+
+    def finish(self, index: int, seconds: float, ran: bool) -> None:
+        """Experiment ``index`` ended after ``seconds``; ``ran``: it ran now (not skipped)."""
+        estimate = self.estimates[index]
+        if ran and estimate:
+            self.spent += seconds
+            self.planned += estimate
+        self.index = index + 1
+
+    @property
+    def factor(self) -> float:
+        return self.spent / self.planned if self.planned > 0 else 1.0
+
+    def remaining(self, now: float) -> tuple[float, bool] | None:
+        """``(seconds, at_least)``, or ``None`` while an estimate ahead is unknown."""
+        ahead = self.estimates[self.index :]
+        if not ahead:
+            return 0.0, False
+        if any(e is None for e in ahead):
+            return None
+        rest = self.factor * sum(ahead[1:])
+        current = self.factor * ahead[0] - (now - self.started)
+        return (rest + current, False) if current >= 0 else (rest, True)
+
+
 class RemainingColumn(ProgressColumn):
     """``eta H:MM:SS``: a task's own estimate (field ``remaining``, a callable returning
-    seconds or ``None``, shown with ``~``) or Rich's from the rate so far."""
+    seconds, ``(seconds, at_least)`` or ``None``; shown with ``~``, or ``>`` for a lower
+    bound) or Rich's from the rate so far."""
 
     def render(self, task: Task) -> Text:
         estimate = task.fields.get("remaining")
         if callable(estimate):
             seconds = estimate()
-            return Text("eta ?" if seconds is None else f"eta ~{_clock(seconds)}", style="cyan")
+            if seconds is None:
+                return Text("eta ?", style="cyan")
+            seconds, at_least = seconds if isinstance(seconds, tuple) else (seconds, False)
+            return Text(f"eta {'>' if at_least else '~'}{_clock(seconds)}", style="cyan")
         if task.finished:
             return Text("")
         seconds = task.time_remaining

@@ -105,9 +105,21 @@ def _one_hot(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return (y[..., None] == classes).to(f.dtype)
 
 
+def loss_reduction(loss: object) -> str | None:
+    """How a loss module reduces over the batch (its ``reduction``: ``"mean"``, ``"sum"`` or
+    ``"none"``); ``None`` for a loss given by name, which says nothing about it."""
+    if isinstance(loss, nn.CrossEntropyLoss | nn.MSELoss):
+        return str(loss.reduction)
+    return None
+
+
 def resolve_loss(loss: object) -> OutputLoss:
     """An :class:`OutputLoss` from a name of :data:`LOSSES`, an ``nn.CrossEntropyLoss`` or an
-    ``nn.MSELoss`` (its per-sample convention: ``"mse"``, the mean over the ``C`` outputs).
+    ``nn.MSELoss``. The module's per-sample convention: ``nn.MSELoss()`` averages over the
+    ``B x C`` entries, so per sample it is ``"mse"`` (the mean over the ``C`` outputs);
+    ``nn.MSELoss(reduction="sum")`` sums them, ``"mse_sum"`` per sample. How the samples
+    are reduced (the module's ``reduction``) is the objective's
+    (:class:`~collapselab.curvature.Objective`).
 
     Raises:
         ValueError: any other loss, naming what is accepted and why.
@@ -125,7 +137,7 @@ def resolve_loss(loss: object) -> OutputLoss:
         if loss.weight is None and loss.label_smoothing == 0.0:
             return OutputLoss("ce")
     elif isinstance(loss, nn.MSELoss):
-        return OutputLoss("mse")
+        return OutputLoss("mse_sum", 1.0) if loss.reduction == "sum" else OutputLoss("mse")
     raise ValueError(
         f"loss must be one of {LOSSES}, an nn.CrossEntropyLoss (no class weights, no label "
         f"smoothing) or an nn.MSELoss, got {loss!r}: the Gauss-Newton matrix, the empirical "

@@ -38,7 +38,7 @@ from torch.func import functional_call
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from collapselab.checks import ArgumentTypeError, check_choice, split_batch
-from collapselab.curvature.losses import OutputLoss, resolve_loss
+from collapselab.curvature.losses import OutputLoss, loss_reduction, resolve_loss
 from collapselab.probe import eval_mode
 
 REDUCTIONS = ("mean", "sum")
@@ -60,7 +60,10 @@ class Objective:
         params: the group: ``None`` (every parameter that requires a gradient), a submodule
             of ``model`` or its name, a list of submodules, parameter names or parameter
             tensors of ``model``, or a dict of them.
-        reduction: ``"mean"`` (``ρ = 1/N``) or ``"sum"`` (``ρ = 1``).
+        reduction: ``"mean"`` (``ρ = 1/N``) or ``"sum"`` (``ρ = 1``); by default the loss
+            module's own ``reduction`` (``"mean"`` for a loss given by name). A loss module
+            with ``reduction="none"``, or one that disagrees with an explicit ``reduction``,
+            is an error: the objective is one number.
         batchnorm: ``None``, ``"eval"`` or ``"batch"`` (module docstring).
 
     Attributes:
@@ -77,7 +80,7 @@ class Objective:
         data: Iterable[Any],
         params: ParamsArg = None,
         *,
-        reduction: str = "mean",
+        reduction: str | None = None,
         batchnorm: str | None = None,
     ) -> None:
         if not isinstance(model, nn.Module):
@@ -90,7 +93,7 @@ class Objective:
                 f"list), got {type(data).__name__}: every product is one pass over it"
             )
         self.data = data
-        self.reduction = check_choice("reduction", reduction, REDUCTIONS)
+        self.reduction = _reduction(loss, reduction)
         if batchnorm not in BATCHNORM:
             raise ValueError(f"batchnorm must be None, 'eval' or 'batch', got {batchnorm!r}")
         self.batchnorm = batchnorm
@@ -107,6 +110,7 @@ class Objective:
         self.theta = torch.cat([t.reshape(-1) for t in tensors]).clone()
         self.dim = int(self.theta.numel())
         self.passes = 0
+        self.n_outputs: int | None = None  # C, read off the model's outputs on first use
 
     # ------------------------------------------------------------------ basics
     @property
@@ -162,11 +166,32 @@ class Objective:
                 y = y.to(self.device)
                 if y.dtype != torch.long:
                     raise ArgumentTypeError(f"labels must be int64 (torch.long), got {y.dtype}")
+                if self.n_outputs is None:
+                    self.n_outputs = self._outputs_of(x, y)
+                _check_labels(y, self.n_outputs)
                 count += 1
                 yield x, y
         if count == 0:
             raise ValueError("data yielded no batch: the objective needs at least one sample")
         self.passes += 1
+
+    def _outputs_of(self, x: torch.Tensor, y: torch.Tensor) -> int:
+        """``C``, from the model's outputs on one batch, which must be ``(B, C)`` logits:
+        a tuple, a scalar or a 3-D output gives a raw torch error deep inside a product
+        otherwise."""
+        out = self.forward(self.theta, x)
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(
+                f"the model returns a {type(out).__name__}, not a tensor: curvature needs "
+                "(batch, C) outputs (wrap the model so that it returns the logits alone)"
+            )
+        if out.ndim != 2 or out.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"the model's outputs have shape {tuple(out.shape)} for a batch of "
+                f"{y.shape[0]}: curvature needs (batch, C) outputs, one row of C logits per "
+                "sample"
+            )
+        return int(out.shape[1])
 
     def accumulate(self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
         """``ρ Σ_batches fn(x, y)`` over one pass (``fn`` returns per-batch sums)."""
@@ -203,6 +228,34 @@ class Objective:
         return (
             f"Objective(loss={self.loss}, P={self.dim}, reduction={self.reduction!r}, "
             f"params={self.names[:3]}{'...' if len(self.names) > 3 else ''})"
+        )
+
+
+def _reduction(loss: object, reduction: str | None) -> str:
+    """The objective's reduction: ``reduction`` if given, else the loss module's own."""
+    own = loss_reduction(loss)
+    if own == "none":
+        raise ValueError(
+            f"{loss!r} has reduction='none' (per-sample losses): the curvature is that of one "
+            "number; give the module reduction='mean' or 'sum'"
+        )
+    if reduction is None:
+        return own or "mean"
+    check_choice("reduction", reduction, REDUCTIONS)
+    if own is not None and own != reduction:
+        raise ValueError(
+            f"reduction={reduction!r} contradicts the loss module's own {loss!r}: give one of them"
+        )
+    return reduction
+
+
+def _check_labels(y: torch.Tensor, n_outputs: int) -> None:
+    """Labels in ``[0, C)``: an out-of-range label has an all-zero one-hot target, and
+    the curvature would be that of a different loss, silently."""
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= n_outputs):
+        raise ValueError(
+            f"labels must be class indices in [0, {n_outputs}) for the model's {n_outputs} "
+            f"outputs, got labels from {int(y.min())} to {int(y.max())}"
         )
 
 

@@ -32,7 +32,7 @@ from collapselab.experiments.registry import Experiment, all_experiments, experi
 from collapselab.experiments.runner import run_experiment, run_id_for
 from collapselab.experiments.runtimes import measured as measured_runtime
 from collapselab.experiments.sweeps.executors import Executor, make_executor
-from collapselab.store import DamagedRunError, Mirror, Run
+from collapselab.store import DamagedRunError, Mirror, Run, interruption, prepare_root
 
 Outcome = Literal["completed", "skipped", "failed", "not run"]
 
@@ -155,13 +155,14 @@ def reproduce(
     chosen = select_experiments(paper)
     make_executor(executor, workers)  # a bad executor fails before any experiment runs
     sweeps = {"executor": executor, "workers": workers}
-    root = Path(root)
+    root = prepare_root(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     load_at_start = load_average()
     machine = machine_facts()  # at the start: the code that runs, not what a pull leaves
     t0 = time.perf_counter()
     outcomes: list[ExperimentOutcome] = []
     plans, blocked = _plan_all(chosen, preset, data_dir)
+    stopped: str | None = None  # what interrupted the reproduction, if anything
     try:
         for experiment in chosen:
             if on_start is not None:
@@ -196,6 +197,9 @@ def reproduce(
             outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
+    except KeyboardInterrupt as error:
+        stopped = interruption(error)
+        raise
     finally:
         wall = time.perf_counter() - t0
         record = {
@@ -206,6 +210,7 @@ def reproduce(
             "started": started_at.isoformat(timespec="seconds"),
             "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": wall,
+            "interrupted": stopped,
             "load": [load_at_start, load_average()],
             "machine": machine,
             "experiments": [asdict(o) for o in outcomes],

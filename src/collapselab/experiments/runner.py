@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from collapselab.checks import check_int
 from collapselab.experiments.claims import (
     RunResults,
@@ -59,6 +61,7 @@ from collapselab.store import (
     check_mirror_available,
     check_run,
     make_mirror,
+    prepare_root,
     run_problem,
     set_aside,
 )
@@ -137,6 +140,7 @@ def run_experiment(
     for mirror in mirrors:
         if isinstance(mirror, str):
             check_mirror_available(mirror)
+    prepare_root(root)
     run = _open_run(root, experiment, preset, config, seed, overrides)
     if run.status == "completed":
         if not (run.path / CLAIMS_FILE).is_file() or not (run.path / REPORT_FILE).is_file():
@@ -181,12 +185,20 @@ def device_for(experiment: Experiment, device: str) -> str:
     """The device ``experiment`` runs on when asked for ``device``.
 
     An experiment that trains no network runs on ``"cpu"``; asking it for another device
-    gives a warning saying so. For the others, raises ``ValueError`` for a device that is
-    unknown or absent (CUDA on a machine without it).
+    gives a warning saying so. Raises ``ValueError`` for a device name torch does not know
+    (for every experiment) and, for one that trains, for a device that is absent (CUDA on a
+    machine without it).
     """
     if experiment.uses_device or device == "cpu":
         resolve_device(device)
         return device
+    if device != "auto":
+        try:
+            torch.device(device)  # a name torch does not know is a mistake, used or not
+        except (RuntimeError, TypeError):
+            raise ValueError(
+                f"device must be 'cpu', 'cuda', 'cuda:<i>' or 'auto', got {device!r}"
+            ) from None
     warnings.warn(
         f"experiment {experiment.id} trains no network and runs on the CPU: "
         f"device {device!r} is not used (recorded as 'cpu')",
@@ -231,7 +243,9 @@ def _execute(run: Run, experiment: Experiment, context: RunContext) -> None:
             experiment.draw(run)
             run.add_duration("draw_s", time.perf_counter() - t0)
         if run.status == "running":
-            run.set_status("completed")
+            run.set_status("completed")  # records the checksums of the run's files
+        elif run.status == "completed":
+            run.record_checksums()  # completed by its training loop: take what came after
 
 
 def _format_traceback(error: BaseException) -> str:
@@ -315,6 +329,8 @@ def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = T
                 experiment.draw(run)
             except Exception as error:
                 notes.append(f"redrawing the figures failed: {type(error).__name__}: {error}")
+            else:  # checked thoroughly above: what the drawing rewrote (a table) is sound
+                run.record_checksums()
         if reevaluate:
             write_claims(run, experiment)
     return write_run_report(run, notes=notes)

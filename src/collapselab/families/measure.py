@@ -119,8 +119,11 @@ def measure(
             more than a feature matrix, or ``lam`` with projected statistics.
     """
     # Small problems on one thread: many small torch calls stall in the thread pool's
-    # waits on a busy machine (checks and statistics alike).
-    with small_work_threads(_entries(features) + _entries(test_features)):
+    # waits on a busy machine (checks and statistics alike). No autograd: features taken
+    # from a layer without torch.no_grad (and a classifier's weight) require grad, which
+    # the statistics' in-place kernels refuse; the metrics are values, not graphs.
+    entries = _entries(features) + _entries(test_features)
+    with small_work_threads(entries), torch.no_grad():
         h = check_features(features, "features")
         c = infer_n_classes(labels, n_classes)
         y = check_labels("labels", labels, h.shape[0], c)

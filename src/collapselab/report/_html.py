@@ -35,6 +35,7 @@ h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #d0d7de; padd
 table { border-collapse: collapse; margin: .5em 0; font-size: 0.88em; max-width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: .3em .5em; text-align: left; vertical-align: top; }
 td.wrap, .small, code { overflow-wrap: anywhere; }
+td.words { overflow-wrap: break-word; }
 th { background: #f6f8fa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .badge { display: inline-block; padding: .05em .5em; border-radius: 1em; font-weight: 600;
@@ -52,6 +53,12 @@ figcaption .name { color: #59636e; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; padding: .5em .8em; margin: .5em 0; }
 .small { font-size: .85em; color: #59636e; }
 """
+
+
+def breakable(name: Any) -> str:
+    """A snake_case name as escaped HTML that a narrow cell breaks after an underscore
+    (``zero_error_<wbr>epoch``), never inside a word."""
+    return esc(name).replace("_", "_<wbr>")
 
 
 def esc(value: Any) -> str:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from collapselab.report._html import (
     badge,
+    breakable,
     esc,
     flatten,
     fmt_number,
@@ -105,7 +106,7 @@ def render_run_report(
     data = manifest.get("data") if isinstance(manifest.get("data"), Mapping) else {}
     notes = [*(data.get("notes") or []), *notes]
     parts = [
-        _header(run, manifest, info),
+        _header(run, manifest, info, claims),
         *[f'<div class="note">{esc(n)}</div>' for n in notes],
         _error_section(manifest),
         _overview_section(manifest),
@@ -127,7 +128,24 @@ def write_run_report(run: Run | str | Path, notes: Sequence[str] = ()) -> Path:
 
 
 # ------------------------------------------------------------------------- sections
-def _header(run: Run, manifest: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+def verdict_line(claims: Mapping[str, Any] | None) -> str:
+    """One line of verdict counts for the top of a report (the claims table comes further
+    down, after the overview): ``Claims: 3 hold, 1 does not hold``."""
+    if not claims or not claims.get("claims"):
+        return ""
+    summary = claims.get("summary") or {}
+    parts = [f"{verdict_badge(v)} {esc(summary.get(v, 0))}"
+             for v in ("holds", "does not hold", "not evaluable") if summary.get(v)]  # fmt: skip
+    errata = claims.get("errata") or {}
+    if errata.get("confirmed"):
+        parts.append(f"{esc(errata['confirmed'])} erratum demonstration(s) confirmed")
+    return f'<p class="verdicts"><a href="#claims">Claims</a>: {" ".join(parts)}</p>'
+
+
+def _header(
+    run: Run, manifest: Mapping[str, Any], info: Mapping[str, Any],
+    claims: Mapping[str, Any] | None = None,
+) -> str:  # fmt: skip
     title = info.get("title") or ""
     heading = f"{run.experiment}: {title}" if title else run.experiment
     paper = info.get("paper_label") or info.get("paper") or ""
@@ -145,7 +163,7 @@ def _header(run: Run, manifest: Mapping[str, Any], info: Mapping[str, Any]) -> s
     )
     lines.append(f"Data: {esc(data_summary(manifest))}")
     sub = "<br>".join(lines)
-    return f'<h1>{esc(heading)}</h1>\n<p class="sub">{sub}</p>'
+    return f'<h1>{esc(heading)}</h1>\n<p class="sub">{sub}</p>\n{verdict_line(claims)}'
 
 
 def _error_section(manifest: Mapping[str, Any]) -> str:
@@ -195,7 +213,7 @@ def data_summary(manifest: Mapping[str, Any]) -> str:
 def _values_text(values: Mapping[str, Any]) -> str:
     if not values:
         return "\u2014"
-    return "<br>".join(f"{esc(k)} = {esc(fmt_number(v))}" for k, v in values.items())
+    return "<br>".join(f"{breakable(k)} = {esc(fmt_number(v))}" for k, v in values.items())
 
 
 _ERRATUM_CLASS = {"confirmed": "warn", "not confirmed": "na", "not evaluable": "na"}
@@ -225,7 +243,7 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
             verdict_badge(v) + f" {esc(summary.get(v, 0))}"
             for v in ("holds", "does not hold", "not evaluable")
         )
-        out.append(f"<h2>Claims</h2>\n<p>{counts}</p>\n{_claims_table(empirical)}")
+        out.append(f'<h2 id="claims">Claims</h2>\n<p>{counts}</p>\n{_claims_table(empirical)}')
     if errata:
         counts = claims.get("errata") or {}
         out.append(
@@ -257,14 +275,15 @@ def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
             (
                 f"<b>{esc(entry.get('name', ''))}</b>",
                 statement,
-                _values_text(entry.get("values") or {}),
+                f'<td class="words">{_values_text(entry.get("values") or {})}</td>',
                 threshold,
                 verdict,
                 esc(entry.get("detail", "")),
             )
         )
     header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
-    return table(header, rows, wrap=(1, 2, 3, 5))
+    # the measured values break after an underscore of a name, never inside a word
+    return table(header, rows, wrap=(1, 3, 5))
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:

@@ -242,13 +242,19 @@ def _holding_text(empirical: Mapping[str, int]) -> str:
     return text + (f", {missing} not evaluable" if missing else "")
 
 
+def _ended(reproduce: Mapping[str, Any]) -> str:
+    """``"finished"``, or what stopped the reproduction (``"interrupted by SIGTERM at"``)."""
+    stopped = reproduce.get("interrupted")
+    return f"<b>{esc(stopped)}</b> at" if stopped else "finished"
+
+
 def _reproduce_section(reproduce: Mapping[str, Any] | None) -> str:
     if not reproduce:
         return ""
     head = (
         f"<p>Paper <b>{esc(reproduce.get('paper'))}</b>, preset <b>{esc(reproduce.get('preset'))}"
         f"</b>, seed {esc(reproduce.get('seed'))}, device {esc(reproduce.get('device'))}; "
-        f"finished {esc(reproduce.get('finished'))} after "
+        f"{_ended(reproduce)} {esc(reproduce.get('finished'))} after "
         f"{esc(fmt_seconds(reproduce.get('wall_s')))}"
         f"{esc(_measured_text(reproduce.get('machine'), reproduce.get('load')))}.</p>"
     )

@@ -25,13 +25,17 @@ from collapselab.store._json import to_jsonable
 from collapselab.store.catalog import (
     DAMAGED,
     RUN_COLUMNS,
+    STALE,
     DamagedRunsWarning,
     QueryError,
+    RootError,
     check_root,
     connect,
     list_runs,
+    prepare_root,
     query,
 )
+from collapselab.store.checkpoints import Checkpoint, CheckpointError
 from collapselab.store.integrity import DamagedRunError, check_run, run_problem, set_aside
 from collapselab.store.layout import (
     ARRAYS_DIR,
@@ -55,7 +59,7 @@ from collapselab.store.mirrors import (
     make_mirror,
     metric_tag,
 )
-from collapselab.store.run import RUN_STATUSES, Checkpoint, Run, RunStatus
+from collapselab.store.run import RUN_STATUSES, Run, RunStatus, interruption
 
 __all__ = [
     "ARRAYS_DIR",
@@ -71,12 +75,15 @@ __all__ = [
     "REPORT_FILE",
     "RUN_COLUMNS",
     "RUN_STATUSES",
+    "STALE",
     "Checkpoint",
+    "CheckpointError",
     "DamagedRunError",
     "DamagedRunsWarning",
     "MLflowMirror",
     "Mirror",
     "QueryError",
+    "RootError",
     "Run",
     "RunLockedError",
     "RunStatus",
@@ -88,9 +95,11 @@ __all__ = [
     "check_root",
     "check_run",
     "connect",
+    "interruption",
     "list_runs",
     "make_mirror",
     "metric_tag",
+    "prepare_root",
     "query",
     "run_problem",
     "set_aside",

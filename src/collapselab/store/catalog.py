@@ -41,6 +41,7 @@ from collapselab.store.integrity import (
     metrics_problem,
     read_manifest,
 )
+from collapselab.store.lock import holder_alive
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -110,6 +111,42 @@ def check_root(root: str | os.PathLike[str]) -> Path:
     return root
 
 
+STALE = "stale"
+"""The ``status`` the ``runs`` view shows for a run whose manifest says ``running`` while
+the process that wrote it is gone (killed: its lock names a process id that no longer
+exists). The manifest is left as it is; the next run of the experiment resumes it."""
+
+
+class RootError(ValueError):
+    """The folder for new runs cannot be made or written."""
+
+
+def prepare_root(root: str | os.PathLike[str]) -> Path:
+    """The folder that will hold new runs, created when missing.
+
+    Raises:
+        NotADirectoryError: ``root`` is a file.
+        RootError: it cannot be created or written (a read-only or virtual file system, a
+            name too long), with the system's reason in one line.
+    """
+    path = Path(root).expanduser()
+    try:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(
+                f"run root {root} is a file, not a folder: give a folder for the runs "
+                "(it is created when missing)"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+    except NotADirectoryError:
+        raise
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise RootError(f"cannot create the folder for the runs, {root}: {reason}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RootError(f"cannot write runs into {root}: permission denied")
+    return path
+
+
 def _manifest_paths(root: Path) -> list[Path]:
     found = []
     for directory, subdirs, files in os.walk(check_root(root)):
@@ -131,11 +168,14 @@ def _manifest_row(path: Path) -> dict[str, Any]:
     if problem is not None:
         return _damaged_row(run_dir, manifest, problem)
     timings = manifest.get("timings") or {}
+    status = manifest.get("status")
+    if status == "running" and holder_alive(run_dir) is False:
+        status = STALE  # its writer was killed: the next run of it resumes it
     return {
         "run_id": str(manifest["id"]),
         "experiment": manifest.get("experiment"),
         "preset": manifest.get("preset", ""),
-        "status": manifest.get("status"),
+        "status": status,
         "seed": manifest.get("seed"),
         "created": timings.get("created"),
         "started": timings.get("started"),
@@ -213,7 +253,7 @@ def _connect(root: str | os.PathLike[str], excluded: Collection[str]) -> Any:
     con.register("_runs_frame", runs)
     con.execute(f"CREATE VIEW runs AS SELECT {_RUNS_SELECT} FROM _runs_frame")
     files = [
-        (run_id, str(Path(path) / METRICS_FILE))
+        (run_id, str((Path(path) / METRICS_FILE).resolve()))
         for run_id, path in zip(runs["run_id"], runs["path"], strict=True)
         if (Path(path) / METRICS_FILE).is_file()
     ]
@@ -265,6 +305,7 @@ def query(root: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     with warnings.catch_warnings(record=True) as first_warnings:
         warnings.simplefilter("always")
         con = _connect(root, excluded=())
+    _confine(con, root)
     try:
         _refuse_writes(con, sql)
         try:
@@ -279,12 +320,23 @@ def query(root: str | os.PathLike[str], sql: str) -> pd.DataFrame:
             return result
         con.close()
         con = _connect(root, excluded=damaged)  # warns once, about every damaged run
+        _confine(con, root)
         try:
             return con.execute(sql).df()
         except duckdb.Error as error:
             raise QueryError(_query_message(error)) from None
     finally:
         con.close()
+
+
+def _confine(con: Any, root: str | os.PathLike[str]) -> None:
+    """No file outside ``root`` for the user's SQL: the views read the run tables under it,
+    and ``read_csv('/etc/passwd')``, ``read_text`` or ``glob`` elsewhere are refused
+    (DuckDB's ``allowed_directories`` with external access off, which cannot be turned back
+    on while the connection is open)."""
+    folder = str(Path(root).resolve()) + os.sep
+    con.execute(f"SET allowed_directories = [{_sql_string(folder)}]")
+    con.execute("SET enable_external_access = false")
 
 
 def _replay(caught: list[warnings.WarningMessage]) -> None:
@@ -305,6 +357,8 @@ def _query_message(error: Exception) -> str:
     text = f"query failed: {first}"
     if hint:
         text += f" ({hint})"
+    if "disabled by configuration" in first:
+        text += " (query reads the runs under its root only)"
     return f"{text}; {_VIEWS_HINT}"
 
 

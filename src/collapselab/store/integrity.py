@@ -7,7 +7,15 @@ A run is *damaged* when
 * ``metrics.parquet`` cannot be read as a metric table (truncated, overwritten, another
   schema), or
 * ``metrics.parquet`` is missing or holds fewer rows than the manifest's ``metrics_rows``
-  (the number of rows the run last wrote; :meth:`collapselab.store.Run.flush` keeps it).
+  (the number of rows the run last wrote; :meth:`collapselab.store.Run.flush` keeps it), or
+* (``thorough`` checks) a recorded file of a completed run is missing or changed: when a run
+  completes, the SHA-256 of every file it recorded (the metric table, arrays, checkpoints,
+  ensemble members: everything but the manifest, the lock and what is rebuilt from them,
+  the figures, ``claims.json`` and ``report.html``) goes into the manifest's ``checksums``
+  (:func:`file_checksums`), so bytes flipped inside a table whose footer is intact are
+  found; or
+* (``thorough`` checks) an unfinished run has checkpoints and none of them can be read, so
+  it cannot resume.
 
 The store's own writes never produce these states (every file is replaced atomically, and
 ``metrics_rows`` is written after the table grows and before it shrinks, so a crash between
@@ -23,6 +31,7 @@ start a damaged run again instead of trusting it.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -32,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from collapselab.store import lock
+from collapselab.store.checkpoints import readable_problem
 from collapselab.store.metrics_table import METRIC_SCHEMA
 
 MANIFEST_FILE = "manifest.json"
@@ -120,12 +130,52 @@ def metrics_problem(
     return None
 
 
+DERIVED = ("manifest.json", lock.LOCK_FILE, "claims.json", "report.html", "figures")
+"""What :func:`file_checksums` leaves out: the manifest that holds the checksums, the lock,
+and what ``collapselab report`` rebuilds from the recorded results."""
+
+
+def file_checksums(run_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """``relative path -> SHA-256`` of every file the run recorded (all but :data:`DERIVED`),
+    in sorted order."""
+    root = Path(run_dir)
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.is_file() and relative.parts[0] not in DERIVED:
+            found[relative.as_posix()] = _sha256(path)
+    return found
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checksum_problem(run_dir: str | os.PathLike[str], recorded: Any) -> str | None:
+    """The first recorded file that is missing or whose bytes changed, or ``None``."""
+    if not isinstance(recorded, dict):
+        return None
+    root = Path(run_dir)
+    for name, digest in sorted(recorded.items()):
+        path = root / name
+        if not path.is_file():
+            return f"{name} is missing (recorded when the run completed)"
+        if _sha256(path) != digest:
+            return f"{name} changed after the run completed (its SHA-256 differs)"
+    return None
+
+
 def run_problem(path: str | os.PathLike[str], thorough: bool = False) -> str | None:
     """What is wrong with the run directory ``path`` in one line, or ``None`` when sound.
 
     ``thorough`` decodes the whole metric table instead of only its footer (see
-    :func:`metrics_problem`). A directory without ``manifest.json`` raises
-    ``FileNotFoundError``: it is not a run.
+    :func:`metrics_problem`), checks the recorded files of a completed run against their
+    checksums and, for an unfinished run, that a checkpoint can be read. A directory
+    without ``manifest.json`` raises ``FileNotFoundError``: it is not a run.
     """
     try:
         manifest = read_manifest(path)
@@ -133,7 +183,12 @@ def run_problem(path: str | os.PathLike[str], thorough: bool = False) -> str | N
         return error.problem
     expected = manifest.get("metrics_rows")
     expected = expected if isinstance(expected, int) and not isinstance(expected, bool) else None
-    return metrics_problem(path, expected, thorough=thorough)
+    problem = metrics_problem(path, expected, thorough=thorough)
+    if problem is not None or not thorough:
+        return problem
+    if manifest.get("status") == "completed":
+        return checksum_problem(path, manifest.get("checksums"))
+    return readable_problem(path)
 
 
 def check_run(path: str | os.PathLike[str], thorough: bool = False) -> None:

@@ -94,6 +94,26 @@ def held(run_dir: str | os.PathLike[str]) -> bool:
     return _key(Path(run_dir)) in _held
 
 
+def holder_alive(run_dir: str | os.PathLike[str]) -> bool | None:
+    """Whether the process that last took ``run_dir``'s lock still exists: ``False`` when
+    its process id is gone (a run left ``running`` by a killed process is stale), ``None``
+    when no lock names one. Read-only: the lock is not taken."""
+    try:
+        text = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    parts = text.split()
+    if len(parts) < 2 or parts[0] != "pid" or not parts[1].isdigit():
+        return None
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
 def _read_holder(fd: int) -> str:
     try:
         text = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()

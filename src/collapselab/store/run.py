@@ -43,7 +43,6 @@ import re
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,7 +54,13 @@ from collapselab.checks import check_choice, check_int
 from collapselab.store import lock
 from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
 from collapselab.store._json import json_equal, to_jsonable
-from collapselab.store.integrity import DamagedRunError, metrics_problem, read_manifest
+from collapselab.store.checkpoints import Checkpoint, checkpoints, newest_readable
+from collapselab.store.integrity import (
+    DamagedRunError,
+    file_checksums,
+    metrics_problem,
+    read_manifest,
+)
 from collapselab.store.layout import (
     ARRAYS_DIR,
     CHECKPOINTS_DIR,
@@ -79,8 +84,12 @@ _TERMINAL = ("completed", "failed", "interrupted")
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_CHECKPOINT_RE = re.compile(r"^step-(\d+)\.pt$")
 _RESERVED_FILES = (MANIFEST_FILE, METRICS_FILE, lock.LOCK_FILE)
+
+
+MAX_NAME = 200
+"""Longest run id or experiment name: a directory name (file systems take 255 bytes; the
+lock and the temporary files of atomic writes add to it)."""
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -89,6 +98,8 @@ def _check_name(name: Any, what: str) -> str:
             f"{what} must be a non-empty name of letters, digits, '.', '_' or '-' "
             f"starting with a letter or digit, got {name!r}"
         )
+    if len(name) > MAX_NAME:
+        raise ValueError(f"{what} is {len(name)} characters long; at most {MAX_NAME}")
     return name
 
 
@@ -119,24 +130,6 @@ def collect_versions() -> dict[str, str]:
         "pandas": pd.__version__,
         "collapselab": collapselab.__version__,
     }
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A checkpoint file of a run, saved after global step ``step``."""
-
-    step: int
-    path: Path
-
-    def load(self, map_location: Any = "cpu", weights_only: bool = True) -> dict[str, Any]:
-        """Load the saved state dict with :func:`torch.load`.
-
-        ``weights_only=True`` (default) refuses arbitrary pickled objects: checkpoints hold
-        tensors and plain Python containers of numbers and strings only.
-        """
-        import torch
-
-        return torch.load(self.path, map_location=map_location, weights_only=weights_only)
 
 
 class Run:
@@ -402,6 +395,10 @@ class Run:
             timings["finished"] = now
         self._manifest["status"] = status
         self._manifest["error"] = error if status in ("failed", "interrupted") else None
+        if status == "completed":
+            self._manifest["checksums"] = file_checksums(self._path)
+        else:
+            self._manifest.pop("checksums", None)
         self._write_manifest()
 
     def add_duration(self, name: str, seconds: float) -> None:
@@ -669,20 +666,25 @@ class Run:
 
     def checkpoints(self) -> list[Checkpoint]:
         """The run's checkpoints, sorted by step."""
-        directory = self._path / CHECKPOINTS_DIR
-        if not directory.is_dir():
-            return []
-        found = []
-        for path in directory.iterdir():
-            match = _CHECKPOINT_RE.match(path.name)
-            if match:
-                found.append(Checkpoint(int(match.group(1)), path))
-        return sorted(found, key=lambda c: c.step)
+        return checkpoints(self._path)
 
     def latest_checkpoint(self) -> Checkpoint | None:
         """The checkpoint with the largest step, or ``None``."""
         found = self.checkpoints()
         return found[-1] if found else None
+
+    def resume_checkpoint(self, map_location: Any = "cpu") -> tuple[Checkpoint, dict] | None:
+        """The newest checkpoint that can be read and its state (an unreadable newer one is
+        set aside with a warning, :func:`~collapselab.store.checkpoints.newest_readable`);
+        ``None`` without checkpoints. Raises
+        :class:`~collapselab.store.checkpoints.CheckpointError` when none can be read."""
+        return newest_readable(self._path, map_location=map_location)
+
+    def record_checksums(self) -> None:
+        """Record the SHA-256 of every file the run recorded in the manifest's ``checksums``
+        (:func:`~collapselab.store.integrity.file_checksums`); a thorough check finds any
+        of them missing or changed later."""
+        self.update_manifest(checksums=file_checksums(self._path))
 
     # ------------------------------------------------------------- context manager
     def __enter__(self) -> Run:
@@ -693,9 +695,19 @@ class Run:
         self.flush()
         if exc_type is not None and self.status in ("created", "running"):
             if issubclass(exc_type, KeyboardInterrupt):
-                self.set_status("interrupted", error="KeyboardInterrupt")
+                self.set_status("interrupted", error=interruption(exc))
             else:
                 self.set_status("failed", error=f"{exc_type.__name__}: {exc}")
+
+
+def interruption(error: BaseException | None) -> str:
+    """What stopped a run, in words: ``"interrupted by SIGTERM"`` when the command line
+    turned a signal into the ``KeyboardInterrupt`` (its argument names the signal), else
+    ``"interrupted by SIGINT (Ctrl-C)"``."""
+    name = error.args[0] if error is not None and error.args else ""
+    if isinstance(name, str) and name.startswith("SIG"):
+        return f"interrupted by {name}"
+    return "interrupted by SIGINT (Ctrl-C)"
 
 
 def _call_mirror(mirror: Any, hook: str, *args: Any) -> bool:

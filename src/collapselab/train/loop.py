@@ -458,15 +458,17 @@ class _Trainer:
         """Load and check the run's latest checkpoint, if any, before anything is changed in
         the run (so a mismatching config leaves the run's status as it was)."""
         run = self.run
-        ckpt = run.latest_checkpoint() if run is not None else None
-        if ckpt is None:
+        # The newest checkpoint that can be read: an unreadable newer one is set aside with
+        # a warning rather than failing every rerun.
+        found = run.resume_checkpoint(map_location="cpu") if run is not None else None
+        if found is None:
             if run is not None and run.manifest.get("train_started"):
                 raise ValueError(
                     f"run {run.id} already holds a training session but no checkpoint to "
                     "resume from (checkpoint_every=0?); train into a new run"
                 )
             return None
-        saved = ckpt.load(map_location="cpu")
+        ckpt, saved = found
         self.load_checkpoint(saved)
         self.resumed_from = ckpt.step
         self.epochs_completed = self.state.epoch

@@ -20,7 +20,7 @@ from typing import Any
 from collapselab.experiments.progress import ProgressDisplay
 from collapselab.experiments.sweeps.executors import Executor
 from collapselab.experiments.sweeps.sweep import SweepResult, run_sweep
-from collapselab.store import Run
+from collapselab.store import Run, prepare_root
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -113,6 +113,7 @@ def grid_configs(
 
     experiment = get_experiment(experiment_id)
     plan = plan_data(experiment, preset, data_dir)
+    prepare_root(root)
     combos = grid(sets)
     for overrides in combos:
         apply_overrides(
