@@ -447,3 +447,39 @@ def test_the_eta_scales_with_the_machine_and_never_sits_still_past_an_estimate()
     clock.finish(2, seconds=0.0, ran=False)  # skipped: takes no time, changes no factor
     assert clock.factor == 80 / 30 and clock.remaining(300.0) == (0.0, False)
     assert ReproduceClock([1.0, None]).remaining(0.0) is None
+
+
+def test_a_log_file_gets_a_line_on_the_clock_during_a_long_step() -> None:
+    """No update for a whole interval (one long epoch): the row is still written."""
+    import io
+
+    from rich.console import Console
+
+    from collapselab.cli.progress import ProgressBoard
+
+    out = io.StringIO()
+    board = ProgressBoard(Console(file=out, width=80), log_every=0.4)
+    with board, board.task("long epoch", 3, "epochs") as done:
+        done(1, 3)
+        time.sleep(1.5)  # no update in between: the clock writes the row
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("long epoch:")]
+    assert len(lines) >= 2 and all(line.startswith("long epoch: 1/3 epochs") for line in lines)
+
+
+def test_the_command_says_what_starts_before_loading_torch() -> None:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from collapselab.cli.main import main; main()", "demo",
+         "--no-progress", "--out", "/proc/not-writable"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    first = process.stdout.readline()
+    waited = time.perf_counter() - started
+    process.communicate(timeout=120)
+    assert first.strip() == "run demo: loading collapselab\u2026"
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, collapselab.cli.main; print('torch' in sys.modules)"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert imported.stdout.strip() == "False", "the CLI must not import torch to start"
+    assert waited < 60

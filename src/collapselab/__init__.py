@@ -5,8 +5,19 @@ components bias while training PyTorch models; run the theoretical models behind
 reproduce the papers' figures and claims.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-from collapselab.families.measure import measure
-
 __all__ = ["__version__", "measure"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``collapselab.measure`` is imported on first use: importing the package (which the
+    # command line does before anything else) must not import torch, so that a command
+    # can print its first line at once.
+    if name == "measure":
+        from collapselab.families.measure import measure
+
+        return measure
+    raise AttributeError(f"module 'collapselab' has no attribute {name!r}")

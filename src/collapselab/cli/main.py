@@ -97,6 +97,12 @@ def _fail(message: object, code: int = _USAGE_EXIT) -> NoReturn:
     raise typer.Exit(code=code)
 
 
+def _starting(what: str) -> None:
+    """Say at once what starts: loading torch and the experiments takes seconds (up to ten
+    on a busy machine), and a blank screen looks like a hang."""
+    console.print(f"[dim]{_e(what)}: loading collapselab\u2026[/dim]")
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
     from collapselab.store import DamagedRunError, QueryError, RunLockedError
 
@@ -362,6 +368,7 @@ def _run_and_report(
     mirrors: list[str],
     sweeps: dict[str, Any] | None = None,
 ) -> None:
+    _starting(f"run {experiment_id}")
     from collapselab.cli.progress import ProgressBoard
     from collapselab.experiments import (
         MissingDataError,
@@ -476,6 +483,7 @@ def reproduce(
     """
     import time
 
+    _starting(f"reproduce {paper} (preset {preset})")
     from collapselab.cli.progress import ProgressBoard, ReproduceClock
     from collapselab.experiments import (
         Experiment,
@@ -661,6 +669,7 @@ def sweep(
 ) -> None:
     """Run one experiment over a grid of seeds and config values, each member a run in the
     store (rerunning the same command resumes the sweep); a summary table at the end."""
+    _starting(f"sweep {experiment_id}")
     from collapselab.cli.progress import ProgressBoard
     from collapselab.experiments import MissingDataError
     from collapselab.experiments.sweeps import SweepError

@@ -12,14 +12,16 @@ solvers and sweeps through :meth:`ProgressBoard.task` (the experiments'
 :class:`~collapselab.experiments.progress.ProgressDisplay`), ``reproduce`` through
 :meth:`ProgressBoard.overall` with a remaining time from measured estimates. Rows vanish
 when their job ends (the command prints its own summary lines). In a log file, where
-nothing is animated, each running row is written as a plain line every
-:data:`LOG_EVERY_S` seconds instead (``pfc-training-fc: epoch 120/600, 0:00:06 elapsed, eta
-0:00:24``), beside the summaries and notes such as "resuming ... from epoch k".
+nothing is animated, each running row is written as a plain line every :data:`LOG_EVERY_S`
+seconds instead, on a clock, also between two updates of the row (``pfc-training-fc: epoch
+120/600, 0:00:06 elapsed, eta 0:00:24``), beside the summaries and notes such as "resuming
+... from epoch k".
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -136,6 +138,8 @@ class ProgressBoard:
         self.log_every = log_every
         self._log_lines = enabled and not console.is_terminal
         self._last_line: dict[Any, float] = {}  # task id -> when its row was last written
+        self._lock = threading.RLock()  # the rows, between the work and the log's clock
+        self._ticker: threading.Thread | None = None
         self._display = _Display(
             TextColumn(
                 "[bold]{task.description}",
@@ -155,11 +159,30 @@ class ProgressBoard:
 
     def __enter__(self) -> ProgressBoard:
         self._display.start()
+        if self._log_lines:  # a log file: rows are written on a clock, not only on updates
+            self._ticking = threading.Event()
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._ticker is not None:
+            self._ticking.set()
+            self._ticker.join()
+            self._ticker = None
         self._display.status = ""
         self._display.stop()
+
+    def _tick(self) -> None:
+        """Every ``log_every / 2`` seconds: write each row whose last line is ``log_every``
+        old (a long epoch or solver step between two updates must not leave the log
+        silent)."""
+        while not self._ticking.wait(self.log_every / 2):
+            with self._lock:
+                due = [k for k, last in self._last_line.items()
+                       if time.monotonic() - last >= self.log_every]  # fmt: skip
+                for task_id in due:
+                    self._write_line(task_id)
 
     def note(self, text: str) -> None:
         """Print a line above the display (also when it is disabled or not a terminal)."""
@@ -170,18 +193,22 @@ class ProgressBoard:
 
     # ------------------------------------------------------------------ tasks
     def add(self, description: str, total: int, count: str, **fields: Any) -> Any:
-        task_id = self._display.add_task(description, total=max(total, 1), count=count, **fields)
-        self._last_line[task_id] = time.monotonic()
+        with self._lock:
+            task_id = self._display.add_task(description, total=max(total, 1), count=count,
+                                             **fields)  # fmt: skip
+            self._last_line[task_id] = time.monotonic()
         return task_id
 
     def update(self, task_id: Any, **fields: Any) -> None:
-        self._display.update(task_id, **fields)
-        if self._log_lines and time.monotonic() - self._last_line[task_id] >= self.log_every:
-            self._write_line(task_id)
+        with self._lock:
+            self._display.update(task_id, **fields)
+            if self._log_lines and time.monotonic() - self._last_line[task_id] >= self.log_every:
+                self._write_line(task_id)
 
     def remove(self, task_id: Any) -> None:
-        self._display.remove_task(task_id)
-        del self._last_line[task_id]
+        with self._lock:
+            self._display.remove_task(task_id)
+            del self._last_line[task_id]
 
     def _write_line(self, task_id: Any) -> None:
         """``description: count, H:MM:SS elapsed, eta H:MM:SS``, for a log file."""

@@ -243,7 +243,9 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
             verdict_badge(v) + f" {esc(summary.get(v, 0))}"
             for v in ("holds", "does not hold", "not evaluable")
         )
-        out.append(f'<h2 id="claims">Claims</h2>\n<p>{counts}</p>\n{_claims_table(empirical)}')
+        out.append(
+            f'<a id="claims"></a><h2>Claims</h2>\n<p>{counts}</p>\n' + _claims_table(empirical)
+        )
     if errata:
         counts = claims.get("errata") or {}
         out.append(
