@@ -285,3 +285,28 @@ def test_an_experiments_sweep_names_its_progress_row_after_its_label(tmp_path: P
     assert rows == [("arms", 1), ("sweep", 2)]
     assert len(list((run.path / "members" / "arms").glob("member-*.json"))) == 1
     assert len(list((run.path / "members").glob("member-*.json"))) == 2
+
+
+def test_ctrl_c_reaches_the_parent_only(tmp_path: Path) -> None:
+    """The terminal sends Ctrl-C to every process of its group: a pool worker ignores it
+    (no worker traceback), its member finishes, the parent decides."""
+    import signal
+    import threading
+    import time
+
+    from collapselab.experiments.sweeps import Job
+
+    pid_file = tmp_path / "pid"
+    jobs = [Job(0, {"seconds": 1.5, "pid_file": str(pid_file)})]
+    outcomes: list[Outcome] = []
+
+    def interrupt() -> None:
+        while not pid_file.exists():
+            time.sleep(0.05)
+        os.kill(int(pid_file.read_text()), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    LocalExecutor(1).run(tasks.sleep_for, jobs, outcomes.append)
+    thread.join()
+    assert len(outcomes) == 1 and outcomes[0].error is None and not outcomes[0].crashed

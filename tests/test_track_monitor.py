@@ -500,3 +500,11 @@ def test_feature_cache_budget_counts_what_it_keeps_alive():
     assert copies.active and copies.nbytes == 800
     copies.add("b", base[:20])  # 1600 > 1000: over budget, everything dropped
     assert not copies.active and copies.nbytes == 0
+
+
+def test_a_run_given_as_a_path_is_refused_before_anything_is_measured(tmp_path):
+    train, _ = blobs(10, 4, 2, (3,))
+    model = MLP(3, 3, width=4, depth=3).double()
+    with pytest.raises(TypeError, match=r"run must be a collapselab.store.Run or None, got str"):
+        Monitor(model, train, run=str(tmp_path / "runs" / "x"))
+    assert not (tmp_path / "runs").exists()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -44,13 +44,11 @@ from collapselab.probe import eval_mode, resolve_layers
 from collapselab.probe.gradients import check_independent_rows, check_not_inplace, gated_layers
 from collapselab.probe.inputs import first_param
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
+from collapselab.store import Run
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
 from collapselab.track.data_pass import Sweep, SweepSettings
 from collapselab.track.schedule import Schedule
-
-if TYPE_CHECKING:
-    from collapselab.store import Run
 
 Results = dict[str, dict[str, dict[str, float]]]
 """``results[split][layer][metric] -> value``; model-level values under ``layer = ""``."""
@@ -206,6 +204,11 @@ class Monitor:
             raise ValueError("train is required: the training data to measure on")
         self.test_loader = _as_loader(test, "test", batch_size)
         self._init_schedule(schedule, epochs, every_iterations, initial)
+        if run is not None and not isinstance(run, Run):
+            raise TypeError(
+                f"run must be a collapselab.store.Run or None, got {type(run).__name__} "
+                f"{run!r}: open it first, Run.open_or_create(root, experiment, run_id=...)"
+            )
         self.run = run
         self.penultimate = penultimate if penultimate is not None else _attr(model, "penultimate")
         self.classifier = classifier if classifier is not None else _attr(model, "classifier")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,9 @@ def _worker_loop(connection: Connection, task: Task, environ: dict[str, str]) ->
     # take the parent's, as a spawned or forked process would.
     os.environ.clear()
     os.environ.update(environ)
+    # Ctrl-C reaches every process of the terminal's group: the parent stops the sweep and
+    # ends its workers; a worker that took the KeyboardInterrupt itself printed a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         job = connection.recv()
         if job is None:
