@@ -483,3 +483,22 @@ def test_the_command_says_what_starts_before_loading_torch() -> None:
     )  # fmt: skip
     assert imported.stdout.strip() == "False", "the CLI must not import torch to start"
     assert waited < 60
+
+
+def test_a_second_run_of_a_finished_experiment_says_it_ran_nothing(
+    tmp_path: Path, experiments: None
+) -> None:
+    first = runner.invoke(app, ["run", "t-fc-ok", "--out", str(tmp_path), "--no-progress"])
+    assert first.exit_code == 0 and "had already completed" not in first.output
+    second = runner.invoke(app, ["run", "t-fc-ok", "--out", str(tmp_path), "--no-progress"])
+    assert second.exit_code == 0
+    text = " ".join(second.output.split())
+    assert "run t-fc-ok-quick-seed0 had already completed: nothing was run" in text
+
+
+@pytest.mark.parametrize(
+    "command", ["run", "reproduce", "sweep", "demo", "list", "runs", "query", "report", "verify"]
+)
+def test_no_help_text_is_cut_at_80_columns(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and "\u2026" not in result.output, result.output

@@ -310,3 +310,30 @@ def test_ctrl_c_reaches_the_parent_only(tmp_path: Path) -> None:
     LocalExecutor(1).run(tasks.sleep_for, jobs, outcomes.append)
     thread.join()
     assert len(outcomes) == 1 and outcomes[0].error is None and not outcomes[0].crashed
+
+
+def test_a_resumed_sweep_says_how_many_members_were_done(tmp_path: Path) -> None:
+    import contextlib
+
+    class Display:
+        def __init__(self) -> None:
+            self.notes: list[str] = []
+
+        @contextlib.contextmanager
+        def task(self, description, total, unit=""):
+            yield lambda done, total: None
+
+        def note(self, text: str) -> None:
+            self.notes.append(text)
+
+    log = tmp_path / "calls.txt"
+    configs = [{"index": i, "log": str(log)} for i in range(3)]
+    run_sweep(tasks.count_calls, configs[:2], executor="serial", store=tmp_path / "m")
+    display = Display()
+    run_sweep(tasks.count_calls, configs, executor="serial", store=tmp_path / "m",
+              progress=display, description="ensembles")  # fmt: skip
+    assert display.notes == ["resuming ensembles: 2 of 3 members done"]
+    fresh = Display()
+    run_sweep(tasks.count_calls, configs, executor="serial", store=tmp_path / "other",
+              progress=fresh)  # fmt: skip
+    assert fresh.notes == []

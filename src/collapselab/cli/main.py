@@ -53,8 +53,8 @@ PresetOption = Annotated[
 DataDirOption = Annotated[
     Path | None,
     typer.Option(
-        help="Directory with local dataset files (searched before $COLLAPSELAB_DATA_DIR and "
-        "the Debian package folders, e.g. /usr/share/datasets/fashion-mnist)."
+        help="Directory with local dataset files, searched before $COLLAPSELAB_DATA_DIR "
+        "and the folders of Debian's dataset packages (docs/data.md)."
     ),
 ]
 DeviceOption = Annotated[
@@ -66,16 +66,17 @@ MirrorOption = Annotated[
     list[str] | None,
     typer.Option(
         "--mirror",
-        # "\\[" keeps Rich from reading "[tracking]" as a markup tag and dropping it
-        help="Also send every metric to tensorboard, mlflow or wandb (repeatable; "
-        "pip install 'collapselab\\[tracking]').",
+        # "\\[" keeps Rich from reading "[tracking]" as a markup tag and dropping it; the
+        # install command stands alone at the end, so an 80-column help does not cut it
+        help="Also send every metric to tensorboard, mlflow or wandb (repeatable). Needs "
+        "the tracking extra: pip install 'collapselab\\[tracking]'",
     ),
 ]
 ExecutorOption = Annotated[
     str,
     typer.Option(
-        help="Where sweeps run: local (a process pool), serial (one after another) or ray "
-        "(pip install 'collapselab\\[ray]'); all give the same results."
+        help="Where sweeps run: local (a process pool), serial (one after another) or ray; "
+        "all give the same results. Ray needs: pip install 'collapselab\\[ray]'"
     ),
 ]
 WorkersOption = Annotated[
@@ -101,6 +102,18 @@ def _starting(what: str) -> None:
     """Say at once what starts: loading torch and the experiments takes seconds (up to ten
     on a busy machine), and a blank screen looks like a hang."""
     console.print(f"[dim]{_e(what)}: loading collapselab\u2026[/dim]")
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run that already completed (a rerun only reports it)."""
+    from collapselab.store import MANIFEST_FILE, read_manifest
+
+    try:
+        return (run_dir / MANIFEST_FILE).is_file() and read_manifest(run_dir)["status"] == (
+            "completed"
+        )
+    except (OSError, ValueError):
+        return False
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -136,7 +149,8 @@ def demo(
     progress: ProgressOption = True,
     mirror: MirrorOption = None,
 ) -> None:
-    """Train a small MLP on scikit-learn's digits and watch its layers collapse (~15 s)."""
+    """Train a small MLP on scikit-learn's digits and watch its layers collapse (seconds;
+    `collapselab list` gives the measured time)."""
     _run_and_report("demo", "quick", out, seed, "cpu", None, progress, mirror or [])
 
 
@@ -386,8 +400,14 @@ def _run_and_report(
     except _user_errors() as error:
         _fail(_message(error))
     _check_run_options(device, mirrors, [experiment])
+    run_id = run_id_for(experiment_id, plan.preset, seed)
+    if _finished(root / run_id):
+        console.print(
+            f"run {_e(run_id)} had already completed: nothing was run; its results are shown "
+            f"below (delete {_e(root / run_id)}, or give another --out, to run it again)"
+        )
     board = ProgressBoard(console, enabled=progress)
-    with _interruptible(f"run {run_id_for(experiment_id, plan.preset, seed)}"), board:
+    with _interruptible(f"run {run_id}"), board:
         try:
             result = run_experiment(
                 experiment_id,

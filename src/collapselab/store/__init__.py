@@ -36,7 +36,13 @@ from collapselab.store.catalog import (
     query,
 )
 from collapselab.store.checkpoints import Checkpoint, CheckpointError
-from collapselab.store.integrity import DamagedRunError, check_run, run_problem, set_aside
+from collapselab.store.integrity import (
+    DamagedRunError,
+    check_run,
+    read_manifest,
+    run_problem,
+    set_aside,
+)
 from collapselab.store.layout import (
     ARRAYS_DIR,
     CHECKPOINTS_DIR,
@@ -101,6 +107,7 @@ __all__ = [
     "metric_tag",
     "prepare_root",
     "query",
+    "read_manifest",
     "run_problem",
     "set_aside",
     "to_jsonable",

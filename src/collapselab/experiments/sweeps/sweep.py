@@ -133,6 +133,9 @@ def run_sweep(
     with display.task(description, total=len(configs), unit="members") as report:
         jobs = _load_finished(members, result, threads)
         tick = _Ticker(report, len(configs), done=len(result.loaded))
+        if result.loaded:  # a rerun continues: say so, rather than look like a fresh start
+            _note(display, f"resuming {description}: {len(result.loaded)} of "
+                           f"{len(configs)} members done")  # fmt: skip
 
         def finished(outcome: Outcome) -> Job | None:
             # Store each member as it finishes: a later crash loses nothing.
