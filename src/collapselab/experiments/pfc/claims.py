@@ -70,13 +70,13 @@ def _result(
     return ClaimResult("holds" if ok else "does not hold", values, threshold, detail)
 
 
-def row_value(results: RunResults, metric: str, layer: str, split: str = "train") -> float:
+def _row_value(results: RunResults, metric: str, layer: str, split: str = "train") -> float:
     """The last logged value of ``metric`` at ``layer`` (NotEvaluable when absent)."""
     rows = results.rows(metric, split=split, layer=layer)
     return float(rows.sort_values("step", kind="stable")["value"].iloc[-1])
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rank correlation (NaN for a constant series)."""
     from scipy import stats
 
@@ -86,7 +86,7 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
-def max_rise(values: np.ndarray) -> float:
+def _max_rise(values: np.ndarray) -> float:
     """The largest increase between neighbours (<= 0 for a non-increasing series)."""
     values = np.asarray(values, dtype=np.float64)
     return float(np.max(np.diff(values))) if values.size > 1 else 0.0
@@ -101,7 +101,7 @@ TOY_TOL = 1e-12
 def _monotone(results: RunResults) -> ClaimResult:
     s = float(results.array("toy", "s"))
     pfc1 = results.array("toy", "curve_nc1_trace_ratio")
-    rise = max_rise(pfc1) / pfc1[0]
+    rise = _max_rise(pfc1) / pfc1[0]
     ok = s >= 0 and rise <= TOY_TOL
     values = {"theorem1_s": s, "pfc1_max_relative_rise": rise, "pfc1_start": float(pfc1[0])}
     detail = f"S = {s:.4g} (>= 0?); largest rise of PFC1 along t {rise:.3g} (<= {TOY_TOL:g}?)"
@@ -188,7 +188,7 @@ def _early_weaker(epoch: int) -> Evaluate:
     def evaluate(results: RunResults) -> ClaimResult:
         x_f, y_f = AcrossLayers("nc1_trace_ratio")(results)
         x_e, y_e = AcrossLayers("nc1_trace_ratio", epoch=epoch)(results)
-        rho_final, rho_early = spearman(x_f, y_f), spearman(x_e, y_e)
+        rho_final, rho_early = _spearman(x_f, y_f), _spearman(x_e, y_e)
         values = {"rho_early": rho_early, "rho_final": rho_final, "early_epoch": float(epoch)}
         if not (math.isfinite(rho_final) and math.isfinite(rho_early)):
             raise NotEvaluable("a rank correlation is undefined (constant PFC1 across layers)")
@@ -242,9 +242,9 @@ def _prediction_monotone(results: RunResults) -> ClaimResult:
     pfc1 = results.array("geodesic", "curve_nc1_trace_ratio")
     pfc2 = results.array("geodesic", "curve_nc2_etf_distance")
     pfc3 = results.array("geodesic", "curve_ncc_accuracy")
-    rise1 = max_rise(pfc1) / abs(pfc1[0]) if pfc1[0] != 0 else max_rise(pfc1)
-    rise2 = max_rise(pfc2)
-    drop3 = max_rise(-pfc3)
+    rise1 = _max_rise(pfc1) / abs(pfc1[0]) if pfc1[0] != 0 else _max_rise(pfc1)
+    rise2 = _max_rise(pfc2)
+    drop3 = _max_rise(-pfc3)
     values = {"pfc1_max_relative_rise": rise1, "pfc2_max_rise": rise2, "pfc3_max_drop": drop3}
     ok = rise1 <= MONOTONE_TOL and rise2 <= MONOTONE_TOL and drop3 <= 0
     detail = (
@@ -379,7 +379,7 @@ SWEEP_RHO = 0.9
 def _exact_collapse(method: str) -> Evaluate:
     def evaluate(results: RunResults) -> ClaimResult:
         layer = f"ufm_{method}"
-        v = {k: row_value(results, k, layer) for k in PFC_KEYS}
+        v = {k: _row_value(results, k, layer) for k in PFC_KEYS}
         ok = (
             v["nc1_trace_ratio"] <= EXACT_PFC1
             and v["nc2_etf_distance"] <= EXACT_PFC2
@@ -411,8 +411,8 @@ def _more_collapsed(pfc: dict[str, float], data: dict[str, float]) -> tuple[bool
 
 def _mufm_vs_data(method: str) -> Evaluate:
     def evaluate(results: RunResults) -> ClaimResult:
-        data = {k: row_value(results, k, "data") for k in PFC_KEYS}
-        pfc = {k: row_value(results, k, f"mufm_{method}") for k in PFC_KEYS}
+        data = {k: _row_value(results, k, "data") for k in PFC_KEYS}
+        pfc = {k: _row_value(results, k, f"mufm_{method}") for k in PFC_KEYS}
         ok, text = _more_collapsed(pfc, data)
         values = {f"mufm_{k}": v for k, v in pfc.items()} | {
             f"data_{k}": v for k, v in data.items()
@@ -424,8 +424,8 @@ def _mufm_vs_data(method: str) -> Evaluate:
 
 
 def _mufm_not_collapsed(results: RunResults) -> ClaimResult:
-    pfc1 = row_value(results, "nc1_trace_ratio", "mufm_converged")
-    pfc2 = row_value(results, "nc2_etf_distance", "mufm_converged")
+    pfc1 = _row_value(results, "nc1_trace_ratio", "mufm_converged")
+    pfc2 = _row_value(results, "nc2_etf_distance", "mufm_converged")
     ok = pfc1 >= NOT_COLLAPSED and pfc2 >= NOT_COLLAPSED
     detail = f"converged MUFM: PFC1 {pfc1:.4g}, PFC2 {pfc2:.4g}; both >= {NOT_COLLAPSED:g}?"
     values = {"nc1_trace_ratio": pfc1, "nc2_etf_distance": pfc2}
@@ -435,8 +435,8 @@ def _mufm_not_collapsed(results: RunResults) -> ClaimResult:
 def _converged_below_literal(results: RunResults) -> ClaimResult:
     values, parts, ok = {}, [], True
     for name in ("ufm", "mufm"):
-        conv = row_value(results, "objective", f"{name}_converged")
-        lit = row_value(results, "objective", f"{name}_literal")
+        conv = _row_value(results, "objective", f"{name}_converged")
+        lit = _row_value(results, "objective", f"{name}_literal")
         values[f"{name}_converged"], values[f"{name}_literal"] = conv, lit
         ok &= conv < lit
         parts.append(f"{name.upper()} {conv:.6g} vs {lit:.6g}")
@@ -506,7 +506,7 @@ def _sweep_trend(key: str, direction: str) -> Evaluate:
         values = results.array("sweep", f"converged_{key}")
         if ratio.size < 3:
             raise NotEvaluable(f"{ratio.size} λ values; a trend needs at least 3")
-        rho = spearman(ratio, values)
+        rho = _spearman(ratio, values)
         if not np.isfinite(rho):
             raise NotEvaluable(f"{key} is constant over the sweep")
         signed = rho if direction == "increasing" else -rho
@@ -617,8 +617,8 @@ FLOW_RATIO = (1.5, 2.5)
 
 
 def _theorem1(results: RunResults) -> ClaimResult:
-    n = row_value(results, "n_s_nonnegative", "theorem1", SPLIT)
-    frac = row_value(results, "fraction_monotone_given_s_nonnegative", "theorem1", SPLIT)
+    n = _row_value(results, "n_s_nonnegative", "theorem1", SPLIT)
+    frac = _row_value(results, "fraction_monotone_given_s_nonnegative", "theorem1", SPLIT)
     ok = frac >= 1.0
     detail = f"PFC1 monotone in {frac:.4%} of the {n:g} random instances with S >= 0 (need all)"
     return _result(ok, {"fraction": frac, "n": n}, 1.0, detail)
@@ -653,9 +653,9 @@ def _theorem2_local(results: RunResults) -> ClaimResult:
 
 def _theorem3(variant: str) -> Evaluate:
     def evaluate(results: RunResults) -> ClaimResult:
-        spacing = row_value(results, "spacing_error", "theorem3", SPLIT)
-        feature = row_value(results, f"{variant}_feature_error", "theorem3", SPLIT)
-        gap = row_value(results, f"{variant}_objective_gap", "theorem3", SPLIT)
+        spacing = _row_value(results, "spacing_error", "theorem3", SPLIT)
+        feature = _row_value(results, f"{variant}_feature_error", "theorem3", SPLIT)
+        gap = _row_value(results, f"{variant}_objective_gap", "theorem3", SPLIT)
         ok = spacing <= SPACING and feature <= SAME_SOLUTION and gap <= OBJECTIVE_GAP
         values = {"spacing_error": spacing, "feature_error": feature, "objective_gap": gap}
         detail = (
