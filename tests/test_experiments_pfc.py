@@ -27,7 +27,8 @@ from collapselab.experiments.pfc import (
     mufm_data,
     toy_instance,
 )
-from collapselab.experiments.pfc.training import BAND, DEPTH_RHO, EARLY_MARGIN, run_training
+from collapselab.experiments.pfc.claims import BAND, DEPTH_RHO, EARLY_MARGIN
+from collapselab.experiments.pfc.training import run_training
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.nc import nc1_trace_ratio, nc2_etf_distance, ncc_accuracy
 from collapselab.store import Run
@@ -83,6 +84,11 @@ def test_figures_are_redrawn_from_the_stored_results(runs):
 # stored numbers against independent recomputation
 
 
+def _preset(run: Run):
+    """The typed preset a run ran (its manifest records it as plain data)."""
+    return get_experiment(run.experiment).config(run.preset)
+
+
 def _final_layer_values(run: Run, metric: str) -> pd.Series:
     table = run.metrics()
     rows = table[(table["metric"] == metric) & (table["layer"] != "") & (table["epoch"] >= 0)]
@@ -92,7 +98,7 @@ def _final_layer_values(run: Run, metric: str) -> pd.Series:
 
 def _trained_features(run: Run) -> tuple[list[np.ndarray], np.ndarray]:
     """Rebuild the tiny network from its last checkpoint and capture every measured layer."""
-    setup = build_network_setup(run.config, seed=run.seed)
+    setup = build_network_setup(_preset(run), seed=run.seed)
     state = Run.open(run.path).latest_checkpoint().load()
     setup.model.load_state_dict(state["model"])
     setup.model.eval()
@@ -148,9 +154,9 @@ def test_training_run_stores_s_positions_and_geodesic_end_points(runs):
 
 def test_mufm_rows_are_the_metrics_of_the_stored_solutions(runs):
     run = runs["pfc-mufm"]
-    config = run.config
+    config = _preset(run)
     X, y = mufm_data(config, run.seed)
-    assert X.shape == (config["dim"], config["n_classes"] * config["n_per_class"])
+    assert X.shape == (config.dim, config.n_classes * config.n_per_class)
     assert np.all(np.diff(y) >= 0)  # columns sorted by class, as Y = I_K ⊗ 1_n^T
     solutions = run.load_array("solutions")
     np.testing.assert_array_equal(solutions["X"], X)
@@ -164,7 +170,7 @@ def test_mufm_rows_are_the_metrics_of_the_stored_solutions(runs):
     align = np.linalg.norm(H / np.linalg.norm(H) - X / np.linalg.norm(X))
     rows = table[table["layer"] == "mufm_converged"].set_index("metric")["value"]
     assert rows["alignment"] == pytest.approx(align, rel=1e-12)
-    assert rows["grad_norm"] <= config["tol"]
+    assert rows["grad_norm"] <= config.tol
     claims = stored_claims(run)
     assert claims["ufm-exact-collapse"]["verdict"] == "holds"
     assert claims["converged-below-literal"]["verdict"] == "holds"
@@ -299,8 +305,8 @@ def test_paper_scale_geodesic_closed_forms_equal_the_direct_curves(runs, tmp_pat
     # the paper preset evaluates PFC1/PFC2 along the line in closed form (geodesic_direct
     # False); the same training (same seed) must give the directly evaluated tiny curves
     reference = runs["pfc-training-fc"]
-    config = {**reference.config, "geodesic_direct": False}
-    run = Run.create(tmp_path, "pfc-training-fc", "tiny", config, seed=0, run_id="closed")
+    config = _preset(reference).replace(geodesic_direct=False)
+    run = Run.create(tmp_path, "pfc-training-fc", "tiny", config.to_dict(), seed=0, run_id="closed")
     seed_everything(0)
     with run:
         run.set_status("running")

@@ -16,8 +16,15 @@ import struct
 import numpy as np
 import pytest
 
-from collapselab.data import DatasetFileError
-from collapselab.experiments import get_experiment
+from collapselab.data import DatasetFileError, DataSpec
+from collapselab.data.steps import Balance, StandardizeChannels
+from collapselab.experiments import (
+    TIERS,
+    Preset,
+    PresetError,
+    experiments_for_paper,
+    get_experiment,
+)
 from collapselab.experiments.pfc import TABLE_I, build_network_setup, dry_run, measured_layers
 from collapselab.models import ConvResNet, FCResNet
 from collapselab.track import PAPER_003_EPOCHS
@@ -190,19 +197,94 @@ def test_paper_dry_run_names_a_missing_file(tmp_path):
 
 
 def test_bad_training_configs_are_rejected():
-    config = dict(TABLE_I["mnist"])
-    del config["milestones"]
+    # a typed preset is checked when it is made: a bad one never reaches a run
     with pytest.raises(ValueError, match="milestones"):
-        build_network_setup(config)
-    with pytest.raises(ValueError, match="config\\['model'\\]"):
-        build_network_setup({**TABLE_I["mnist"], "model": "vgg11"})
-    with pytest.raises(TypeError, match="mapping"):
+        TABLE_I["mnist"].replace(milestones=None)
+    with pytest.raises(ValueError, match=r"TrainingPreset\.model"):
+        TABLE_I["mnist"].replace(model="vgg11")
+    with pytest.raises(TypeError, match="TrainingPreset"):
         build_network_setup(["mnist"])
     quick = get_experiment("pfc-training-fc").config("tiny")
     with pytest.raises(ValueError, match="measure"):
-        build_network_setup({**quick, "measure": "sometimes"})
+        quick.replace(measure="sometimes")
+    conv = quick.replace(model="conv_resnet", width=None, n_blocks=None, stages=())
     with pytest.raises(ValueError, match="image inputs"):
-        build_network_setup({**quick, "model": "conv_resnet", "model_options": {"stages": []}})
+        build_network_setup(conv)
+
+
+# ---------------------------------------------------------------------------------------
+# the presets as docs/pfc.md states them
+
+DIGITS = {"n_per_class": 174, "test_fraction": 0.25}
+STANDARDISED = (StandardizeChannels(),)
+
+
+def test_every_experiment_has_the_four_tiers_of_one_typed_preset():
+    experiments = experiments_for_paper("001")
+    assert len(experiments) == 6
+    for experiment in experiments:
+        assert set(TIERS) <= set(experiment.presets), experiment.id
+        kinds = {type(preset) for preset in experiment.presets.values()}
+        assert len(kinds) == 1 and issubclass(kinds.pop(), Preset), experiment.id
+    conv = get_experiment("pfc-training-conv")
+    assert {"paper-cifar10", "paper-stl10", "paper-cifar100"} <= set(conv.presets)
+    # the simulations' standard tier is the paper's own instance (CPU minutes)
+    for exp_id in ("pfc-toy", "pfc-mufm", "pfc-lambda-sweep", "pfc-theorems"):
+        experiment = get_experiment(exp_id)
+        assert experiment.config("standard") == experiment.config("paper")
+        assert experiment.config("paper").data_specs() == []  # they generate their instances
+
+
+def test_training_data_specs_are_those_of_the_docs():
+    for exp_id, flatten, tiny_per_class in (
+        ("pfc-training-fc", True, 12),
+        ("pfc-training-conv", False, 8),
+    ):
+        experiment = get_experiment(exp_id)
+        quick, standard, tiny = (experiment.config(t).data for t in ("quick", "standard", "tiny"))
+        assert (quick.name, dict(quick.options), quick.steps) == (
+            "fashion_mnist",
+            {"n_train_per_class": 130, "n_test_per_class": 50},
+            STANDARDISED,
+        )
+        assert standard == DataSpec(
+            "fashion_mnist", {"n_train_per_class": 200, "n_test_per_class": 100}, STANDARDISED
+        )
+        options = {"n_per_class": tiny_per_class, "test_fraction": 0.25, "flatten": flatten}
+        assert tiny == DataSpec("digits", options)
+    # Table I: the whole dataset from local files, balanced to its smallest class, standardised
+    for row, preset in TABLE_I.items():
+        assert preset.data == DataSpec(row, steps=(Balance("smallest"), StandardizeChannels()))
+        assert preset.data.reads_files and preset.bundled() is None
+    assert get_experiment("pfc-training-fc").config("paper") is not TABLE_I["mnist"]
+
+
+def test_quick_falls_back_to_the_bundled_digits():
+    for exp_id, flatten in (("pfc-training-fc", True), ("pfc-training-conv", False)):
+        experiment = get_experiment(exp_id)
+        assert experiment.fallbacks == {"quick": "quick-bundled"}
+        quick, bundled = experiment.config("quick"), experiment.config("quick-bundled")
+        assert bundled.data == DataSpec("digits", {**DIGITS, "flatten": flatten})
+        assert bundled.data == quick.data.fallback and not bundled.reads_files()
+        # everything else is the quick preset's; the conv net's first stage at stride 1
+        changes = {"data": bundled.data}
+        if not flatten:
+            assert quick.stages == ((16, 1, 2), (32, 4, 2))
+            changes["stages"] = ((16, 1, 1), (32, 4, 2))
+        assert bundled == quick.replace(**changes)
+
+
+def test_a_network_takes_only_its_own_fields():
+    fc = get_experiment("pfc-training-fc").config("tiny")
+    with pytest.raises(PresetError, match="n_blocks"):
+        fc.replace(n_blocks=None)
+    with pytest.raises(PresetError, match="stages"):
+        fc.replace(stages=((4, 1, 1),))
+    with pytest.raises(PresetError, match="width"):
+        TABLE_I["mnist"].replace(width=64)
+    with pytest.raises(PresetError, match="epochs count from 1"):
+        fc.replace(measure=(0, 3))
+    assert fc.replace(measure=[2, 3]).measure == (2, 3)
 
 
 def test_reproduce_dry_run_on_the_command_line(tmp_path):

@@ -132,8 +132,8 @@ def test_sweep_command_runs_a_resumable_grid_of_runs(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--seeds", "3-1"], "--seeds '3-1': expected seeds >= 0"),
-        (["--set", "width=1"], "has no config key 'width'; its keys: end_scale"),
-        (["--set", "n_per_class=abc"], "'n_per_class' takes a int like the preset's 4"),
+        (["--set", "width=1"], "ToyPreset has no field 'width'; its fields: n_classes"),
+        (["--set", "n_per_class=abc"], "ToyPreset.n_per_class takes int, got 'abc'"),
         (["--set", "noise"], "--set 'noise': expected key=value"),
         (["--executor", "dask"], "--executor dask: unknown executor 'dask'"),
         (["--workers", "0"], "--workers 0: expected at least 1"),

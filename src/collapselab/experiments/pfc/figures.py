@@ -1,7 +1,10 @@
-"""Figures of paper 001's experiments, drawn from a run's stored results only.
+"""Figures of paper 001's experiments, drawn from a run's stored results only, and their
+captions.
 
 Every ``draw_*`` function reads the run's metric table and ``arrays/*.npz`` and writes
 ``figures/<name>.png``; nothing is recomputed, so ``collapselab report`` can redraw them.
+The ``*_CAPTIONS`` say, per figure name, what is drawn and how to read it (the report shows
+them under the figures).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from collapselab.experiments.claims import RunResults
-from collapselab.experiments.pfc._common import PFC_LABELS
 from collapselab.metrics import PFC_KEYS
 from collapselab.report import (
     panel_grid,
@@ -30,6 +32,11 @@ from collapselab.report import (
 from collapselab.store import Run
 
 __all__ = [
+    "MUFM_CAPTIONS",
+    "SWEEP_CAPTIONS",
+    "THEOREM_CAPTIONS",
+    "TOY_CAPTIONS",
+    "TRAINING_CAPTIONS",
     "draw_lambda_sweep",
     "draw_mufm",
     "draw_theorems",
@@ -37,12 +44,28 @@ __all__ = [
     "draw_training",
 ]
 
+PFC_LABELS = {
+    "nc1_trace_ratio": "PFC1  Tr(Σ_W)/Tr(Σ_B)",
+    "nc2_etf_distance": "PFC2  distance to simplex ETF",
+    "ncc_accuracy": "PFC3  NCC accuracy",
+}
+
 _SHORT = {"nc1_trace_ratio": "PFC1", "nc2_etf_distance": "PFC2", "ncc_accuracy": "PFC3"}
 _CLASS_COLOURS = plt.get_cmap("tab10").colors
 
 
 # ---------------------------------------------------------------------------------------
 # Fig. 1
+
+TOY_CAPTIONS = {
+    "toy": (
+        "Fig. 1: 2-D features moving in straight lines from their start h(0) to a "
+        "simplex ETF h(1) (dots grow with t; stars: the ETF class means). Right: PFC1 "
+        "(within/between trace ratio), PFC2 (distance of the class means to an ETF) "
+        "and PFC3 (nearest-class-centre accuracy) along the line; green dots mark "
+        "t = 0, 0.25, ..., 1."
+    )
+}
 
 
 def draw_toy(run: Run) -> None:
@@ -85,6 +108,25 @@ def draw_toy(run: Run) -> None:
 
 # ---------------------------------------------------------------------------------------
 # Figs 2-3
+
+TRAINING_CAPTIONS = {
+    "pfc_over_epochs": (
+        "Fig. 2: PFC1 (within/between trace ratio, log scale), PFC2 (distance of the class "
+        "means to a simplex ETF) and PFC3 (nearest-class-centre accuracy) of every measured "
+        "layer over training; darker is shallower. Dotted red line: first epoch with zero "
+        "training error. Collapse is progressive when deeper layers sit below (PFC1, PFC2) "
+        "or above (PFC3) shallower ones."
+    ),
+    "pfc_vs_depth": (
+        "Fig. 3: the same metrics at the final epoch against each layer's relative position "
+        "pos(l) (green dots), with the geodesic (straight-line) prediction from the first to "
+        "the last measured layer (blue line)."
+    ),
+    "training": (
+        "Loss (log scale) and accuracy on the training and test splits per epoch; dotted red "
+        "line: first epoch with zero training error."
+    ),
+}
 
 
 def _layer_rows(metrics: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -161,6 +203,23 @@ def draw_training(run: Run) -> None:
 # ---------------------------------------------------------------------------------------
 # Figs 4-5
 
+MUFM_CAPTIONS = {
+    "ufm_vs_mufm": (
+        "Fig. 4: PFC1-3 of the optima of the unconstrained feature model (UFM) and of "
+        "the multilayer UFM tied to the data (MUFM), each found by the paper's plain "
+        "gradient descent (literal) and by L-BFGS to a gradient norm of 1e-9 "
+        "(converged); red line: the same metric of the data X."
+    )
+}
+
+SWEEP_CAPTIONS = {
+    "lambda_sweep": (
+        "Fig. 5: PFC1-3 of the MUFM optimum and its alignment with the data against "
+        "λ/λ_W (log scale), for the converged and the literal solver; flat line: the "
+        "data's value. Larger λ keeps the features closer to the data."
+    )
+}
+
 
 def _value(metrics: pd.DataFrame, key: str, layer: str) -> float:
     rows = metrics[(metrics["metric"] == key) & (metrics["layer"] == layer)]
@@ -219,6 +278,17 @@ def draw_lambda_sweep(run: Run) -> None:
 
 # ---------------------------------------------------------------------------------------
 # theorems
+
+THEOREM_CAPTIONS = {
+    "theorems": (
+        "Theorem 1: largest rise of PFC1 along random straight lines against S (rises "
+        "only where S < 0). Theorem 2: fraction of lines on which PFC2 is monotone, and "
+        "the shortest final monotone interval, against the start's distance from the "
+        "ETF. Theorem 3: feature error of the published and the corrected reduction. "
+        "Theorem 4: PFC1 along the gradient flow (21) and at the MUFM minimisers at "
+        "t = 1/λ."
+    )
+}
 
 
 def draw_theorems(run: Run) -> None:

@@ -1,36 +1,14 @@
 """Networks, data and protocol of paper 001's deep-network experiments (§IV-A, Table I).
 
-One configuration dictionary describes a training experiment completely: the dataset
-(generated, bundled or read from local files), the network (a :class:`FCResNet` /
-:class:`ConvResNet` of any size, or a Table I preset), the optimiser and learning-rate
-schedule, and which layers are measured. :func:`build_network_setup` turns it into the
-objects a run needs (:class:`NetworkSetup`); :func:`dry_run` does the same without training
-and summarises what a run would do, so that the paper-scale configurations can be checked on
-a laptop against small fixture files in the datasets' real formats.
-
-Configuration keys (see :data:`collapselab.experiments.pfc.presets.TABLE_I` for the paper's):
-
-``dataset``, ``dataset_options``
-    a name and options of :func:`collapselab.data.load_dataset` (``data_dir`` comes from the
-    run context for file-based datasets).
-``balance``
-    subsample the training split to the size of its smallest class (the paper assumes n
-    samples in every class, §II; MNIST's classes hold 5421 to 6742 images).
-``standardize``
-    standardise every input channel with the training mean and standard deviation.
-``model``, ``model_options``
-    ``"fc_resnet"`` (:class:`FCResNet`, ``in_dim`` and ``n_classes`` from the data),
-    ``"conv_resnet"`` (:class:`ConvResNet`, ``in_channels`` and ``n_classes`` from the data)
-    or a Table I preset (``"pfc_mnist"``, ``"pfc_fashion_mnist"``, ``"pfc_cifar10"``,
-    ``"pfc_stl10"``, ``"pfc_cifar100"``).
-``epochs``, ``lr``, ``milestones``, ``momentum``, ``weight_decay``, ``batch_size``
-    SGD with a step schedule dividing the learning rate by 10 after each milestone
-    (:class:`collapselab.train.TrainConfig`; the paper: 350 epochs, milestones 117 and 233).
-``measure``
-    the measurement epochs: ``"log"`` (paper 003's log-spaced list scaled to ``epochs``,
-    plus the initial model), ``"all"`` or a list of epochs.
-``checkpoint_every``, ``eval_batch_size``
-    checkpoint period (epochs) and the batch size of the measurement passes.
+A :class:`~collapselab.experiments.pfc.presets.TrainingPreset` describes a training
+experiment completely: the dataset and its preprocessing (a
+:class:`~collapselab.data.DataSpec`, read by :func:`~collapselab.data.load_data`), the
+network (a :class:`FCResNet` / :class:`ConvResNet` of any size, or a Table I network), the
+optimiser and learning-rate schedule, and the measurement epochs.
+:func:`build_network_setup` turns it into the objects a run needs (:class:`NetworkSetup`);
+:func:`dry_run` does the same without training and summarises what a run would do, so that
+the paper-scale configurations can be checked on a laptop against small fixture files in the
+datasets' real formats.
 
 The measured layers are those of 001 §IV-A: the constant-width stream of the FC ResNet
 (``stem`` = "layer0", then every block), or the last stage of a conv ResNet
@@ -41,7 +19,6 @@ flattened to one dimension.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +26,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from collapselab.checks import check_choice
-from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset
+from collapselab.data import DataSplits, load_data
+from collapselab.experiments.pfc.presets import TrainingPreset
 from collapselab.models import (
     ConvResNet,
     FCResNet,
@@ -73,18 +50,6 @@ _TABLE_I_MODELS = {
     "pfc_stl10": pfc_stl10,
     "pfc_cifar100": pfc_cifar100,
 }
-_MODELS = ("fc_resnet", "conv_resnet", *_TABLE_I_MODELS)
-_REQUIRED = (
-    "dataset",
-    "model",
-    "epochs",
-    "lr",
-    "milestones",
-    "momentum",
-    "weight_decay",
-    "batch_size",
-    "measure",
-)
 
 
 @dataclass
@@ -98,7 +63,7 @@ class NetworkSetup:
         layers: the measured layers in depth order: "layer0", then each block's output.
         measure_epochs: epochs (counted from 1) at whose end the layers are measured; the
             initial model (epoch 0) is measured too.
-        config: the configuration it was built from.
+        config: the preset it was built from.
     """
 
     model: nn.Module
@@ -106,49 +71,26 @@ class NetworkSetup:
     train_config: TrainConfig
     layers: list[str]
     measure_epochs: list[int]
-    config: dict[str, Any]
+    config: TrainingPreset
 
 
-def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping, got {type(config).__name__}")
-    missing = [k for k in _REQUIRED if k not in config]
-    if missing:
-        raise ValueError(f"config lacks the keys {missing}; required: {list(_REQUIRED)}")
-    check_choice("config['model']", config["model"], tuple(_MODELS))
-    return dict(config)
-
-
-def _load_data(config: dict[str, Any], data_dir: str | Path | None, seed: int) -> DataSplits:
-    options = dict(config.get("dataset_options") or {})
-    data = load_dataset(config["dataset"], data_dir=data_dir, seed=seed, **options)
-    if config.get("balance", False):
-        smallest = int(data.train.class_counts().min())
-        if smallest == 0:
-            raise ValueError(
-                f"dataset {config['dataset']!r}: a class has no training sample; cannot balance"
-            )
-        data = balanced_subset(data, smallest, seed=seed)
-    if config.get("standardize", False):
-        data = Standardize().fit_apply(data)
-    return data
-
-
-def _build_model(config: dict[str, Any], data: DataSplits) -> nn.Module:
-    name = config["model"]
-    options = dict(config.get("model_options") or {})
+def _build_model(config: TrainingPreset, data: DataSplits) -> nn.Module:
     shape = data.input_shape
-    if name == "fc_resnet":
-        return FCResNet(in_dim=math.prod(shape), n_classes=data.n_classes, **options)
-    if name == "conv_resnet":
+    if config.model == "fc_resnet":
+        return FCResNet(
+            in_dim=math.prod(shape),
+            n_classes=data.n_classes,
+            width=config.width,
+            n_blocks=config.n_blocks,
+        )
+    if config.model == "conv_resnet":
         if len(shape) != 3:
             raise ValueError(
                 f"model 'conv_resnet' needs image inputs (C, H, W), got input shape {shape}; "
                 "load the dataset without flattening"
             )
-        stages = [tuple(s) for s in options.pop("stages")]
-        return ConvResNet(shape[0], data.n_classes, stages, **options)
-    return _TABLE_I_MODELS[name](n_classes=data.n_classes, **options)
+        return ConvResNet(shape[0], data.n_classes, list(config.stages))
+    return _TABLE_I_MODELS[config.model](n_classes=data.n_classes)
 
 
 def measured_layers(model: nn.Module) -> list[str]:
@@ -165,18 +107,19 @@ def measured_layers(model: nn.Module) -> list[str]:
     raise TypeError(f"expected an FCResNet or ConvResNet, got {type(model).__name__}")
 
 
-def _measure_epochs(spec: Any, epochs: int) -> list[int]:
-    if spec == "log":
-        return log_spaced_epochs(epochs) if epochs > 0 else []
-    if spec == "all":
+def _measure_epochs(measure: str | tuple[int, ...], epochs: int) -> list[int]:
+    """The epochs of :attr:`TrainingPreset.measure` within a budget of ``epochs``."""
+    if epochs <= 0:
+        return []
+    if measure == "log":
+        return log_spaced_epochs(epochs)
+    if measure == "all":
         return list(range(1, epochs + 1))
-    if isinstance(spec, (list, tuple)) and all(isinstance(e, int) and 1 <= e for e in spec):
-        return sorted({e for e in spec if e <= epochs} | {epochs}) if epochs > 0 else []
-    raise ValueError(f"config['measure'] must be 'log', 'all' or a list of epochs, got {spec!r}")
+    return sorted({e for e in measure if e <= epochs} | {epochs})
 
 
 def build_network_setup(
-    config: Mapping[str, Any],
+    config: TrainingPreset,
     *,
     data_dir: str | Path | None = None,
     seed: int = 0,
@@ -185,38 +128,39 @@ def build_network_setup(
     """Build model, data, training configuration and measurement plan from ``config``.
 
     Args:
-        config: a PFC training configuration (see the module docstring).
+        config: a PFC training preset.
         data_dir: the folder holding local dataset files (file-based datasets only).
         seed: seeds data generation / subsampling and the training loop.
         device: the training device (``"cpu"``, ``"cuda"``, ...).
 
     Raises:
-        ValueError: a missing or invalid key; a dataset file that is missing or corrupt
-            (:class:`collapselab.data.DatasetFileError`, naming the file).
+        TypeError: ``config`` is not a :class:`TrainingPreset`.
+        ValueError: a network that does not fit the data; a dataset file that is missing or
+            corrupt (:class:`collapselab.data.DatasetFileError`, naming the file).
     """
-    config = _check_config(config)
-    data = _load_data(config, data_dir, seed)
+    if not isinstance(config, TrainingPreset):
+        raise TypeError(f"config must be a TrainingPreset, got {type(config).__name__}")
+    data = load_data(config.data, data_dir, seed)
     model = _build_model(config, data)
-    epochs = int(config["epochs"])
     train_config = TrainConfig(
-        epochs=epochs,
-        lr=float(config["lr"]),
-        batch_size=int(config["batch_size"]),
-        momentum=float(config["momentum"]),
-        weight_decay=float(config["weight_decay"]),
+        epochs=config.epochs,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
         schedule="step",
-        milestones=tuple(int(m) for m in config["milestones"]) or None,
+        milestones=config.milestones or None,
         seed=seed,
         device=device,
-        checkpoint_every=int(config.get("checkpoint_every", 10)),
-        eval_batch_size=int(config.get("eval_batch_size", 1024)),
+        checkpoint_every=config.checkpoint_every,
+        eval_batch_size=config.eval_batch_size,
     )
     return NetworkSetup(
         model=model,
         data=data,
         train_config=train_config,
         layers=measured_layers(model),
-        measure_epochs=_measure_epochs(config["measure"], epochs),
+        measure_epochs=_measure_epochs(config.measure, config.epochs),
         config=config,
     )
 
@@ -248,7 +192,7 @@ def _feature_shapes(model: nn.Module, layers: list[str], x: torch.Tensor) -> dic
 
 
 def dry_run(
-    config: Mapping[str, Any],
+    config: TrainingPreset,
     *,
     data_dir: str | Path | None = None,
     seed: int = 0,
@@ -277,7 +221,7 @@ def dry_run(
     milestones = list(cfg.step_milestones())
     at = [1, *(m + 1 for m in milestones)]
     return {
-        "dataset": setup.config["dataset"],
+        "dataset": setup.config.data.name,
         "n_classes": setup.data.n_classes,
         "input_shape": list(setup.data.input_shape),
         "n_train": len(train),

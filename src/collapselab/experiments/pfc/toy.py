@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from collapselab.experiments.claims import Claim, ClaimResult, RunResults
-from collapselab.experiments.pfc._common import max_rise
 from collapselab.experiments.registry import RunContext
 from collapselab.store import Run
 from collapselab.theory.geodesic import simplex_etf, straight_line_model
 
-__all__ = ["TOY_CLAIMS", "run_toy", "toy_instance"]
-
-_TOL = 1e-12
+__all__ = ["run_toy", "toy_instance"]
 
 
 def toy_instance(
@@ -49,15 +45,11 @@ def toy_instance(
 
 def run_toy(run: Run, context: RunContext) -> None:
     """Build the 2-D instance and evaluate the PFC metrics along the straight lines."""
-    c = context.config
+    config = context.config
     h0, h1, y = toy_instance(
-        int(c["n_classes"]),
-        int(c["n_per_class"]),
-        float(c["noise"]),
-        float(c["end_scale"]),
-        context.seed,
+        config.n_classes, config.n_per_class, config.noise, config.end_scale, context.seed
     )
-    ts = np.linspace(0.0, 1.0, int(c["n_grid"]))
+    ts = np.linspace(0.0, 1.0, config.n_grid)
     line = straight_line_model(h0, h1, y, ts)
     run.save_array(
         "toy",
@@ -70,42 +62,3 @@ def run_toy(run: Run, context: RunContext) -> None:
     )
     run.log_dict(0, {"theorem1_s": line.s, "transport_cost": line.transport_cost}, split="toy")
     run.flush()
-
-
-def _monotone(results: RunResults) -> ClaimResult:
-    s = float(results.array("toy", "s"))
-    pfc1 = results.array("toy", "curve_nc1_trace_ratio")
-    rise = max_rise(pfc1) / pfc1[0]
-    ok = s >= 0 and rise <= _TOL
-    values = {"theorem1_s": s, "pfc1_max_relative_rise": rise, "pfc1_start": float(pfc1[0])}
-    detail = f"S = {s:.4g} (>= 0?); largest rise of PFC1 along t {rise:.3g} (<= {_TOL:g}?)"
-    return ClaimResult("holds" if ok else "does not hold", values, _TOL, detail)
-
-
-def _collapsed_at_end(results: RunResults) -> ClaimResult:
-    pfc1 = float(results.array("toy", "curve_nc1_trace_ratio")[-1])
-    pfc2 = float(results.array("toy", "curve_nc2_etf_distance")[-1])
-    pfc3 = float(results.array("toy", "curve_ncc_accuracy")[-1])
-    ok = pfc1 <= _TOL and pfc2 <= 1e-6 and pfc3 == 1.0
-    values = {"pfc1": pfc1, "pfc2": pfc2, "pfc3": pfc3}
-    detail = f"at t = 1: PFC1 {pfc1:.3g}, PFC2 {pfc2:.3g}, PFC3 {pfc3:g}"
-    return ClaimResult("holds" if ok else "does not hold", values, _TOL, detail)
-
-
-TOY_CLAIMS: list[Claim] = [
-    Claim(
-        name="toy-pfc1-decreases-along-the-line",
-        statement="In the illustration, features become more collapsed along the straight "
-        "line: PFC1 decreases monotonically (Theorem 1 with S >= 0).",
-        source="001 Fig. 1, §III-B Theorem 1",
-        threshold=f"S >= 0 and no rise of PFC1 larger than {_TOL:g} x PFC1(0) on the t grid",
-        evaluate=_monotone,
-    ),
-    Claim(
-        name="toy-collapses-at-the-end",
-        statement="At the end of the line the features are collapsed onto a simplex ETF.",
-        source="001 Fig. 1, Eq. 10",
-        threshold=f"at t = 1: PFC1 <= {_TOL:g}, PFC2 <= 1e-6, PFC3 = 1",
-        evaluate=_collapsed_at_end,
-    ),
-]
