@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -472,11 +473,12 @@ def test_the_command_says_what_starts_before_loading_torch() -> None:
         [sys.executable, "-c", "from collapselab.cli.main import main; main()", "demo",
          "--no-progress", "--out", "/proc/not-writable"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "FORCE_COLOR": "1"},  # Rich takes the pipe for a terminal
     )  # fmt: skip
     first = process.stdout.readline()
     waited = time.perf_counter() - started
     process.communicate(timeout=120)
-    assert first.strip() == "run demo: loading collapselab\u2026"
+    assert re.sub(r"\x1b\[[0-9;]*m", "", first).strip() == "run demo: loading collapselab\u2026"
     imported = subprocess.run(
         [sys.executable, "-c", "import sys, collapselab.cli.main; print('torch' in sys.modules)"],
         capture_output=True, text=True, timeout=60,

@@ -99,9 +99,11 @@ def _fail(message: object, code: int = _USAGE_EXIT) -> NoReturn:
 
 
 def _starting(what: str) -> None:
-    """Say at once what starts: loading torch and the experiments takes seconds (up to ten
-    on a busy machine), and a blank screen looks like a hang."""
-    console.print(f"[dim]{_e(what)}: loading collapselab\u2026[/dim]")
+    """Say at once, on a terminal, what starts: loading torch and the experiments takes
+    seconds (up to ten on a busy machine), and a blank screen looks like a hang. (A log file
+    gets the command's own first line a moment later.)"""
+    if console.is_terminal:
+        console.print(f"[dim]{_e(what)}: loading collapselab\u2026[/dim]")
 
 
 def _finished(run_dir: Path) -> bool:
