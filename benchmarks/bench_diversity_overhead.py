@@ -34,10 +34,11 @@ import time
 import torch
 
 from collapselab._threads import serial_threads
+from collapselab.data import load_data
 from collapselab.experiments.fd import BoundarySchedule, DiversityRecorder
-from collapselab.experiments.fd.measurement import class_stratified, probe_indices
-from collapselab.experiments.fd.presets import TWO_PHASE
-from collapselab.experiments.fd.training import build_model, load_data, subset, train_config
+from collapselab.experiments.fd.measurement import class_stratified
+from collapselab.experiments.fd.presets import FASHION_MNIST, TWO_PHASE, Member
+from collapselab.experiments.fd.training import build_model, probe_set, subset, train_config
 from collapselab.train import train
 
 
@@ -51,22 +52,20 @@ class _Stop:
 
 
 def _once(
-    config: dict, measured: bool, every: int
+    config: Member, measured: bool, every: int
 ) -> tuple[tuple[float, float], torch.nn.Module, list]:
-    data = load_data(config, None, 0)
+    data = load_data(config.data, None, 0)
     train_split = data.train
-    probe = subset(
-        train_split, probe_indices(train_split, int(config["probe_per_class"]), 1), "probe"
-    )
-    per_class = int(config["loss_per_class"])
+    probe = probe_set(train_split, config, 0)
+    per_class = config.measurement.loss_per_class
     loss_set = (
         subset(train_split, class_stratified(train_split.y, per_class, 2), "loss")
         if per_class
         else None  # the probe's loss, from the Monitor's forward pass
     )
-    model = build_model(config, int(train_split.x.shape[1]), train_split.n_classes, 0)
-    cfg = train_config(config, int(train_split.y.numel()), 0, "cpu")
-    callbacks: list = [_Stop(int(config["iterations"]))]
+    model = build_model(config.model, int(train_split.x.shape[1]), train_split.n_classes, 0)
+    cfg = train_config(config.training, int(train_split.y.numel()), 0, "cpu")
+    callbacks: list = [_Stop(config.training.iterations)]
     recorder = None
     if measured:
         recorder = DiversityRecorder(model, probe, loss_set, BoundarySchedule(every), cfg.lr)
@@ -86,7 +85,8 @@ def main() -> None:
     parser.add_argument(
         "--dataset",
         default="clustered",
-        help="clustered (64 inputs) or fashion_mnist (784, local files)",
+        choices=("clustered", "fashion_mnist"),
+        help="clustered (64 inputs) or fashion_mnist (784, 500 per class, local files)",
     )
     parser.add_argument(
         "--loss-per-class",
@@ -96,11 +96,11 @@ def main() -> None:
         "the probe set, from the Monitor's forward pass; 100: the earlier presets' subset)",
     )
     args = parser.parse_args()
-    config = {**TWO_PHASE["quick"]["base"], "iterations": args.iterations, "width": args.width}
+    config = TWO_PHASE["quick"].base.replace(iterations=args.iterations, width=args.width)
     if args.loss_per_class is not None:
-        config["loss_per_class"] = args.loss_per_class
+        config = config.replace(loss_per_class=args.loss_per_class)
     if args.dataset != "clustered":
-        config |= {"dataset": args.dataset, "n_per_class": 500}
+        config = config.replace(data=FASHION_MNIST)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
         f"load average before {os.getloadavg()}"
@@ -119,10 +119,10 @@ def main() -> None:
                 torch.isfinite(torch.tensor(r[f"feature_cosine_cross_class/{layer}"])) for r in rows
             )
     n_measurements = len(rows)
-    loss = config["loss_per_class"]
+    loss = config.measurement.loss_per_class
     print(
         f"{args.dataset}, 9 x {args.width} MLP, batch 100, probe "
-        f"{10 * config['probe_per_class']}, "
+        f"{10 * config.measurement.probe_per_class}, "
         f"{f'loss subset {10 * loss}' if loss else 'loss on the probe'}; "
         f"{args.iterations} iterations measured every {args.every} ({n_measurements} "
         f"measurements incl. step 0), {args.repeats} repeats"

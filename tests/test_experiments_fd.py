@@ -10,11 +10,17 @@ import pytest
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.data import DataSplits, LabeledData, gaussian_mixture, read_tiny_imagenet
-from collapselab.experiments import get_experiment, run_experiment
+from collapselab.data import (
+    DataSplits,
+    LabeledData,
+    gaussian_mixture,
+    load_data,
+    read_tiny_imagenet,
+)
+from collapselab.experiments import TIERS, get_experiment, run_experiment
 from collapselab.experiments.fd import presets
-from collapselab.experiments.fd._common import replica_arms
-from collapselab.experiments.fd.directions import DIRECTION_CLAIMS, run_directions
+from collapselab.experiments.fd.claims import DIRECTION_CLAIMS, TWO_PHASE_CLAIMS
+from collapselab.experiments.fd.directions import run_directions
 from collapselab.experiments.fd.measurement import (
     BoundarySchedule,
     DiversityRecorder,
@@ -22,15 +28,17 @@ from collapselab.experiments.fd.measurement import (
     class_stratified,
     probe_indices,
 )
+from collapselab.experiments.fd.operations import replica_arms
+from collapselab.experiments.fd.presets import Repeat, Sweep, TwoPhase
 from collapselab.experiments.fd.training import (
+    Job,
     build_model,
     detect,
     dry_run,
-    load_data,
-    run_member,
+    measure,
     train_config,
 )
-from collapselab.experiments.fd.two_phase import TWO_PHASE_CLAIMS, run_two_phase
+from collapselab.experiments.fd.two_phase import run_two_phase
 from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.models import MLP
 from collapselab.train import train
@@ -38,7 +46,7 @@ from tests._experiments import check_completed_run, experiment, registered, stor
 from tests._idx_files import write_idx_dataset
 from tests._tiny_imagenet_files import write_tiny_imagenet
 
-TINY = {**presets.TWO_PHASE["tiny"]["base"]}
+TINY = presets.TWO_PHASE["tiny"].base
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +85,7 @@ def test_m4_probe_mean_is_m4_of_the_autograd_mean_gradient():
     """The recorded probe-mean M4 (the family's, from rank-1 factors) equals M4 of
     -η ∂(mean probe loss)/∂W computed by autograd on the same weights."""
     data, _ = _small()
-    config = {**TINY, "depth": 4, "width": 5}
-    model = build_model(config, 6, 3, seed=0)
+    model = build_model(TINY.model.replace(depth=4, width=5), 6, 3, seed=0)
     probe = LabeledData(data.train.x, data.train.y, 3, "p", {})
     rec = DiversityRecorder(model, probe, data.train, BoundarySchedule(1), lr=0.1)
     rec.on_train_start(None)
@@ -98,12 +105,12 @@ def test_replay_reproduces_the_coarse_measurement_and_m4_batch_is_the_step():
     """The measurement does not change training: a replay measured at other steps gives
     bit-identical values at the steps both measured; m4_batch is M4 of W_t - W_{t-1}."""
     data, _ = _small()
-    config = {**TINY, "iterations": 24, "batch_size": 20}
-    cfg = train_config(config, 60, seed=0, device="cpu")
+    config = TINY.replace(iterations=24, batch_size=20)
+    cfg = train_config(config.training, 60, seed=0, device="cpu")
     probe = LabeledData(data.train.x[::4], data.train.y[::4], 3, "p", {})
 
     def record(schedule: BoundarySchedule) -> list[dict]:
-        model = build_model(config, 6, 3, seed=0)
+        model = build_model(config.model, 6, 3, seed=0)
         rec = DiversityRecorder(model, probe, data.train, schedule, cfg.lr)
         train(model, data, cfg, [rec], None)
         return rec.rows
@@ -115,7 +122,7 @@ def test_replay_reproduces_the_coarse_measurement_and_m4_batch_is_the_step():
         assert row == pytest.approx(by_step[row["step"]], nan_ok=True)
     assert [r["step"] for r in dense] == [0, 7, 8, 9, 16, 24]
     # m4_batch at step 8 from an independent replay: W_8 - W_7
-    model = build_model(config, 6, 3, seed=0)
+    model = build_model(config.model, 6, 3, seed=0)
     weights = []
 
     class Keep:
@@ -149,18 +156,18 @@ def _trajectory(loss: list[float], m2: list[float]) -> Trajectory:
 
 def test_a_run_that_never_leaves_phase_1_gets_no_boundary():
     stuck = _trajectory([2.30, 2.30, 2.299, 2.30, 2.298], [0.5, 0.51, 0.52, 0.53, 0.54])
-    found = detect(stuck, {**TINY, "smooth": 1})
+    found = detect(stuck, TINY.replace(smooth=1))
     assert found["left_phase1"] == 0.0 and found["plateau_end"] == -1.0
     assert found["phase1_length"] == 40.0  # censored at the last measured step
     two = _trajectory([2.30, 2.29, 2.28, 2.0, 1.5], [0.5, 0.6, 0.7, 0.6, 0.4])
-    found = detect(two, {**TINY, "smooth": 1})
+    found = detect(two, TINY.replace(smooth=1))
     assert found["left_phase1"] == 1.0 and found["plateau_end"] == 30.0
     assert found["m2_peak_step"] == 20.0 and found["m2_peak"] == pytest.approx(0.7)
 
 
 def test_a_phase_layer_out_of_range_is_a_clear_error():
     with pytest.raises(ValueError, match=r"phase_layer must be a hidden linear layer in \[1, 7\]"):
-        run_member({**TINY, "phase_layer": 8})
+        measure(Job(TINY.replace(phase_layer=8)))
 
 
 def test_two_phase_tiny_end_to_end_m2_rises_before_the_loss_drops(two_phase_run):
@@ -202,7 +209,7 @@ def operations_run(tmp_path_factory):
 def test_operations_tiny_claims_are_the_stored_phase_lengths(operations_run):
     spec = get_experiment("fd-operations")
     claims = check_completed_run(operations_run, spec)
-    arms = presets.OPERATIONS["tiny"]["arms"]
+    arms = presets.OPERATIONS["tiny"].arms
     ends = {arm: _plateau_end(operations_run.load_array(f"traj_{arm}")) for arm in arms}
     for arm in arms:
         stored = operations_run.load_array(f"traj_{arm}")
@@ -227,21 +234,21 @@ def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
     """``repeat``: the arms of the equal-effective-step momentum control trained with three
     seeds each; the claim compares the medians of the stored lengths, lists every seed's,
     and is counted as an erratum demonstration (the note's control, A19)."""
-    base = {**presets.OPERATIONS["tiny"]["base"], "iterations": 120}
-    config = {
-        "base": base,
-        "arms": {
+    base = presets.OPERATIONS["tiny"].base.replace(iterations=120)
+    config = Sweep(
+        base=base,
+        arms={
             "baseline": {},
             "momentum-0.9-lr-0.01": {"momentum": 0.9, "lr": 0.01},
             "momentum-0.9": {"momentum": 0.9},
         },
-        "groups": {
+        groups={
             "momentum_equal_lr": [[0.0, "baseline"], [0.9, "momentum-0.9-lr-0.01"]],
             "momentum": [[0.0, "baseline"], [0.9, "momentum-0.9"]],  # baseline repeated only
         },
-        "repeat": {"groups": ["momentum_equal_lr"], "seeds": 3},
-    }
-    monkeypatch.setitem(presets.OPERATIONS, "tiny", config)
+        repeat=Repeat(groups=["momentum_equal_lr"], seeds=3),
+    )
+    monkeypatch.setitem(get_experiment("fd-operations").presets, "tiny", config)
     with serial_threads():
         run = run_experiment("fd-operations", preset="tiny", root=tmp_path, executor="serial")
     replicas = run.manifest["replicas"]
@@ -274,16 +281,23 @@ def test_repeated_arms_are_trained_with_further_seeds_and_compared_as_medians(
 
 def test_repeat_names_known_groups_and_at_least_one_seed():
     groups = {"l2": [[0.0, "baseline"], [1e-4, "l2-0.0001"]]}
-    assert replica_arms({"groups": groups}, 0) == {}
-    arms = replica_arms({"groups": groups, "repeat": {"groups": ["l2"], "seeds": 2}}, 5)
+    changes = {"baseline": {}, "l2-0.0001": {"l2": 1e-4}}
+
+    def sweep(**repeat) -> Sweep:
+        return Sweep(
+            base=TINY, arms=changes, groups=groups, repeat=Repeat(**repeat) if repeat else None
+        )
+
+    assert replica_arms(sweep(), 0) == {}
+    arms = replica_arms(sweep(groups=["l2"], seeds=2), 5)
     assert arms == {
         "baseline": ["baseline", "baseline-seed6"],
         "l2-0.0001": ["l2-0.0001", "l2-0.0001-seed6"],
     }
     with pytest.raises(ValueError, match=r"groups the config does not have: \['gamma'\]"):
-        replica_arms({"groups": groups, "repeat": {"groups": ["gamma"], "seeds": 2}}, 0)
+        replica_arms(sweep(groups=["gamma"], seeds=2), 0)
     with pytest.raises(ValueError, match=r"repeat\.seeds must be >= 1, got 0"):
-        replica_arms({"groups": groups, "repeat": {"groups": ["l2"], "seeds": 0}}, 0)
+        replica_arms(sweep(groups=["l2"], seeds=0), 0)
 
 
 def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
@@ -293,7 +307,7 @@ def test_robustness_tiny_runs_and_reports_each_sweep(tmp_path):
     claims = check_completed_run(run, spec)
     entry = claims["two-phases-across-activation"]
     rises = {}
-    for value, arm in presets.ROBUSTNESS["tiny"]["groups"]["activation"]:
+    for value, arm in presets.ROBUSTNESS["tiny"].groups["activation"]:
         stored = run.load_array(f"traj_{arm}")
         end = float(stored["phase_phase1_length"])
         m2 = stored["feature_cosine_cross_class"][:, 2][stored["steps"] <= end]
@@ -317,9 +331,9 @@ def test_paper_preset_dry_run_on_fixture_files(tmp_path):
     test = {b"data": rng.integers(0, 256, (10, 3072), dtype=np.uint8), b"labels": list(range(10))}
     (folder / "test_batch").write_bytes(pickle.dumps(test, protocol=2))
     config = get_experiment("fd-two-phase").config("paper")
-    assert set(config["arms"]) == {"cifar10", "mnist", "tiny_imagenet"}  # Tiny-ImageNet: below
-    arms = {k: v for k, v in config["arms"].items() if k != "tiny_imagenet"}
-    summary = dry_run({**config, "arms": arms}, data_dir=tmp_path)
+    assert set(config.arms) == {"cifar10", "mnist", "tiny_imagenet"}  # Tiny-ImageNet: below
+    arms = {k: v for k, v in config.arms.items() if k != "tiny_imagenet"}
+    summary = dry_run(config.replace(arms=arms), data_dir=tmp_path)
     assert set(summary) == {"cifar10", "mnist"}
     cifar, mnist = summary["cifar10"], summary["mnist"]
     assert cifar["input_dim"] == 3072 and mnist["input_dim"] == 784
@@ -344,15 +358,15 @@ def test_paper_preset_tiny_imagenet_arm_dry_run_on_fixture_files(tmp_path):
     words |= {"n99999999": "giant decoy"}  # a class of the dataset the paper did not use
     write_tiny_imagenet(tmp_path, words, n_train=3, n_val=1, size=36)
     config = get_experiment("fd-two-phase").config("paper")
-    arm = config["arms"]["tiny_imagenet"]
-    small = {**config["base"], "probe_per_class": 2, "loss_per_class": 3}
-    summary = dry_run({"base": small, "arms": {"tiny_imagenet": arm}}, data_dir=tmp_path)
+    arm = config.arms["tiny_imagenet"]
+    small = config.replace(probe_per_class=2, loss_per_class=3, arms={"tiny_imagenet": arm})
+    summary = dry_run(small, data_dir=tmp_path)
     tiny = summary["tiny_imagenet"]
     assert tiny["class_names"] == list(names)  # the paper's order, not the files'
     assert tiny["train_class_counts"] == [3] * 50 and tiny["input_dim"] == 3 * 32 * 32
     assert tiny["depth"] == 9 and tiny["width"] == 512 and tiny["lr"] == 0.1
     assert tiny["logits_shape"] == [100, 50] and tiny["batch_size"] == 100
-    data = load_data({**small, **arm}, tmp_path, 0)  # the central 32 x 32 of each image
+    data = load_data(small.member("tiny_imagenet").data, tmp_path, 0)  # the central 32 x 32
     raw = read_tiny_imagenet(tmp_path, class_names=names).train.x[:, :, 2:34, 2:34]
     flat = raw.reshape(150, -1).double()
     expected = ((flat - flat.mean()) / flat.std()).float()  # one scalar mean and std
@@ -389,13 +403,12 @@ def test_directions_tiny_window_analysis_and_claims_from_stored_arrays(tmp_path)
 
 
 def test_directions_of_a_stuck_baseline_say_so_instead_of_inventing_a_window(tmp_path):
-    stuck = {**presets.DIRECTIONS["tiny"]}
-    stuck["base"] = {**stuck["base"], "gamma": 0.05, "iterations": 60}
+    stuck = presets.DIRECTIONS["tiny"].replace(gamma=0.05, iterations=60)
     spec = experiment(
         "fd-directions-stuck",
         run_directions,
         paper="000",
-        presets={"quick": stuck},
+        presets=dict.fromkeys(TIERS, stuck),
         claims=DIRECTION_CLAIMS,
     )
     with registered(spec), serial_threads():
@@ -408,12 +421,12 @@ def test_directions_of_a_stuck_baseline_say_so_instead_of_inventing_a_window(tmp
 
 
 def test_a_non_finite_loss_stops_the_run_cleanly_and_keeps_what_was_measured(tmp_path):
-    diverging = {"base": {**TINY, "lr": 50.0, "iterations": 60}, "arms": {"clustered": {}}}
+    diverging = TwoPhase(base=TINY.replace(lr=50.0, iterations=60), arms={"clustered": {}})
     spec = experiment(
         "fd-diverging",
         run_two_phase,
         paper="000",
-        presets={"quick": diverging},
+        presets=dict.fromkeys(TIERS, diverging),
         claims=TWO_PHASE_CLAIMS,
     )
     with registered(spec), serial_threads():

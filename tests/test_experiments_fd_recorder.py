@@ -10,17 +10,18 @@ import torch
 from collapselab.data import LabeledData, gaussian_mixture
 from collapselab.experiments.fd import presets
 from collapselab.experiments.fd.measurement import BoundarySchedule, DiversityRecorder
-from collapselab.experiments.fd.training import build_model, train_config
+from collapselab.experiments.fd.presets import TwoPhase
+from collapselab.experiments.fd.training import Job, build_model, train_config
 from collapselab.train import train
 
-CONFIG = {**presets.TWO_PHASE["tiny"]["base"], "iterations": 12, "batch_size": 20}
+CONFIG = presets.TWO_PHASE["tiny"].base.replace(iterations=12, batch_size=20)
 
 
 def _record(loss_from_probe: bool) -> tuple[list[dict[str, float]], torch.nn.Module]:
     data = gaussian_mixture(3, 6, 20, clusters_per_class=2, mean_scale=2.0, seed=0)
     probe = LabeledData(data.train.x[::3], data.train.y[::3], 3, "p", {})
-    cfg = train_config(CONFIG, 60, seed=0, device="cpu")
-    model = build_model({**CONFIG, "depth": 4, "width": 7}, 6, 3, seed=0)
+    cfg = train_config(CONFIG.training, 60, seed=0, device="cpu")
+    model = build_model(CONFIG.model.replace(depth=4, width=7), 6, 3, seed=0)
     # loss_set=probe: a separate no-grad forward pass over the probe at every measurement
     loss_set = None if loss_from_probe else probe
     rec = DiversityRecorder(model, probe, loss_set, BoundarySchedule(4, stop=12), cfg.lr)
@@ -42,19 +43,20 @@ def test_loss_of_the_probe_from_the_monitors_pass_equals_its_own_forward_pass():
 
 
 def test_loss_per_class_zero_measures_the_loss_of_the_probe_set():
+    from collapselab.data import load_data
     from collapselab.experiments.fd.measurement import probe_indices
-    from collapselab.experiments.fd.training import dry_run, load_data, run_member
+    from collapselab.experiments.fd.training import dry_run, run_member
 
-    config = {**CONFIG, "iterations": 10, "every": 5, "loss_per_class": 0}
-    out = run_member(config)
+    config = CONFIG.replace(iterations=10, every=5, loss_per_class=0)
+    out = run_member(Job(config).config())
     # step 0: the initial model's mean cross-entropy on the probe set, computed here
-    data = load_data(config, None, 0)
-    probe = probe_indices(data.train, int(config["probe_per_class"]), 1)
-    model = build_model(config, int(data.train.x.shape[1]), data.train.n_classes, 0)
+    data = load_data(config.data, None, 0)
+    probe = probe_indices(data.train, config.measurement.probe_per_class, 1)
+    model = build_model(config.model, int(data.train.x.shape[1]), data.train.n_classes, 0)
     with torch.no_grad():
         logits = model(data.train.x[probe]).double()
     expected = torch.nn.functional.cross_entropy(logits, data.train.y[probe])
     assert list(out["steps"]) == [0, 5, 10]
     assert out["loss"][0] == float(expected)
-    summary = dry_run({"base": config, "arms": {"clustered": {}}})
+    summary = dry_run(TwoPhase(base=config, arms={"clustered": {}}))
     assert summary["clustered"]["loss_set_size"] == summary["clustered"]["probe_size"] == 60

@@ -15,123 +15,98 @@ id                    what                                                      
                       Theorem 2, per-class accuracy, ε spectra
 ====================  ========================================================  ===========
 
-Every run is measured per iteration (:mod:`~collapselab.experiments.fd.measurement`): the
-Monitor's ``diversity`` family and M4 on a fixed class-stratified probe set, every 10
-iterations and every 2 in a replayed window around the detected phase boundary.
+Where things are:
 
-Presets (:mod:`~collapselab.experiments.fd.presets`): ``quick`` (minutes on a 2-core CPU;
-Fashion-MNIST, falling back to ``quick-bundled`` on scikit-learn's digits), ``standard``,
-``paper`` (the paper's scale, for a GPU) and ``tiny`` (the test suite's).
+* :mod:`.presets`: the typed presets (a base :class:`~.presets.Member`: data, model,
+  training, measurement; arms, sweep groups, repeats; the direction analysis) and each
+  experiment's tiers ``tiny``, ``quick`` (Fashion-MNIST for ``fd-two-phase``, falling back
+  to ``quick-bundled`` on scikit-learn's digits), ``standard`` and ``paper``;
+* :mod:`.training`: one measured run (a sweep member) and its phase detection, every arm
+  run through the sweep executor; :mod:`.measurement`: the per-iteration measurement (the
+  Monitor's ``diversity`` family and M4 on a fixed class-stratified probe set, every 10
+  iterations and every 2 in a replayed window around the detected phase boundary);
+* :mod:`.two_phase`, :mod:`.operations` (``fd-operations`` and ``fd-robustness``),
+  :mod:`.directions`: the run of each experiment;
+* :mod:`.results`: what a run stores per arm and how it is read back;
+* :mod:`.claims`: every claim of the paper; :mod:`.figures`: the figures and captions.
 """
 
-from collapselab.experiments.fd import presets
-from collapselab.experiments.fd._common import PAPER
-from collapselab.experiments.fd.directions import DIRECTION_CLAIMS, run_directions
-from collapselab.experiments.fd.figures import (
-    DIRECTION_CAPTIONS,
-    OPERATION_CAPTIONS,
-    ROBUSTNESS_CAPTIONS,
-    TWO_PHASE_CAPTIONS,
-    draw_directions,
-    draw_operations,
-    draw_robustness,
-    draw_two_phase,
-)
+from collapselab.experiments.fd import claims, figures, presets
+from collapselab.experiments.fd.directions import run_directions
 from collapselab.experiments.fd.measurement import BoundarySchedule, DiversityRecorder
-from collapselab.experiments.fd.operations import (
-    OPERATION_CLAIMS,
-    ROBUSTNESS_CLAIMS,
-    run_operations,
-    run_robustness,
+from collapselab.experiments.fd.operations import run_sweep
+from collapselab.experiments.fd.training import (
+    Job,
+    dry_run,
+    dry_run_directions,
+    measure,
+    run_member,
 )
-from collapselab.experiments.fd.training import dry_run, dry_run_directions, run_member
-from collapselab.experiments.fd.two_phase import TWO_PHASE_CLAIMS, run_two_phase
-from collapselab.experiments.registry import Experiment, register
-from collapselab.experiments.runtimes import stated_runtimes
+from collapselab.experiments.fd.two_phase import run_two_phase
+from collapselab.experiments.registry import Experiment, register_paper
 
-TWO_PHASE = register(
-    Experiment(
-        id="fd-two-phase",
-        paper=PAPER,
-        title="two-phase training of a deep plain MLP: loss plateau while M2, M3, M4 rise",
-        presets=presets.TWO_PHASE,
-        **stated_runtimes("fd-two-phase"),
-        run=run_two_phase,
-        dry_run=dry_run,
-        figures=list(TWO_PHASE_CAPTIONS),
-        figure="Figs 1-2",
-        claims=TWO_PHASE_CLAIMS,
-        draw=draw_two_phase,
-        captions=TWO_PHASE_CAPTIONS,
-        fallbacks={"quick": "quick-bundled"},
-    )
-)
-
-OPERATIONS = register(
-    Experiment(
-        id="fd-operations",
-        paper=PAPER,
-        title="the four operations (normalisation, momentum, init variance, L2) and stuck runs",
-        presets=presets.OPERATIONS,
-        **stated_runtimes("fd-operations"),
-        run=run_operations,
-        dry_run=dry_run,
-        figures=list(OPERATION_CAPTIONS),
-        figure="Fig. 8, S-Fig. 24, 28-29",
-        claims=OPERATION_CLAIMS,
-        draw=draw_operations,
-        captions=OPERATION_CAPTIONS,
-    )
-)
-
-ROBUSTNESS = register(
-    Experiment(
-        id="fd-robustness",
-        paper=PAPER,
-        title="the two phases across depth, width, learning rate, batch size and activation",
-        presets=presets.ROBUSTNESS,
-        **stated_runtimes("fd-robustness"),
-        run=run_robustness,
-        dry_run=dry_run,
-        figures=list(ROBUSTNESS_CAPTIONS),
-        figure="Appendix A.1-A.11",
-        claims=ROBUSTNESS_CLAIMS,
-        draw=draw_robustness,
-        captions=ROBUSTNESS_CAPTIONS,
-    )
-)
-
-DIRECTIONS = register(
-    Experiment(
-        id="fd-directions",
-        paper=PAPER,
-        title="common directions over phase 1: s_i, Theorem 1's S_primary vs S_k, ΔV, o^(l)",
-        presets=presets.DIRECTIONS,
-        **stated_runtimes("fd-directions"),
-        run=run_directions,
-        dry_run=dry_run_directions,
-        figures=list(DIRECTION_CAPTIONS),
-        figure="Figs 4-7, Table 1",
-        claims=DIRECTION_CLAIMS,
-        draw=draw_directions,
-        captions=DIRECTION_CAPTIONS,
-    )
+TWO_PHASE, OPERATIONS, ROBUSTNESS, DIRECTIONS = register_paper(
+    "000",
+    [
+        Experiment(
+            id="fd-two-phase",
+            title="two-phase training of a deep plain MLP: loss plateau while M2, M3, M4 rise",
+            presets=presets.TWO_PHASE,
+            run=run_two_phase,
+            dry_run=dry_run,
+            figure="Figs 1-2",
+            claims=claims.TWO_PHASE_CLAIMS,
+            draw=figures.draw_two_phase,
+            captions=figures.TWO_PHASE_CAPTIONS,
+        ),
+        Experiment(
+            id="fd-operations",
+            title="the four operations (normalisation, momentum, init variance, L2) and stuck runs",
+            presets=presets.OPERATIONS,
+            run=run_sweep,
+            dry_run=dry_run,
+            figure="Fig. 8, S-Fig. 24, 28-29",
+            claims=claims.OPERATION_CLAIMS,
+            draw=figures.draw_operations,
+            captions=figures.OPERATION_CAPTIONS,
+        ),
+        Experiment(
+            id="fd-robustness",
+            title="the two phases across depth, width, learning rate, batch size and activation",
+            presets=presets.ROBUSTNESS,
+            run=run_sweep,
+            dry_run=dry_run,
+            figure="Appendix A.1-A.11",
+            claims=claims.ROBUSTNESS_CLAIMS,
+            draw=figures.draw_robustness,
+            captions=figures.ROBUSTNESS_CAPTIONS,
+        ),
+        Experiment(
+            id="fd-directions",
+            title="common directions over phase 1: s_i, Theorem 1's S_primary vs S_k, ΔV, o^(l)",
+            presets=presets.DIRECTIONS,
+            run=run_directions,
+            dry_run=dry_run_directions,
+            figure="Figs 4-7, Table 1",
+            claims=claims.DIRECTION_CLAIMS,
+            draw=figures.draw_directions,
+            captions=figures.DIRECTION_CAPTIONS,
+        ),
+    ],
 )
 
 __all__ = [
     "DIRECTIONS",
-    "DIRECTION_CLAIMS",
     "OPERATIONS",
-    "OPERATION_CLAIMS",
     "ROBUSTNESS",
-    "ROBUSTNESS_CLAIMS",
     "TWO_PHASE",
-    "TWO_PHASE_CLAIMS",
     "BoundarySchedule",
     "DiversityRecorder",
+    "Job",
     "dry_run",
+    "measure",
+    "run_directions",
     "run_member",
-    "run_operations",
-    "run_robustness",
+    "run_sweep",
     "run_two_phase",
 ]

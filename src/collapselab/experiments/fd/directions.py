@@ -2,7 +2,7 @@ r"""``fd-directions``: the common-direction analysis over the detected phase 1 (
 Figs 4-7, Table 1, S-Fig. 25-27; R10-R18, R24), on the functions of
 :mod:`collapselab.theory.diversity_trap` and :mod:`collapselab.metrics.diversity`.
 
-1. The baseline run is trained and measured (:func:`~.training.run_member`); its loss
+1. The baseline run is trained and measured (:func:`~.training.measure`); its loss
    plateau gives the window ``[0, T_end]`` of phase 1 (note A8: the paper never states it).
    A run that never leaves phase 1 has no window: the analysis says so and stops.
 2. The same training is replayed (deterministic: same seed, same batches) and the MLP's
@@ -30,20 +30,15 @@ Figs 4-7, Table 1, S-Fig. 25-27; R10-R18, R24), on the functions of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, NotEvaluable, RunResults, claim_from_check
-from collapselab.experiments.fd._common import (
-    member_configs,
-    run_arms,
-)
-from collapselab.experiments.fd.measurement import probe_indices
-from collapselab.experiments.fd.training import build_model, load_data, subset, train_config
+from collapselab.data import load_data
+from collapselab.experiments.fd.presets import Directions
+from collapselab.experiments.fd.training import Job, build_model, probe_set, run_arms, train_config
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.diversity import (
     direction_strengths,
@@ -51,6 +46,7 @@ from collapselab.metrics.diversity import (
     per_class_accuracy,
     residual_trajectory,
 )
+from collapselab.models import MLP
 from collapselab.probe import capture_mlp_state, single_sample_feature_changes
 from collapselab.store import Run
 from collapselab.theory import MLPState
@@ -65,16 +61,7 @@ from collapselab.theory.diversity_trap import (
 )
 from collapselab.train import train
 
-__all__ = ["DIRECTION_CLAIMS", "capture_window", "run_directions"]
-
-S_RATIO = 9.0
-"""S_primary / max_k S_k counted as "an order of magnitude" (the paper's weakest: 9.2)."""
-
-STRENGTH_RATIO = 5.0
-"""s_1 / s_2 counted as primary-direction dominance (the paper reports about 10)."""
-
-LEMMA3_DOMINANCE = 10.0
-"""Median |primary| / |noise| of Lemma 3's terms counted as "≫" (no threshold given, A13)."""
+__all__ = ["capture_window", "run_directions"]
 
 
 class _Capture:
@@ -98,21 +85,19 @@ class _Capture:
 
 
 def capture_window(
-    config: Mapping[str, Any], end: int, captures: int
+    job: Job, end: int, captures: int
 ) -> tuple[list[int], dict[int, MLPState], Any, Any]:
-    """Replay the training of ``config`` up to ``end + 1`` and capture the probe state at
+    """Replay the training of ``job`` up to ``end + 1`` and capture the probe state at
     ``captures`` evenly spaced steps of ``[0, end]`` and one step after each. Returns the
     window's steps, the states by step, the probe set and the model at ``end + 1``."""
-    seed = int(config.get("seed", 0))
-    data = load_data(config, config.get("data_dir"), seed)
+    member, seed = job.member, job.seed
+    data = load_data(member.data, job.data_dir, seed)
     train_split = data.train
-    probe = subset(
-        train_split, probe_indices(train_split, int(config["probe_per_class"]), seed + 1), "probe"
-    )
+    probe = probe_set(train_split, member, seed)
     window = sorted({round(float(t)) for t in np.linspace(0, end, captures)})
-    model = build_model(config, int(train_split.x.shape[1]), train_split.n_classes, seed)
+    model = build_model(member.model, int(train_split.x.shape[1]), train_split.n_classes, seed)
     cap = _Capture(model, probe, set(window) | {t + 1 for t in window}, end + 1)
-    cfg = train_config(config, int(train_split.y.numel()), seed, "cpu")
+    cfg = train_config(member.training, int(train_split.y.numel()), seed, "cpu")
     with serial_threads():
         train(model, data, cfg, [cap], None)
     return window, cap.states, probe, model
@@ -127,20 +112,18 @@ def _class_mean_change(state: MLPState, layer: int, lr: float, c: int) -> torch.
 
 def run_directions(run: Run, context: RunContext) -> None:
     """Train the baseline, detect phase 1, replay it with captures, analyse (module doc)."""
-    c = context.config
-    result = run_arms(run, context, {"baseline": {}}, arms={"all": ["baseline"]})["baseline"]
-    (config,) = member_configs(c["base"], {"baseline": {}}, context)
+    config: Directions = context.config
+    job = Job.of(context, "baseline", config.base)
+    result = run_arms(run, context, [job], arms={"all": ["baseline"]})["baseline"]
     end = float(result["phase_plateau_end"])
     if end < 0:
         run.update_manifest(directions="the baseline never left phase 1: no window to analyse")
         run.flush()
         return
-    lr = float(config["lr"])
-    layer = int(c["analysis_layer"])
     with context.progress.task("common directions", 3, "stages") as done:
-        window, states, probe, _ = capture_window(config, int(end), int(c["captures"]))
+        window, states, probe, _ = capture_window(job, int(end), config.captures)
         done(1, 3)
-        arrays = _analyse(window, states, probe, lr, layer, c)
+        arrays = _analyse(window, states, probe, config)
         done(3, 3)
     run.save_array("directions", **arrays)
     run.update_manifest(directions=f"window [0, {int(end)}], {len(window)} captures")
@@ -148,19 +131,15 @@ def run_directions(run: Run, context: RunContext) -> None:
 
 
 def _analyse(
-    window: list[int],
-    states: dict[int, MLPState],
-    probe: Any,
-    lr: float,
-    layer: int,
-    c: Mapping[str, Any],
+    window: list[int], states: dict[int, MLPState], probe: Any, config: Directions
 ) -> dict[str, np.ndarray]:
+    lr, layer = config.base.training.lr, config.analysis_layer
     n_classes = int(probe.n_classes)
     last = states[window[-1]]
     accuracy = per_class_accuracy(last.logits, last.labels, n_classes)
     leading = np.argsort(-accuracy, kind="stable")[:2]
     in_window = [states[t] for t in window]
-    table_layers = [ell for ell in c["table_layers"] if 1 <= ell < last.depth]
+    table_layers = [ell for ell in config.table_layers if 1 <= ell < last.depth]
     out: dict[str, Any] = {
         "window": np.asarray(window),
         "class_accuracy": accuracy,
@@ -169,7 +148,7 @@ def _analyse(
         "table_layers": np.asarray(table_layers),
         "analysis_layer": np.int64(layer),
     }
-    k, n_noise = int(c["top_k"]), int(c["n_noise"])
+    k, n_noise = config.top_k, config.n_noise
     strengths, prim, prim_sd, noise, noise_sd, m10_mean, m10_std = [], [], [], [], [], [], []
     for cls in leading:
         changes = [_class_mean_change(s, layer, lr, int(cls)) for s in in_window]
@@ -257,8 +236,6 @@ def _all_samples(
 
 def _model_at(state: MLPState) -> torch.nn.Module:
     """A bias-free ReLU MLP with the captured weights (float64), for a single-sample step."""
-    from collapselab.models import MLP
-
     weights = state.weights
     model = MLP(
         weights[0].shape[1], weights[-1].shape[0], width=weights[0].shape[0], depth=len(weights)
@@ -268,166 +245,3 @@ def _model_at(state: MLPState) -> torch.nn.Module:
         for lin, w in zip(linears, weights, strict=True):
             lin.weight.copy_(w)
     return model
-
-
-# ---------------------------------------------------------------------- claims
-def _directions(results: RunResults) -> Mapping[str, np.ndarray]:
-    if "directions" not in results.arrays:
-        reason = results.manifest.get("directions") or "the run saved no direction analysis"
-        raise NotEvaluable(str(reason))
-    return results.arrays["directions"]
-
-
-def _strengths(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    s = np.asarray(d["strengths"])
-    ratios = s[:, 0] / s[:, 1]
-    leading = [int(c) for c in d["leading"]]
-    values = {f"class{c}_s1_over_s2": float(r) for c, r in zip(leading, ratios, strict=True)}
-    detail = "; ".join(
-        f"class {c}: s = {np.array2string(row, precision=3)} (s1/s2 = {r:.3g})"
-        for c, row, r in zip(leading, s, ratios, strict=True)
-    )
-    return bool(np.all(ratios >= STRENGTH_RATIO)), values, STRENGTH_RATIO, detail
-
-
-def _table(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    prim, noise = np.asarray(d["s_primary"]), np.asarray(d["s_noise"])
-    ratio = prim / noise.max(axis=2)
-    leading, layers = [int(c) for c in d["leading"]], [int(ell) for ell in d["table_layers"]]
-    values = {
-        f"class{c}_layer{ell}_ratio": float(ratio[i, j])
-        for i, c in enumerate(leading)
-        for j, ell in enumerate(layers)
-    }
-    detail = f"S_primary / max_k S_k over layers {layers}: " + "; ".join(
-        f"class {c}: {np.array2string(ratio[i], precision=3)}" for i, c in enumerate(leading)
-    )
-    return bool(np.all(ratio >= S_RATIO)), values, S_RATIO, detail
-
-
-def _m10(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    mean = np.asarray(d["m10_mean"])
-    leading = [int(c) for c in d["leading"]]
-    values = {f"class{c}_min_mean": float(mean[i].min()) for i, c in enumerate(leading)}
-    detail = "; ".join(
-        f"class {c}: mean cos(α_c ΔV, F) from {mean[i].min():.3f} to "
-        f"{mean[i].max():.3f} over the window"
-        for i, c in enumerate(leading)
-    )
-    return bool(np.all(mean > 0)), values, 0.0, detail
-
-
-def _o(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    values, notes = {}, []
-    for mode in ("neg_grad", "single_sample_step", "batch_step"):
-        mean = np.asarray(d[f"o_{mode}_mean"])
-        values[f"{mode}_min_mean"] = float(mean.min())
-        values[f"{mode}_first_last"] = float(mean[-1] - mean[0])
-        notes.append(f"{mode}: mean o from {mean[0]:.3f} to {mean[-1]:.3f} (min {mean.min():.3f})")
-    ok = values["neg_grad_min_mean"] > 0
-    return ok, values, 0.0, "; ".join(notes) + " (the claim reads neg_grad, the paper's ΔF ≈ -Ḟ)"
-
-
-def _lemma3(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    primary, noise = np.abs(d["lemma3_primary"]), np.abs(d["lemma3_noise"])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        median = float(np.median(primary / noise))
-    return (
-        median >= LEMMA3_DOMINANCE,
-        {"median_dominance": median},
-        LEMMA3_DOMINANCE,
-        (f"median |primary| / |noise| over the probe samples at the window's end: {median:.3g}"),
-    )
-
-
-def _few_classes(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    acc = np.asarray(d["class_accuracy"])
-    n = int(np.asarray(d["dominant"]).size)
-    return (
-        n <= 2,
-        {"dominant_classes": float(n), "max_accuracy": float(acc.max())},
-        2.0,
-        (
-            f"{n} classes above twice chance at the end of phase 1; per-class accuracy "
-            f"{np.array2string(acc, precision=2)}"
-        ),
-    )
-
-
-def _theorem2(results: RunResults) -> tuple[bool, dict, float, str]:
-    d = _directions(results)
-    hyp = np.asarray(d["theorem2_hypothesis"])
-    leading = [int(c) for c in d["leading"]]
-    values = {f"class{c}_hypothesis": float(hyp[c]) for c in leading}
-    return (
-        bool(np.all(hyp[leading] >= 0.9)),
-        values,
-        0.9,
-        (
-            "share of same-class pairs with the same sign of Cᵀ D Ḟ: "
-            + ", ".join(f"class {c}: {hyp[c]:.3f}" for c in leading)
-        ),
-    )
-
-
-DIRECTION_CLAIMS: list[Claim] = [
-    claim_from_check(
-        "primary-direction-dominates-average-change",
-        "The strength of the primary common direction of the average weight change is "
-        "about ten times that of the second; the others are small.",
-        "§4.2, Fig. 4, S-Fig. 25",
-        f"s_1 / s_2 >= {STRENGTH_RATIO} for both leading classes (third linear layer)",
-        _strengths,
-    ),
-    claim_from_check(
-        "s-primary-order-of-magnitude-above-s-k",
-        "S_primary is about an order of magnitude above each noise strength S_k.",
-        "§4.3, Table 1",
-        f"S_primary / max(S_1, S_2, S_3) >= {S_RATIO} (the paper's weakest entry is 9.2) "
-        "at every analysed layer for both leading classes",
-        _table,
-    ),
-    claim_from_check(
-        "feature-similar-to-delta-v",
-        "cos(α_c ΔV, F) is positive over the samples of the category in phase 1.",
-        "§4.2, Fig. 5",
-        "the class mean of cos(α_c ΔV, F) (ΔV from the actual mini-batch update) > 0 at "
-        "every captured iteration, both leading classes",
-        _m10,
-    ),
-    claim_from_check(
-        "o-positive",
-        "For each sample, o^(l) = cos(ΔV, F) cos(V, ΔF) is positive and usually increases.",
-        "§4.2, Lemma 3, Fig. 6, S-Fig. 26",
-        "mean o^(l) over the probe samples > 0 at every captured iteration with ΔF = -Ḟ "
-        "(the other two readings reported beside it)",
-        _o,
-    ),
-    claim_from_check(
-        "lemma3-primary-term-dominates",
-        "At the end of phase 1 Lemma 3's primary term is much larger than its noise term.",
-        "Lemma 3, S-Fig. 27",
-        f"median |primary| / |noise| >= {LEMMA3_DOMINANCE} over the probe samples",
-        _lemma3,
-    ),
-    claim_from_check(
-        "one-or-two-classes-learnt-in-phase-1",
-        "At the end of phase 1 only one or two categories are well above chance.",
-        "Assumption 1, Fig. 7",
-        "at most 2 classes with a probe accuracy above twice chance (note A23)",
-        _few_classes,
-    ),
-    claim_from_check(
-        "theorem2-sign-consistency",
-        "Same-category samples share the sign of Cᵀ D Ḟ (Theorem 2's hypothesis).",
-        "Theorem 2",
-        ">= 90% of same-class pairs of both leading classes share the sign",
-        _theorem2,
-    ),
-]

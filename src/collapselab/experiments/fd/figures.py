@@ -8,14 +8,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from collapselab.experiments.fd._common import trajectory
+from collapselab.experiments.fd.results import trajectory
 from collapselab.report import save_run_figure
 from collapselab.store import Run
 
 __all__ = [
+    "DIRECTION_CAPTIONS",
     "OPERATION_CAPTIONS",
     "ROBUSTNESS_CAPTIONS",
     "TWO_PHASE_CAPTIONS",
+    "draw_directions",
     "draw_operations",
     "draw_robustness",
     "draw_two_phase",

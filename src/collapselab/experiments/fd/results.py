@@ -1,6 +1,6 @@
-"""Helpers shared by paper 000's experiment modules (private to the package): running a
-list of member configs, storing their trajectories and phase detections in the run, and
-reading them back for claims and figures."""
+"""What a run of paper 000's experiments stores per arm, and how claims and figures read it
+back: the trajectory and phase detection of each arm, the sweep groups and repeated arms
+recorded in the manifest, and the phase-1 lengths and M2 rises computed from them."""
 
 from __future__ import annotations
 
@@ -10,42 +10,21 @@ from typing import Any
 import numpy as np
 
 from collapselab.experiments.claims import NotEvaluable, RunResults
-from collapselab.experiments.fd.training import run_member
-from collapselab.experiments.registry import RunContext
-from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 
-PAPER = "000"
-
-MEASUREMENT_KEYS = (
-    "every",
-    "dense_every",
-    "half_window",
-    "probe_per_class",
-    "loss_per_class",
-    "phase_layer",
-    "smooth",
-    "loss_drop",
-)
-"""Config entries of the measurement (shared by every member of an experiment)."""
-
-
-def member_configs(
-    base: Mapping[str, Any], arms: Mapping[str, Mapping[str, Any]], context: RunContext
-) -> list[dict[str, Any]]:
-    """One config per arm: ``base`` with the run's seed, updated with the arm's changes (a
-    replica's ``seed`` among them), ``--data-dir``, and ``arm``: the arm's name."""
-    return [
-        {
-            **base,
-            "seed": context.seed,
-            **changes,
-            "arm": name,
-            "data_dir": context.data_dir_text,
-            "device": context.device,
-        }
-        for name, changes in arms.items()
-    ]
+__all__ = [
+    "arms",
+    "describe_lengths",
+    "group",
+    "m2_rise_in_phase1",
+    "phase",
+    "phase1_lengths",
+    "phase_curves",
+    "replicas",
+    "seed_lengths",
+    "store_member",
+    "trajectory",
+]
 
 
 def store_member(run: Run, arm: str, result: Mapping[str, Any]) -> None:
@@ -110,58 +89,30 @@ def phase(results: RunResults | Run, arm: str, key: str) -> float:
     return float(stored[f"phase_{key}"])
 
 
-def run_arms(
-    run: Run, context: RunContext, changes: Mapping[str, Mapping[str, Any]], **manifest: Any
-) -> dict[str, dict[str, Any]]:
-    """Train and measure every arm (``context.config["base"]`` updated with ``changes[arm]``)
-    through the sweep executor, store each (:func:`store_member`), record
-    ``manifest`` and the phase layer in the run's manifest; returns the results by arm."""
-    c = context.config
-    configs = member_configs(c["base"], changes, context)
-    results = run_members(run_member, configs, run, context)
-    for config, result in zip(configs, results, strict=True):
-        store_member(run, config["arm"], result)
-    run.update_manifest(phase_layer=int(c["base"]["phase_layer"]), **manifest)
-    run.flush()
-    return {config["arm"]: result for config, result in zip(configs, results, strict=True)}
+def phase_curves(results: RunResults | Run, arm: str, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, values)`` of ``key`` at the phase layer (``loss``: the loss curve); M4 keys
+    at the phase layer's linear layer."""
+    stored = trajectory(results, arm)
+    layer = int(results.manifest.get("phase_layer", 3)) - 1
+    values = stored[key]
+    return stored["steps"], values if values.ndim == 1 else values[:, layer]
 
 
-def replica_arms(config: Mapping[str, Any], seed: int) -> dict[str, list[str]]:
-    """The arms trained with several seeds: ``{arm: [arm, "<arm>-seed<s>", ...]}`` for every
-    arm of the groups named in ``config["repeat"]`` (``{"groups": [...], "seeds": n}``: n
-    seeds in all, the run's seed and the next n - 1); ``{}`` without ``repeat``."""
-    repeat = config.get("repeat")
-    if not repeat:
-        return {}
-    n = int(repeat["seeds"])
-    if n < 1:
-        raise ValueError(f"repeat.seeds must be >= 1, got {n}")
-    groups = config["groups"]
-    unknown = sorted(set(repeat["groups"]) - set(groups))
-    if unknown:
-        raise ValueError(f"repeat.groups names groups the config does not have: {unknown}")
-    arms = dict.fromkeys(arm for g in repeat["groups"] for _, arm in groups[g])
-    return {arm: [arm] + [f"{arm}-seed{seed + i}" for i in range(1, n)] for arm in arms}
+def m2_rise_in_phase1(results: RunResults, arm: str) -> float:
+    """The largest rise of M2 (phase layer) over its step-0 value up to the end of phase 1
+    (the loss plateau's end, or the last step when the run never left it)."""
+    steps, m2 = phase_curves(results, arm, "feature_cosine_cross_class")
+    end = phase(results, arm, "phase1_length")
+    before = m2[(steps <= end) & np.isfinite(m2)]
+    return float(np.max(before) - before[0]) if before.size else float("nan")
 
 
-def run_groups(run: Run, context: RunContext) -> None:
-    """Run the arms of a sweep experiment and record its groups.
-
-    ``context.config``: ``base`` (the shared config), ``arms`` (name -> changes),
-    ``groups`` (group -> [[value, arm], ...]: which arm each swept value ran as; an arm may
-    serve several groups, the baseline typically) and optionally ``repeat``
-    (:func:`replica_arms`: the arms of some groups also trained with further seeds, their
-    phase-1 lengths compared as medians). The manifest records ``groups``, ``arms`` and
-    ``replicas`` for claims and figures.
-    """
-    c = context.config
-    arms = dict(c["arms"])
-    replicas = replica_arms(c, context.seed)
-    changes = dict(arms)
-    for arm, names in replicas.items():
-        for i, name in enumerate(names[1:], start=1):
-            changes[name] = {**arms[arm], "seed": context.seed + i}
-    run_arms(run, context, changes, groups=c["groups"], arms={"all": list(arms)}, replicas=replicas)
+def arms(results: RunResults | Run, name: str) -> list[str]:
+    """The arms a run stored under ``name`` in its manifest (``"two_phase"``, ``"all"``)."""
+    stored = (results.manifest.get("arms") or {}).get(name)
+    if not stored:
+        raise NotEvaluable(f"the run recorded no {name!r} arms")
+    return list(stored)
 
 
 def group(results: RunResults | Run, name: str) -> list[tuple[Any, str]]:
