@@ -32,11 +32,10 @@ and eigenpairs return them. Arguments may be tensors or NumPy arrays (the dense 
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
-from collapselab.checks import ArgumentTypeError, check_choice
+from collapselab.checks import as_tensor, check_choice, check_ndim
 from collapselab.curvature.objective import Objective
 from collapselab.curvature.operators import CurvatureOperator
 
@@ -45,16 +44,10 @@ ORDERS = ("row", "column")
 
 
 def _tensor(name: str, x: object, ndim: int, layout: str) -> torch.Tensor:
-    """``x`` (a tensor or NumPy array; arrays share memory) with ``ndim`` dimensions."""
-    if isinstance(x, np.ndarray):
-        x = torch.from_numpy(np.ascontiguousarray(x))  # a copy only for a strided view
-    if not isinstance(x, torch.Tensor):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.Tensor or numpy.ndarray, got {type(x).__name__}"
-        )
-    if x.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D {layout}, got shape {tuple(x.shape)}")
-    return x
+    """``x`` (a tensor or NumPy array, memory shared) with ``ndim`` dimensions."""
+    t = as_tensor(name, x)
+    check_ndim(name, t, ndim, layout)
+    return t
 
 
 def _gradient(gradient: object, vectors: torch.Tensor, what: str | None) -> torch.Tensor:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from collapselab.checks import ArgumentTypeError, check_int
+from collapselab.checks import ArgumentTypeError, as_tensor, check_int
 from collapselab.curvature.objective import Objective, check_finite_loss
 
 DEFAULT_BLOCK = 16
@@ -367,14 +367,7 @@ class DenseOperator(CurvatureOperator):
     """
 
     def __init__(self, matrix: object) -> None:
-        if isinstance(matrix, torch.Tensor):
-            A = matrix.detach()
-        elif isinstance(matrix, np.ndarray):
-            A = torch.from_numpy(np.ascontiguousarray(matrix))
-        else:
-            raise ArgumentTypeError(
-                f"matrix must be a torch.Tensor or numpy.ndarray, got {type(matrix).__name__}"
-            )
+        A = as_tensor("matrix", matrix, detach=True)
         if A.ndim != 2 or A.shape[0] != A.shape[1]:
             raise ValueError(f"matrix must be a square (P, P) matrix, got shape {tuple(A.shape)}")
         if A.is_complex() or A.dtype == torch.bool:
