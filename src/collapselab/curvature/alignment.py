@@ -154,10 +154,12 @@ def module_class_means(
     output of ``module``. Returns ``(K, d_in)``, ``(K, d_out)`` in float64."""
     sums: dict[str, torch.Tensor] = {}
     counts = torch.zeros(n_classes, dtype=torch.float64)
-    labels: list[torch.Tensor] = []
+    labels: list[torch.Tensor | None] = [None]  # the batch of the forward pass below
 
     def add(name: str, t: torch.Tensor) -> None:
         y = labels[-1]
+        if y is None:  # a forward pass of someone else's (the objective checking outputs)
+            return
         flat = t.detach().reshape(t.shape[0], -1).to(torch.float64)
         onehot = (y[:, None] == torch.arange(n_classes, device=y.device)).to(flat)
         part = onehot.T @ flat
@@ -179,6 +181,7 @@ def module_class_means(
             labels.append(y)
             counts += torch.bincount(y.cpu(), minlength=n_classes).to(torch.float64)
             objective.forward(objective.theta, x)
+            labels.append(None)
     finally:
         for handle in handles:
             handle.remove()
