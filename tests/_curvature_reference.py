@@ -27,6 +27,7 @@ means, which are combinations of the columns), so its non-zero spectrum is that 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -208,6 +209,25 @@ def count_by_gap(values: np.ndarray, floor: float = 1e-12) -> int:
         if gap > best:
             best, where = gap, j + 1
     return where if best > 0 else 0
+
+
+def outliers_by_loops(values, floor: float = 1e-12) -> int:
+    """:func:`collapselab.curvature.count_outliers`'s rule from its docstring, one gap at a
+    time, in Python floats: sort descending, floor at ``ε λ_1``, and
+    among the gaps ``j = 1..⌊m/2⌋`` whose values differ by more than ``ε λ_1`` take the
+    first largest ``log λ̃_j − log λ̃_{j+1}``; 0 without one, or for ``λ_1 <= 0``, ``m < 2``."""
+    vals = sorted((float(v) for v in values), reverse=True)
+    if len(vals) < 2 or vals[0] <= 0:
+        return 0
+    eps = floor * vals[0]
+    v = [max(x, eps) for x in vals]
+    best, count = 0.0, 0
+    for j in range(1, len(v) // 2 + 1):
+        if v[j - 1] - v[j] > eps:
+            gap = math.log(v[j - 1]) - math.log(v[j])
+            if gap > best:
+                best, count = gap, j
+    return count
 
 
 def pair_coefficients(system: GramSystem, C: int, K: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from collapselab._threads import serial_threads
+from collapselab.curvature import count_outliers as theory_count_outliers
 from collapselab.experiments import (
     RunResults,
     evaluate_claims,
@@ -41,7 +42,6 @@ from collapselab.theory.dlufm import (
     gradient_descent,
     regularisation_threshold,
 )
-from collapselab.theory.dlufm_layerwise import count_outliers as theory_count_outliers
 from collapselab.theory.dlufm_layerwise import layer_hessian
 from collapselab.train import seed_everything
 from tests._experiments import check_completed_run, stored_claims
@@ -328,10 +328,10 @@ def test_mlp_outliers_are_counted_above_the_bulk_not_at_the_null_space(runs):
     outliers = rng.uniform(1.0, 2.0, k * k)
     bulk = rng.uniform(1e-3, 2e-2, 300)
     spectrum = rng.permutation(np.concatenate([outliers, bulk, np.zeros(200)]))
-    assert theory_count_outliers(spectrum, rule="gap") == k * k + 300  # the rank
+    assert theory_count_outliers(spectrum, "gap") == k * k + 300  # the rank
     assert bulk_outliers(spectrum, k) == _largest_log_gap_loop(spectrum, k) == k * k
     exact = np.concatenate([outliers, np.zeros(500)])
-    assert bulk_outliers(exact, k) == theory_count_outliers(exact, rule="gap") == k * k
+    assert bulk_outliers(exact, k) == theory_count_outliers(exact, "gap") == k * k
     run = runs["dlufm-mlp"]
     rows = run.metrics()
     rows = rows[rows["split"] == "mlp"]

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from collapselab.curvature import dense_spectrum
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
     DeepReLUUFM,
@@ -15,7 +16,7 @@ from collapselab.theory.dlufm import (
     exact_optimum,
     gradient_descent,
 )
-from collapselab.theory.dlufm_layerwise import descending_eigh, gradient_covariance
+from collapselab.theory.dlufm_layerwise import gradient_covariance
 from collapselab.theory.dlufm_theorems import (
     SpectrumPrediction,
     predict_dnc,
@@ -86,8 +87,8 @@ def test_theorem_e1_published_reading_fails_and_the_corrected_one_holds():
     point = exact_optimum(model, seed=3)
     k = model.n_classes
     for layer in range(1, model.n_layers + 1):
-        moment = descending_eigh(gradient_covariance(model, point, layer, centred=False))[0]
-        cov = descending_eigh(gradient_covariance(model, point, layer))[0]
+        moment = dense_spectrum(gradient_covariance(model, point, layer, centred=False)).numpy()
+        cov = dense_spectrum(gradient_covariance(model, point, layer)).numpy()
         published = predict_gradient_covariance(model, layer, centred=False, variant="published")
         corrected = predict_gradient_covariance(model, layer, centred=False, variant="corrected")
         assert published.rank == k - 1 and corrected.rank == k

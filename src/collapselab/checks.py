@@ -210,7 +210,8 @@ def as_tensor(
             )
         t = x.detach() if detach else x
     elif isinstance(x, np.ndarray):
-        t = torch.from_numpy(x)
+        # torch shares no memory with negative strides (a reversed view, x[::-1]): copy those
+        t = torch.from_numpy(x if min(x.strides, default=0) >= 0 else x.copy())
     else:
         raise ArgumentTypeError(
             f"{name} must be a torch.Tensor or numpy.ndarray, got {type(x).__name__}"

@@ -11,16 +11,23 @@ dependency. Modules, one per concept:
   parameter group; BatchNorm handling.
 - :mod:`~collapselab.curvature.operators`: :class:`HessianOperator`, :class:`GGNOperator`,
   :class:`EmpiricalFisherOperator`, :class:`LowRankOperator`, :class:`LinearCombination`,
+  :class:`DenseOperator` (an explicit matrix, with its exact eigenpairs),
   :func:`gradient_covariance`.
-- :mod:`~collapselab.curvature.eigen`: :func:`top_eigenpairs` (restarted block Lanczos).
+- :mod:`~collapselab.curvature.eigen`: :func:`top_eigenpairs` (restarted block Lanczos),
+  :func:`dense_spectrum` (the exact spectrum of a small operator or matrix).
 - :mod:`~collapselab.curvature.trace`: :func:`hutchinson`, :func:`hutchpp`.
 - :mod:`~collapselab.curvature.density`: :func:`slq` (stochastic Lanczos quadrature).
-- :mod:`~collapselab.curvature.outliers`: :func:`count_outliers`, and
-  :func:`counted_spectrum` (top eigenpairs resolved for a count).
-- :mod:`~collapselab.curvature.papyan`: :func:`papyan_decomposition`, :func:`image_overlap`.
+- :mod:`~collapselab.curvature.outliers`: :func:`count_outliers` (the library's one outlier
+  rule), and :func:`counted_spectrum` (top eigenpairs resolved for a count).
+- :mod:`~collapselab.curvature.papyan`: :func:`papyan_decomposition`, :func:`decompose`,
+  :func:`image_overlap`.
 - :mod:`~collapselab.curvature.alignment`: :func:`top_fraction`, :func:`subspace_overlap`,
-  :func:`gradient_coefficients`, :func:`kronecker_vectors`, :func:`eigenvector_alignment`,
-  :func:`module_class_means`.
+  :func:`gradient_coefficients`, :func:`kron_pairs`, :func:`kronecker_vectors`,
+  :func:`eigenvector_alignment`, :func:`module_class_means`.
+
+The vocabulary (outliers, Papyan's decomposition, alignment) is one for matrix-free
+operators and for explicit matrices: paper 004's dense deep-UFM matrices
+(:mod:`collapselab.theory.dlufm_layerwise`) are :class:`DenseOperator` instances.
 - :mod:`~collapselab.curvature.weights`: :func:`weight_spectrum`, :func:`power_law_fit`,
   :func:`covariance_spectrum`.
 """
@@ -28,17 +35,19 @@ dependency. Modules, one per concept:
 from collapselab.curvature.alignment import (
     eigenvector_alignment,
     gradient_coefficients,
+    kron_pairs,
     kronecker_vectors,
     module_class_means,
     subspace_overlap,
     top_fraction,
 )
 from collapselab.curvature.density import SpectralDensity, lanczos_tridiagonal, slq
-from collapselab.curvature.eigen import Eigenpairs, top_eigenpairs
+from collapselab.curvature.eigen import Eigenpairs, dense_spectrum, top_eigenpairs
 from collapselab.curvature.losses import LOSSES, OutputLoss, resolve_loss
 from collapselab.curvature.objective import Objective, resolve_params
 from collapselab.curvature.operators import (
     CurvatureOperator,
+    DenseOperator,
     EmpiricalFisherOperator,
     GGNOperator,
     HessianOperator,
@@ -51,6 +60,7 @@ from collapselab.curvature.papyan import (
     ClassPairMeans,
     PapyanDecomposition,
     class_pair_means,
+    decompose,
     image_overlap,
     papyan_decomposition,
 )
@@ -68,6 +78,7 @@ __all__ = [
     "ClassPairMeans",
     "CountedSpectrum",
     "CurvatureOperator",
+    "DenseOperator",
     "Eigenpairs",
     "EmpiricalFisherOperator",
     "GGNOperator",
@@ -84,12 +95,15 @@ __all__ = [
     "count_outliers",
     "counted_spectrum",
     "covariance_spectrum",
+    "decompose",
+    "dense_spectrum",
     "eigenvector_alignment",
     "gradient_coefficients",
     "gradient_covariance",
     "hutchinson",
     "hutchpp",
     "image_overlap",
+    "kron_pairs",
     "kronecker_vectors",
     "lanczos_tridiagonal",
     "module_class_means",

@@ -1,4 +1,5 @@
-r"""Top eigenpairs of a symmetric operator by restarted block Lanczos.
+r"""Top eigenpairs of a symmetric operator by restarted block Lanczos; the exact spectrum of a
+small one (:func:`dense_spectrum`).
 
 :func:`top_eigenpairs` builds an orthonormal basis ``B`` of a block Krylov space and keeps
 the products ``AB``; every step solves the Rayleigh–Ritz problem
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 import torch
 
 from collapselab.checks import check_choice, check_float, check_int
-from collapselab.curvature.operators import CurvatureOperator, all_finite
+from collapselab.curvature.operators import CurvatureOperator, DenseOperator, all_finite
 
 WHICH = ("LA", "LM", "SA")
 """Which end of the spectrum: largest algebraic, largest magnitude, smallest algebraic."""
@@ -409,4 +410,23 @@ def _full_space(op: CurvatureOperator, k: int, which: str) -> Eigenpairs:
     return Eigenpairs(vals, vecs, res, op.dim, True)
 
 
-__all__ = ["FLOAT32_BASIS_TOL", "WHICH", "Eigenpairs", "basis_dtype", "top_eigenpairs"]
+def dense_spectrum(op: object) -> torch.Tensor:
+    """Every eigenvalue of ``op``, descending, exactly: a
+    :class:`~collapselab.curvature.operators.DenseOperator`'s eigenpairs, another operator's
+    dense matrix (``P`` products: small problems), or an explicit symmetric matrix (a
+    tensor or NumPy array, wrapped as a ``DenseOperator``)."""
+    if not isinstance(op, CurvatureOperator):
+        op = DenseOperator(op)
+    elif not isinstance(op, DenseOperator):
+        op = DenseOperator(op.dense())
+    return op.eigenpairs()[0]
+
+
+__all__ = [
+    "FLOAT32_BASIS_TOL",
+    "WHICH",
+    "Eigenpairs",
+    "basis_dtype",
+    "dense_spectrum",
+    "top_eigenpairs",
+]

@@ -24,7 +24,11 @@ For an :class:`~collapselab.curvature.objective.Objective`
   per-sample gradients :math:`g_n = J_n^\top \nabla_f\ell_n` (never formed);
 * :class:`LowRankOperator`: :math:`A\,\mathrm{diag}(w)\,A^\top` from explicit factors
   (Papyan's class and cross-class parts); :class:`LinearCombination`: sums and
-  differences of operators (``G - G_class - G_cross``, knock-outs).
+  differences of operators (``G - G_class - G_cross``, knock-outs);
+* :class:`DenseOperator`: an explicit symmetric matrix (the dense layer-wise matrices of
+  paper 004's deep UFM, :mod:`collapselab.theory.dlufm_layerwise`; references in tests),
+  with its exact eigendecomposition, so that dense and matrix-free matrices share one
+  vocabulary (outliers, Papyan's decomposition, alignment).
 
 :func:`gradient_covariance` is :math:`F - \bar g\bar g^\top` with ``reduction="mean"``:
 the covariance of the per-sample gradients (paper 004, Appendix E.1).
@@ -41,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from collapselab.checks import ArgumentTypeError, check_int
+from collapselab.checks import ArgumentTypeError, as_tensor, check_int
 from collapselab.curvature.objective import Objective, check_finite_loss
 
 DEFAULT_BLOCK = 16
@@ -349,6 +353,60 @@ class LowRankOperator(CurvatureOperator):
         return vals.to(self.dtype), vectors.to(self.dtype)
 
 
+class DenseOperator(CurvatureOperator):
+    r"""An explicit symmetric ``P × P`` matrix as an operator, in float64.
+
+    The matrix kept is the symmetric part :math:`(A + A^\top)/2` of the one given: ``A``
+    itself, to the bit, when ``A`` is symmetric (``A + A = 2A`` and halving are exact);
+    an autodiff Hessian is symmetric only up to rounding. Products are ``A V``;
+    :meth:`dense` returns the matrix and :meth:`eigenpairs` every eigenpair, exactly.
+
+    Args:
+        matrix: ``(P, P)`` finite real numbers, a NumPy array or a tensor (kept on its
+            device).
+    """
+
+    def __init__(self, matrix: object) -> None:
+        A = as_tensor("matrix", matrix, detach=True)
+        if A.ndim != 2 or A.shape[0] != A.shape[1]:
+            raise ValueError(f"matrix must be a square (P, P) matrix, got shape {tuple(A.shape)}")
+        if A.is_complex() or A.dtype == torch.bool:
+            raise ArgumentTypeError(f"matrix must be real, got dtype {A.dtype}")
+        A = A.to(torch.float64)
+        if not all_finite(A):
+            raise ValueError("matrix must be finite (it holds NaN or Inf)")
+        self.matrix = 0.5 * (A + A.T)
+        self.dim = int(A.shape[0])
+        self.dtype = torch.float64
+        self.device = A.device
+        self._eigen: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        return self.matrix @ V
+
+    def dense(self, block: int = 64) -> torch.Tensor:
+        """The matrix itself (a copy; no products)."""
+        return self.matrix.clone()
+
+    def eigenpairs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every eigenpair: ``(values (P,) descending, vectors (P, P))``, the vectors as
+        orthonormal columns in the order of the values.
+
+        Computed once (the matrix does not change) by LAPACK's symmetric solver through
+        NumPy, ``numpy.linalg.eigh``: the dense theory's spectra were NumPy's before it
+        used this operator, and within a degenerate eigenspace (paper 004's ``K²`` equal
+        outliers at the optimum) the basis a solver returns is its own choice, so the
+        same solver keeps every stored coefficient on those vectors.
+        """
+        if self._eigen is None:
+            values, vectors = np.linalg.eigh(self.matrix.cpu().numpy())
+            self._eigen = (
+                torch.from_numpy(values[::-1].copy()).to(self.device),
+                torch.from_numpy(vectors[:, ::-1].copy()).to(self.device),
+            )
+        return self._eigen[0].clone(), self._eigen[1].clone()
+
+
 class LinearCombination(CurvatureOperator):
     """``Σ_i c_i A_i`` of operators of one dimension (products: one per term)."""
 
@@ -410,6 +468,7 @@ def _eps(dtype: torch.dtype) -> float:
 __all__ = [
     "DEFAULT_BLOCK",
     "CurvatureOperator",
+    "DenseOperator",
     "EmpiricalFisherOperator",
     "GGNOperator",
     "HessianOperator",

@@ -46,24 +46,33 @@ class-pair means cost one pass over the data, each batch split by class with the
 vector-Jacobian products of a class vectorised (``C`` backward vectors per sample, the cost
 of ``C`` gradient passes); the spectra of ``G``, ``G_within`` and the knock-outs cost the
 Lanczos products.
+
+:func:`decompose` builds the decomposition from any ``G`` and class-pair means: the
+matrix-free one of an objective (:func:`papyan_decomposition`) or the dense one of paper
+004's deep UFM (:func:`collapselab.theory.dlufm_layerwise.layer_papyan_decomposition`, with
+:class:`~collapselab.curvature.operators.DenseOperator` parts). For small ``P``,
+:meth:`PapyanDecomposition.knockout_spectra` and :meth:`~PapyanDecomposition.ranks` read
+the exact spectra of the dense matrices.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch.func import vjp, vmap
 
-from collapselab.checks import check_choice
+from collapselab.checks import check_choice, check_float
+from collapselab.curvature.eigen import dense_spectrum
 from collapselab.curvature.objective import Objective, check_finite_loss
 from collapselab.curvature.operators import (
     DEFAULT_BLOCK,
     CurvatureOperator,
     GGNOperator,
-    LinearCombination,
     LowRankOperator,
 )
+from collapselab.curvature.outliers import count_outliers
 
 CENTRINGS = ("logit", "class")
 
@@ -144,35 +153,99 @@ def _class_block(
     return part, w.sum(0)
 
 
+PARTS = ("class", "cross", "within")
+
+
 @dataclass
 class PapyanDecomposition:
-    r"""``G = G_class + G_cross + G_within`` of one objective (module docstring).
+    r"""``G = G_class + G_cross + G_within`` of one objective or matrix (module docstring).
 
     Attributes:
         ggn: the operator ``G``.
         class_part: ``G_class`` as factors (``K`` or ``C`` vectors).
         cross_part: ``G_cross`` as factors (``C·K`` vectors).
-        within_part: ``G − G_class − G_cross`` as an operator.
+        within_part: ``G_within``, an operator (``G − G_class − G_cross`` unless given).
         pairs: the class-pair means it was built from.
         centring: ``"logit"`` or ``"class"``.
     """
 
-    ggn: GGNOperator
+    ggn: CurvatureOperator
     class_part: LowRankOperator
     cross_part: LowRankOperator
-    within_part: LinearCombination
+    within_part: CurvatureOperator
     pairs: ClassPairMeans
     centring: str
+
+    def parts(self) -> dict[str, CurvatureOperator]:
+        """``{"class": G_class, "cross": G_cross, "within": G_within}``."""
+        return {"class": self.class_part, "cross": self.cross_part, "within": self.within_part}
 
     def knockout(self, part: str) -> CurvatureOperator:
         """``G`` without one part: ``"class"``, ``"cross"`` or ``"within"`` (the latter is
         ``G_class + G_cross``, exact factors)."""
-        check_choice("part", part, ("class", "cross", "within"))
+        check_choice("part", part, PARTS)
         if part == "within":
             factors = torch.cat([self.class_part.factors, self.cross_part.factors], dim=1)
             weights = torch.cat([self.class_part.weights, self.cross_part.weights])
             return LowRankOperator(factors, weights)
         return self.ggn - (self.class_part if part == "class" else self.cross_part)
+
+    def knockout_spectra(self) -> dict[str, torch.Tensor]:
+        """Every eigenvalue (descending) of ``G`` (``"none"``) and of each knock-out (keys
+        of :data:`PARTS`), from their dense matrices (``P`` products each: small ``P``)."""
+        out = {"none": dense_spectrum(self.ggn)}
+        for part in PARTS:
+            out[part] = dense_spectrum(self.knockout(part))
+        return out
+
+    def ranks(self, rtol: float = 1e-8) -> dict[str, int]:
+        """Numerical ranks of ``G``, its parts and the knock-outs (``"without_<part>"``):
+        the eigenvalues of magnitude above ``rtol · max|λ(G)|``
+        (:func:`~collapselab.curvature.outliers.count_outliers`, ``"threshold"``), from
+        the dense matrices (small ``P``)."""
+        rtol = check_float("rtol", rtol, minimum=0.0)
+        spectrum = dense_spectrum(self.ggn)
+        scale = max(float(spectrum.abs().max()), float(np.finfo(np.float64).tiny))
+
+        def rank(values: torch.Tensor) -> int:
+            return count_outliers(
+                values.abs().cpu().numpy(), "threshold", threshold=rtol * scale, relative=False
+            )
+
+        out = {"G": rank(spectrum)}
+        for name, part in self.parts().items():
+            out[name] = rank(dense_spectrum(part))
+            out[f"without_{name}"] = rank(dense_spectrum(self.knockout(name)))
+        return out
+
+    def image_overlap(self) -> float:
+        """:func:`image_overlap` of the class and cross parts (0: orthogonal images)."""
+        return image_overlap(self.class_part, self.cross_part)
+
+
+def decompose(
+    ggn: CurvatureOperator,
+    pairs: ClassPairMeans,
+    *,
+    centring: str = "logit",
+    within: CurvatureOperator | None = None,
+) -> PapyanDecomposition:
+    """Papyan's decomposition of ``ggn`` from its class-pair means (module docstring):
+    the class and cross parts as factors; ``within`` when given (computed from its
+    definition, as the dense deep UFM does), else ``G − G_class − G_cross``."""
+    check_choice("centring", centring, CENTRINGS)
+    means, masses = pairs.means, pairs.masses  # (C, K, P), (C, K)
+    axis = 0 if centring == "logit" else 1  # the index averaged out
+    total = masses.sum(dim=axis)  # W_k (K,) or W'_c (C,)
+    centre = (masses[:, :, None] * means).sum(dim=axis) / total[:, None]
+    class_part = LowRankOperator(centre.T.contiguous(), total)
+    centred = means - (centre[None, :, :] if axis == 0 else centre[:, None, :])
+    cross_part = LowRankOperator(
+        centred.reshape(-1, means.shape[2]).T.contiguous(), masses.reshape(-1)
+    )
+    if within is None:
+        within = ggn - class_part - cross_part
+    return PapyanDecomposition(ggn, class_part, cross_part, within, pairs, centring)
 
 
 def papyan_decomposition(
@@ -188,18 +261,7 @@ def papyan_decomposition(
     check_choice("centring", centring, CENTRINGS)
     if pairs is None:
         pairs = class_pair_means(objective, n_classes, block=block)
-    means, masses = pairs.means, pairs.masses  # (C, K, P), (C, K)
-    axis = 0 if centring == "logit" else 1  # the index averaged out
-    total = masses.sum(dim=axis)  # W_k (K,) or W'_c (C,)
-    centre = (masses[:, :, None] * means).sum(dim=axis) / total[:, None]
-    class_part = LowRankOperator(centre.T.contiguous(), total)
-    centred = means - (centre[None, :, :] if axis == 0 else centre[:, None, :])
-    cross_part = LowRankOperator(
-        centred.reshape(-1, means.shape[2]).T.contiguous(), masses.reshape(-1)
-    )
-    ggn = GGNOperator(objective, block)
-    within = ggn - class_part - cross_part
-    return PapyanDecomposition(ggn, class_part, cross_part, within, pairs, centring)
+    return decompose(GGNOperator(objective, block), pairs, centring=centring)
 
 
 def image_overlap(first: LowRankOperator, second: LowRankOperator) -> float:
@@ -214,9 +276,11 @@ def image_overlap(first: LowRankOperator, second: LowRankOperator) -> float:
 
 __all__ = [
     "CENTRINGS",
+    "PARTS",
     "ClassPairMeans",
     "PapyanDecomposition",
     "class_pair_means",
+    "decompose",
     "image_overlap",
     "papyan_decomposition",
 ]

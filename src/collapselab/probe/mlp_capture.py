@@ -12,6 +12,7 @@ in the reading of a hypothetical SGD step on x alone (note A7, ``single_sample_s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -20,7 +21,9 @@ from torch.nn import functional as F
 from collapselab.checks import ArrayLike, as_labels, as_tensor, check_float, check_int
 from collapselab.probe.linear_factors import linear_factors
 from collapselab.probe.modes import eval_mode
-from collapselab.theory.mlp_state import MLPState
+
+if TYPE_CHECKING:
+    from collapselab.theory.mlp_state import MLPState
 
 LossArg = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -84,6 +87,11 @@ def capture_mlp_state(
             _activation_slope(act, cap.outputs[n]).to(f64)
             for act, n in zip(acts, names[:-1], strict=True)
         )
+    # Temporary (branch curvvocab): theory imports curvature, which imports probe, so a
+    # module-level import of theory here is a cycle. The layers branch moves MLPState into
+    # probe (probe/mlp_state.py); this lazy import goes with that merge.
+    from collapselab.theory.mlp_state import MLPState
+
     modules = dict(model.named_modules())
     return MLPState(
         weights=tuple(modules[n].weight.detach().to(f64).clone() for n in names),

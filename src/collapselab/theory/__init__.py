@@ -26,7 +26,8 @@ per-layer list. Paper 001's :mod:`~collapselab.theory.ufm` keeps the paper's col
 - :mod:`~collapselab.theory.dlufm` (paper 004): the deep linear and deep ReLU unconstrained
   feature models, gradient descent, the exact global optimum and its closed form;
   :mod:`~collapselab.theory.dlufm_layerwise`: layer-wise Hessians (Kronecker, data-dependent,
-  autodiff), Papyan's decomposition, gradients, App. E matrices, Gram tables;
+  autodiff), Papyan's decomposition, gradients, App. E matrices, Gram tables, measured
+  with the curvature vocabulary of :mod:`collapselab.curvature` (dense operators);
   :mod:`~collapselab.theory.dlufm_theorems`: Theorems 3.1, 4.1-4.4, E.1-E.3 as predictions
   and :func:`verify_dlufm`.
 - :mod:`~collapselab.theory.pcbias` (paper 002): the principal-components bias of deep
@@ -78,7 +79,7 @@ from collapselab.theory.dlufm import (
     exact_optimum,
     is_global_optimum,
 )
-from collapselab.theory.dlufm_layerwise import layer_hessian, papyan_decomposition
+from collapselab.theory.dlufm_layerwise import layer_hessian, layer_papyan_decomposition
 from collapselab.theory.dlufm_theorems import verify_dlufm
 from collapselab.theory.geodesic import (
     ideal_endpoint,
@@ -148,6 +149,7 @@ __all__ = [
     "iterated_product_columns",
     "l2_weight_decay",
     "layer_hessian",
+    "layer_papyan_decomposition",
     "layer_transport",
     "lemma3_terms",
     "momentum_displacement",
@@ -156,7 +158,6 @@ __all__ = [
     "omega_asymptotic",
     "omega_closed_form",
     "omega_ode",
-    "papyan_decomposition",
     "principal_frame",
     "relu_approximate_trajectory",
     "relu_gd_trajectory",

@@ -15,7 +15,7 @@ the outputs is ``J_i = A_i ⊗ h_iᵀ`` and, for the per-sample loss ``(κ/2)‖
   (App. A, ``method="kronecker"``); ``method="autodiff"`` differentiates the model as an
   ``nn.Module`` twice. The Hessian of a piece-wise linear model with MSE equals its
   Gauss-Newton part ``G`` (the ReLU second derivative vanishes almost everywhere).
-* **Papyan's decomposition** (Eq. 3, App. B; :func:`papyan_decomposition`) of
+* **Papyan's decomposition** (Eq. 3, App. B; :func:`layer_papyan_decomposition`) of
   ``G = (κ/N) Σ_{k,i,c} δ_{c,k,i} δ_{c,k,i}ᵀ`` with ``δ_{c,k,i} = (row c of A_i) ⊗ h_i``, under
   two centrings: over the logit index ``c`` (the paper's, ``centring="logit"``): with
   ``δ_{c,k} = mean_i δ_{c,k,i}`` and ``δ_k = mean_c δ_{c,k}``,
@@ -28,9 +28,7 @@ the outputs is ``J_i = A_i ⊗ h_iᵀ`` and, for the per-sample loss ``(κ/2)‖
   gradient is ``g_l + λ_{W_l} w_l``. Per-sample gradients ``κ (A_iᵀr_i) ⊗ h_i`` give the
   gradient covariance and second moment (App. E.1).
 * **Predicted eigenvectors** (Theorem 4.1): ``v_{kk'} = h̄^{(l+1)}_k ⊗ h̄^{(l)}_{k'}`` from the
-  current class means, row ``k K + k'``; their alignment ``a(v) = ⟨Hv, v⟩/(‖Hv‖‖v‖)``
-  (Fig. 4, Table 1), the natural-basis gradient coefficients (Fig. 7), Gur-Ari's ``f_top``,
-  the top-subspace overlap and the coefficients on the true eigenvectors (Table 2).
+  current class means, row ``k K + k'``.
 * **Extended back-propagated errors** (App. E.2): ``e_{i,c'} = A_iᵀ(f_i − e_{c'})``, the
   error at the pre-activation ``W_l h_i`` as if the label were ``c'``, and their second
   moment ``(1/N) Σ_i Σ_{c'} e_{i,c'}e_{i,c'}ᵀ``.
@@ -50,7 +48,16 @@ rows: :class:`LayerData`'s inputs ``(N, d_l)``, residuals ``(N, K)``, per-sample
 (``H_l = [h_i]``, ``d_l x N``); the code evaluates them on those column matrices.
 
 All matrices are dense float64 numpy: the layers are small (``P = d_{l+1} d_l``, a few
-hundred) and every eigendecomposition is exact.
+hundred) and every eigendecomposition is exact. What is measured *on* them is the
+curvature vocabulary of :mod:`collapselab.curvature`, the one the matrix-free networks
+use: a matrix becomes a :class:`~collapselab.curvature.DenseOperator` (its exact
+eigenpairs, ``DenseOperator(H).eigenpairs()``), Papyan's decomposition a
+:class:`~collapselab.curvature.PapyanDecomposition` (knock-outs, ranks, image overlap), and
+the outlier count (:func:`~collapselab.curvature.count_outliers`), the alignment ``a(v)``
+of the predicted eigenvectors (Fig. 4, Table 1), the natural-basis and true-eigenvector
+gradient coefficients (Fig. 7, Table 2), Gur-Ari's ``f_top`` and the top-subspace overlap
+are that package's functions. :func:`layer_hessian_operator` is the layer's Hessian as a
+matrix-free :class:`~collapselab.curvature.CurvatureOperator` (wide layers).
 """
 
 from __future__ import annotations
@@ -60,50 +67,45 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.sparse.linalg import LinearOperator, eigsh
 
-from collapselab.checks import as_real_array, check_choice, check_float, check_int
+from collapselab.checks import check_choice, check_int
+from collapselab.curvature.alignment import ORDERS, kron_pairs
+from collapselab.curvature.eigen import top_eigenpairs
+from collapselab.curvature.operators import CurvatureOperator, DenseOperator
+from collapselab.curvature.papyan import (
+    CENTRINGS,
+    ClassPairMeans,
+    PapyanDecomposition,
+    decompose,
+)
 from collapselab.theory.dlufm import DeepUFM, UFMParameters
 
 __all__ = [
-    "CENTRINGS",
     "DNC_KEYS",
     "HESSIAN_METHODS",
-    "ORDERS",
     "LayerData",
-    "PapyanDecomposition",
     "PreactivationSigns",
-    "count_outliers",
-    "descending_eigh",
     "dnc_metrics",
-    "eigenvector_alignment",
     "extended_error_moment",
     "feature_class_means",
     "feature_gram",
     "gauss_newton_split",
-    "gradient_coefficients",
     "gradient_covariance",
     "gram_tables",
-    "kron_pairs",
     "layer_data",
     "layer_gradient",
     "layer_hessian",
     "layer_hessian_operator",
     "layer_hessian_top",
-    "papyan_decomposition",
+    "layer_papyan_decomposition",
     "preactivation_signs",
     "predicted_eigenvectors",
     "rounding_bound",
-    "subspace_overlap",
-    "top_fraction",
-    "true_eigenvector_coefficients",
     "weight_product",
     "weight_spectra",
 ]
 
-ORDERS = ("row", "column")
 HESSIAN_METHODS = ("kronecker", "data", "autodiff")
-CENTRINGS = ("logit", "class")
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,12 +302,42 @@ def gauss_newton_split(
     return gauss_newton, _autodiff_hessian(data, order) - gauss_newton
 
 
+class _LayerHessian(CurvatureOperator):
+    """The layer-wise Hessian of one :class:`LayerData`, matrix-free
+    (:func:`layer_hessian_operator`)."""
+
+    def __init__(self, data: LayerData, order: str, shift: float) -> None:
+        self.h = torch.from_numpy(np.ascontiguousarray(data.h.T))  # the paper's H_l, (d_l, N)
+        self.back = torch.from_numpy(np.ascontiguousarray(data.back))  # (N, K, d_{l+1})
+        self.rows, self.cols = data.h_next.shape[1], data.h.shape[1]
+        self.order, self.shift = order, shift
+        self.factor = data.model.kappa / data.model.n_samples
+        self.dim = data.dim
+        self.dtype = torch.float64
+        self.device = torch.device("cpu")
+
+    def _matmat(self, V: torch.Tensor) -> torch.Tensor:
+        m = V.shape[1]
+        if self.order == "row":
+            mats = V.T.reshape(m, self.rows, self.cols)
+        else:
+            mats = V.T.reshape(m, self.cols, self.rows).transpose(1, 2)
+        signal = torch.einsum("mab,bi->mia", mats, self.h)  # V h_i, (m, N, d_{l+1})
+        inner = torch.einsum("icb,mib->mic", self.back, signal)  # A_i V h_i
+        pulled = torch.einsum("ica,mic->mia", self.back, inner)  # A_iᵀA_i V h_i
+        out = self.factor * torch.einsum("mia,bi->mab", pulled, self.h)  # Σ_i (·) h_iᵀ
+        if self.order == "column":
+            out = out.transpose(1, 2)
+        return out.reshape(m, -1).T + self.shift * V
+
+
 def layer_hessian_operator(
     model: DeepUFM, point: object, layer: int, *, order: str = "row", regularised: bool = False
-) -> LinearOperator:
-    r"""The layer-wise Hessian of :func:`layer_hessian` as a matrix-free scipy
-    ``LinearOperator`` (Hessian-vector products, never the ``P x P`` matrix), from the
-    per-sample form of App. F: with ``V`` the ``(d_{l+1}, d_l)`` matrix of ``v``,
+) -> CurvatureOperator:
+    r"""The layer-wise Hessian of :func:`layer_hessian` as a matrix-free float64
+    :class:`~collapselab.curvature.CurvatureOperator` (Hessian-vector products, never the
+    ``P x P`` matrix), from the per-sample form of App. F: with ``V`` the
+    ``(d_{l+1}, d_l)`` matrix of ``v``,
 
     .. math::
         H_l v = \frac{κ}{N} \sum_i \mathrm{vec}\big(A_i^T A_i V h_i h_i^T\big)
@@ -315,21 +347,8 @@ def layer_hessian_operator(
     """
     order = check_choice("order", order, ORDERS)
     data = layer_data(model, point, layer)
-    rows, cols = data.h_next.shape[1], data.h.shape[1]
-    h = data.h.T  # the paper's H_l, (d_l, N)
     shift = model.lambda_w[data.layer - 1] if regularised else 0.0
-    factor = model.kappa / model.n_samples
-
-    def matvec(v: np.ndarray) -> np.ndarray:
-        flat = np.asarray(v, dtype=np.float64).ravel()
-        mat = flat.reshape(rows, cols) if order == "row" else flat.reshape(cols, rows).T
-        signal = np.einsum("ab,bi->ia", mat, h)  # V h_i, (N, d_{l+1})
-        pulled = np.einsum("ica,ic->ia", data.back, np.einsum("icb,ib->ic", data.back, signal))
-        out = factor * (pulled.T @ h.T)  # Σ_i A_iᵀA_i V h_i h_iᵀ
-        out = out.ravel() if order == "row" else out.T.ravel()
-        return out + shift * flat
-
-    return LinearOperator((data.dim, data.dim), matvec=matvec, dtype=np.float64)
+    return _LayerHessian(data, order, shift)
 
 
 def layer_hessian_top(
@@ -340,135 +359,57 @@ def layer_hessian_top(
     *,
     order: str = "row",
     regularised: bool = False,
-    tol: float = 0.0,
+    tol: float = 1e-12,
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` largest eigenpairs of the layer-wise Hessian by Lanczos (scipy ``eigsh``
-    on :func:`layer_hessian_operator`), for widths where the dense ``P x P`` matrix of
-    :func:`layer_hessian` is too large: eigenvalues descending, eigenvectors as columns.
+    """The ``k`` largest eigenpairs of the layer-wise Hessian by Lanczos
+    (:func:`~collapselab.curvature.top_eigenpairs` on :func:`layer_hessian_operator`), for
+    widths where the dense ``P x P`` matrix of :func:`layer_hessian` is too large:
+    eigenvalues descending, eigenvectors as columns.
 
     Args:
         k: ``1 <= k < P``.
-        tol: ``eigsh``'s relative accuracy (0: machine precision).
-        seed: seed of the starting vector.
+        tol: the relative residual tolerance, ``‖Hu − θu‖ <= tol · |θ|``.
+        seed: seed of the starting block.
     """
     operator = layer_hessian_operator(model, point, layer, order=order, regularised=regularised)
-    dim = operator.shape[0]
-    k = check_int("k", k, minimum=1, maximum=dim - 1)
-    start = np.random.default_rng(seed).standard_normal(dim)
-    values, vectors = eigsh(operator, k=k, which="LA", tol=tol, v0=start)
-    order_desc = np.argsort(values)[::-1]
-    return values[order_desc], vectors[:, order_desc]
-
-
-def descending_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (descending) and eigenvectors (columns, same order) of a symmetric matrix."""
-    values, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
-    return values[::-1].copy(), vectors[:, ::-1].copy()
-
-
-def count_outliers(
-    eigenvalues: object, *, rule: str = "gap", rtol: float = 1e-6, floor: float = 1e-12
-) -> int:
-    r"""How many of the largest eigenvalues are outliers.
-
-    ``rule="threshold"``: those above ``rtol · λ_max``. ``rule="gap"``: those above the
-    largest ratio ``λ_j/λ_{j+1}`` between consecutive sorted eigenvalues, each clamped
-    below at ``floor · λ_max`` (so an exactly zero bulk sits at the floor); all of them
-    when every eigenvalue is equal. 0 for a spectrum without a positive eigenvalue.
-    """
-    values = np.sort(np.asarray(eigenvalues, dtype=np.float64).ravel())[::-1]
-    rule = check_choice("rule", rule, ("gap", "threshold"))
-    top = float(values[0]) if values.size else 0.0
-    if top <= 0:
-        return 0
-    if rule == "threshold":
-        return int(np.sum(values > check_float("rtol", rtol, minimum=0.0) * top))
-    clamped = np.log(
-        np.maximum(values, check_float("floor", floor, minimum=0.0, strict=True) * top)
-    )
-    if values.size < 2:
-        return int(values.size)
-    ratios = clamped[:-1] - clamped[1:]
-    return int(values.size) if ratios.max() <= 0 else int(np.argmax(ratios) + 1)
+    k = check_int("k", k, minimum=1, maximum=operator.dim - 1)
+    pairs = top_eigenpairs(operator, k, tol=tol, seed=seed)
+    return pairs.values.numpy(), pairs.vectors.numpy()
 
 
 # ---------------------------------------------------------------------------------------
 # Papyan's decomposition
 
 
-@dataclass(frozen=True, eq=False)
-class PapyanDecomposition:
-    """``G = G_class + G_cross + G_within`` (Eq. 3) of one layer; see the module docstring.
-
-    Attributes:
-        G, G_class, G_cross, G_within: ``(P, P)``. centring: ``"logit"`` or ``"class"``.
-    """
-
-    G: np.ndarray
-    G_class: np.ndarray
-    G_cross: np.ndarray
-    G_within: np.ndarray
-    centring: str
-
-    def parts(self) -> dict[str, np.ndarray]:
-        """``{"class": G_class, "cross": G_cross, "within": G_within}``."""
-        return {"class": self.G_class, "cross": self.G_cross, "within": self.G_within}
-
-    def knockout_spectra(self) -> dict[str, np.ndarray]:
-        """Descending eigenvalues of ``G`` (``"none"``) and of ``G`` minus each part."""
-        out = {"none": descending_eigh(self.G)[0]}
-        for name, part in self.parts().items():
-            out[name] = descending_eigh(self.G - part)[0]
-        return out
-
-    def ranks(self, rtol: float = 1e-8) -> dict[str, int]:
-        """Numerical ranks (eigenvalues above ``rtol · λ_max(G)``) of ``G``, its parts and
-        the knockouts ``G − part`` (keys ``"without_class"``, ...)."""
-        scale = max(float(np.abs(descending_eigh(self.G)[0]).max()), np.finfo(float).tiny)
-
-        def rank(m: np.ndarray) -> int:
-            return int(np.sum(np.abs(np.linalg.eigvalsh(0.5 * (m + m.T))) > rtol * scale))
-
-        out = {"G": rank(self.G)}
-        for name, part in self.parts().items():
-            out[name] = rank(part)
-            out[f"without_{name}"] = rank(self.G - part)
-        return out
-
-    def image_overlap(self) -> float:
-        """``‖G_class G_cross‖_F / (‖G_class‖_F ‖G_cross‖_F)``: 0 when the images of the two
-        parts are orthogonal (Theorem 4.2), at most 1."""
-        denom = np.linalg.norm(self.G_class) * np.linalg.norm(self.G_cross)
-        return float(np.linalg.norm(self.G_class @ self.G_cross) / denom) if denom > 0 else 0.0
-
-
-def papyan_decomposition(
+def layer_papyan_decomposition(
     model: DeepUFM, point: object, layer: int, *, centring: str = "logit", order: str = "row"
 ) -> PapyanDecomposition:
-    """Papyan's decomposition of the layer's Gauss-Newton matrix (module docstring)."""
+    r"""Papyan's decomposition (Eq. 3, App. B) of the layer's Gauss-Newton matrix, as the
+    curvature package's :class:`~collapselab.curvature.PapyanDecomposition` (module
+    docstring): ``G`` and ``G_within`` are dense (:class:`~collapselab.curvature.DenseOperator`,
+    ``G_within`` from its definition, so that it is exactly 0 where every feature equals
+    its class mean), ``G_class`` and ``G_cross`` the factors of
+    :func:`~collapselab.curvature.decompose` from the class-pair means ``δ_{c,k}`` with the
+    masses ``W_{c,k} = κ n/N = κ/K`` (the MSE's output Hessian is ``κ I_K``).
+    """
     centring = check_choice("centring", centring, CENTRINGS)
     data = layer_data(model, point, layer)
     k, n, kappa = model.n_classes, model.n_per_class, model.kappa
     delta = data.jacobian(order).reshape(k, n, k, data.dim)  # [class k, sample i, logit c, :]
     means = delta.mean(axis=1)  # δ_{c,k} stored [k, c, :]
     dev = (delta - means[:, None]).reshape(-1, data.dim)
-    within = kappa / model.n_samples * (dev.T @ dev)
-    if centring == "logit":
-        centre = means.mean(axis=1)  # δ_k, [k, :]
-        spread = (means - centre[:, None]).reshape(-1, data.dim)
-    else:
-        centre = means.mean(axis=0)  # δ'_c, [c, :]
-        spread = (means - centre[None]).reshape(-1, data.dim)
-    cross = kappa / k * (spread.T @ spread)
-    klass = kappa * (centre.T @ centre)
     flat = delta.reshape(-1, data.dim)
-    return PapyanDecomposition(
-        G=kappa / model.n_samples * (flat.T @ flat),
-        G_class=klass,
-        G_cross=cross,
-        G_within=within,
+    pairs = ClassPairMeans(
+        means=torch.from_numpy(means.transpose(1, 0, 2).copy()),  # (C, K, P)
+        masses=torch.full((k, k), kappa / k, dtype=torch.float64),
+        counts=torch.full((k,), n, dtype=torch.long),
+    )
+    return decompose(
+        DenseOperator(kappa / model.n_samples * (flat.T @ flat)),
+        pairs,
         centring=centring,
+        within=DenseOperator(kappa / model.n_samples * (dev.T @ dev)),
     )
 
 
@@ -492,23 +433,6 @@ def layer_gradient(
     return per if per_sample else per.mean(axis=0)
 
 
-def kron_pairs(outputs: np.ndarray, inputs: np.ndarray, *, order: str = "row") -> np.ndarray:
-    r"""``(m, d_{l+1} d_l)``: row ``j`` is ``u_j ⊗ v_j`` (row-major, ``vec_row(u_jv_jᵀ)``) or
-    ``v_j ⊗ u_j`` (column-major) for the paired rows ``u_j`` of ``outputs`` ``(m, d_{l+1})``
-    and ``v_j`` of ``inputs`` ``(m, d_l)``: the flattened rank-one matrices ``u_jv_jᵀ`` in
-    the space of ``W_l`` (the shape of every eigenvector the theorems predict)."""
-    order = check_choice("order", order, ORDERS)
-    left = as_real_array("outputs", outputs, ndim=2, layout="(m, d_{l+1})")
-    right = as_real_array("inputs", inputs, ndim=2, layout="(m, d_l)")
-    if left.shape[0] != right.shape[0]:
-        raise ValueError(
-            f"outputs and inputs must have one number of rows, got {left.shape[0]} and "
-            f"{right.shape[0]}"
-        )
-    pairs = np.einsum("ja,jb->jab", left, right)
-    return (pairs if order == "row" else pairs.transpose(0, 2, 1)).reshape(left.shape[0], -1)
-
-
 def predicted_eigenvectors(
     model: DeepUFM, point: object, layer: int, *, order: str = "row"
 ) -> np.ndarray:
@@ -517,122 +441,8 @@ def predicted_eigenvectors(
     ``l``'s inputs and outputs (Theorem 4.1; unnormalised)."""
     means, means_next = layer_data(model, point, layer).class_means()
     k = model.n_classes
-    return kron_pairs(np.repeat(means_next, k, axis=0), np.tile(means, (k, 1)), order=order)
-
-
-def _square(name: str, matrix: object) -> np.ndarray:
-    """``matrix`` as a float64 ``(P, P)`` array, or a ValueError naming its shape."""
-    out = as_real_array(name, matrix, ndim=2, layout="(P, P)")
-    if out.shape[0] != out.shape[1]:
-        raise ValueError(f"{name} must be a square (P, P) matrix, got shape {out.shape}")
-    return out
-
-
-def _rows_of(name: str, vectors: object, dim: int, against: str) -> np.ndarray:
-    """``vectors`` as float64 ``(m, dim)`` rows, ``dim`` fixed by ``against``."""
-    out = as_real_array(name, vectors, ndim=2, layout="(m, P)")
-    if out.shape[1] != dim:
-        raise ValueError(
-            f"{name} must have shape (m, {dim}) (rows of the {against}'s length {dim}), "
-            f"got {out.shape}"
-        )
-    return out
-
-
-def _gradient_of(gradient: object, dim: int, against: str, what: str) -> np.ndarray:
-    """``gradient`` as a float64 non-zero ``(dim,)`` vector; ``what`` is undefined at 0."""
-    out = as_real_array("gradient", gradient, ndim=1, layout="(P,)")
-    if out.shape[0] != dim:
-        raise ValueError(
-            f"gradient must have shape ({dim},) to match the {against}, got {out.shape}"
-        )
-    if not np.any(out):
-        raise ValueError(f"gradient is zero; {what} is undefined (it divides by ‖g‖)")
-    return out
-
-
-def eigenvector_alignment(hessian: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    r"""``a(v) = ⟨Hv, v⟩ / (‖Hv‖ ‖v‖)`` for each row ``v`` (Fig. 4, Table 1): 1 iff ``v`` is an
-    eigenvector with a positive eigenvalue; NaN where ``Hv = 0`` or ``v = 0``.
-
-    Args:
-        hessian: ``(P, P)``. vectors: ``(m, P)``.
-    """
-    hessian = _square("hessian", hessian)
-    vectors = _rows_of("vectors", vectors, hessian.shape[0], "hessian")
-    hv = vectors @ hessian.T
-    num = np.einsum("ij,ij->i", hv, vectors)
-    den = np.linalg.norm(hv, axis=1) * np.linalg.norm(vectors, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-
-def gradient_coefficients(
-    gradient: np.ndarray, vectors: np.ndarray, *, normalise: str = "cosine"
-) -> np.ndarray:
-    r"""Coefficients of ``g`` on each row ``v`` (Fig. 7): ``"cosine"``
-    ``⟨g, v⟩/(‖g‖‖v‖)`` (``±1/√K`` on the diagonal at the optimum), ``"raw"`` ``⟨g, v/‖v‖⟩``
-    (``β_l ‖v_{kk}‖`` there); 0 on a zero row ``v``.
-
-    Args:
-        gradient: ``(P,)``, non-zero for ``"cosine"`` (the cosine of 0 is undefined).
-        vectors: ``(m, P)``.
-    """
-    normalise = check_choice("normalise", normalise, ("cosine", "raw"))
-    vectors = as_real_array("vectors", vectors, ndim=2, layout="(m, P)")
-    if normalise == "raw":
-        gradient = as_real_array("gradient", gradient, shape=(vectors.shape[1],))
-    else:
-        gradient = _gradient_of(
-            gradient, vectors.shape[1], "rows of vectors", "its cosine with the vectors"
-        )
-    norms = np.linalg.norm(vectors, axis=1)
-    raw = (vectors @ gradient) / np.where(norms > 0, norms, 1.0)
-    return raw if normalise == "raw" else raw / float(np.linalg.norm(gradient))
-
-
-def _top_vectors(hessian: object, k: int) -> np.ndarray:
-    """``(P, k)``: the top-``k`` eigenvectors of a checked square ``hessian``."""
-    matrix = _square("hessian", hessian)
-    k = check_int("k", k, minimum=1, maximum=matrix.shape[0])
-    return descending_eigh(matrix)[1][:, :k]
-
-
-def top_fraction(hessian: np.ndarray, gradient: np.ndarray, k: int) -> float:
-    r"""Gur-Ari's ``f_top = ‖P_top g‖² / ‖g‖²``, ``P_top`` the projector on the top-``k``
-    eigenvectors of the Hessian (§2.3; note 004 §3.10).
-
-    Args:
-        hessian: ``(P, P)`` symmetric. gradient: ``(P,)``, non-zero. k: ``1..P``.
-    """
-    top = _top_vectors(hessian, k)
-    g = _gradient_of(gradient, top.shape[0], "hessian", "f_top = ‖P_top g‖²/‖g‖²")
-    return float(np.sum((top.T @ g) ** 2) / (g @ g))
-
-
-def subspace_overlap(vectors_a: np.ndarray, vectors_b: np.ndarray) -> float:
-    r"""``Tr(P_a P_b)/k = ‖A_aᵀA_b‖²_F/k`` for two ``(P, k)`` orthonormal bases (columns):
-    1 when the spans coincide, 0 when they are orthogonal (Gur-Ari's top-subspace overlap
-    between checkpoints; note 004 §3.10)."""
-    a = as_real_array("vectors_a", vectors_a, ndim=2, layout="(P, k)")
-    b = as_real_array("vectors_b", vectors_b, ndim=2, layout="(P, k)")
-    if a.shape != b.shape:
-        raise ValueError(
-            f"vectors_b must have the shape of vectors_a {a.shape} (P, k), got {b.shape}"
-        )
-    return float(np.sum((a.T @ b) ** 2) / a.shape[1])
-
-
-def true_eigenvector_coefficients(hessian: np.ndarray, gradient: np.ndarray, k: int) -> np.ndarray:
-    r"""``⟨g/‖g‖, u_j⟩`` for the top-``k`` eigenvectors ``u_j`` of the Hessian (Table 2; the
-    signs of eigenvectors are arbitrary, so compare magnitudes).
-
-    Args:
-        hessian: ``(P, P)`` symmetric. gradient: ``(P,)``, non-zero. k: ``1..P``.
-    """
-    top = _top_vectors(hessian, k)
-    g = _gradient_of(gradient, top.shape[0], "hessian", "its coefficient ⟨g/‖g‖, u_j⟩")
-    return top.T @ g / float(np.linalg.norm(g))
+    pairs = kron_pairs(np.repeat(means_next, k, axis=0), np.tile(means, (k, 1)), order=order)
+    return pairs.numpy()
 
 
 # ---------------------------------------------------------------------------------------

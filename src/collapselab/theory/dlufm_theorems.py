@@ -64,6 +64,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from collapselab.checks import check_choice, check_float, check_int
+from collapselab.curvature.alignment import ORDERS, gradient_coefficients, kron_pairs
+from collapselab.curvature.eigen import dense_spectrum
+from collapselab.curvature.outliers import count_outliers
+from collapselab.curvature.papyan import CENTRINGS
 from collapselab.theory.dlufm import (
     ClosedForm,
     DeepLinearUFM,
@@ -74,20 +78,15 @@ from collapselab.theory.dlufm import (
     require_nontrivial,
 )
 from collapselab.theory.dlufm_layerwise import (
-    CENTRINGS,
-    ORDERS,
-    descending_eigh,
     dnc_metrics,
     extended_error_moment,
     feature_class_means,
     feature_gram,
-    gradient_coefficients,
     gradient_covariance,
-    kron_pairs,
     layer_data,
     layer_gradient,
     layer_hessian,
-    papyan_decomposition,
+    layer_papyan_decomposition,
     predicted_eigenvectors,
     weight_product,
     weight_spectra,
@@ -298,7 +297,11 @@ def _papyan_vectors(
         outer, inner = means_next, means - means.mean(axis=0)
         klass = kron_pairs(means_next, np.tile(means.mean(axis=0), (k, 1)), order=order)
     cross = kron_pairs(np.repeat(outer, k, axis=0), np.tile(inner, (k, 1)), order=order)
-    return {"class": klass, "cross": cross, "within": np.zeros((0, cross.shape[1]))}
+    return {
+        "class": klass.numpy(),
+        "cross": cross.numpy(),
+        "within": np.zeros((0, cross.shape[1])),
+    }
 
 
 def predict_gradient(model: DeepLinearUFM, layer: int) -> GradientPrediction:
@@ -352,7 +355,7 @@ def predict_gradient_covariance(
     vectors = None
     if point is not None:
         rows = weight_product(model, point, ell + 1)  # a_k
-        vectors = kron_pairs(rows, _class_means(model, point, ell), order=order)
+        vectors = kron_pairs(rows, _class_means(model, point, ell), order=order).numpy()
         if rank == k - 1:
             vectors = vectors - vectors.mean(axis=0)
     return SpectrumPrediction.equal(rank, nu / k, vectors)
@@ -516,12 +519,16 @@ class DLUFMVerification:
         return [c for c in self.checks if c.error > tol]
 
 
-def _rank(matrix_or_values: np.ndarray, rtol: float) -> int:
-    values = np.asarray(matrix_or_values)
-    if values.ndim == 2:
-        values = np.linalg.eigvalsh(0.5 * (values + values.T))
-    top = float(np.abs(values).max()) if values.size else 0.0
-    return int(np.sum(np.abs(values) > rtol * top)) if top > 0 else 0
+def _eigenvalues(matrix: np.ndarray) -> np.ndarray:
+    return dense_spectrum(matrix).numpy()
+
+
+def _rank(values: np.ndarray, rtol: float) -> int:
+    """The numerical rank of a spectrum: values of magnitude above ``rtol`` times the
+    largest (a threshold count, :func:`~collapselab.curvature.count_outliers`)."""
+    if not values.size:
+        return 0
+    return count_outliers(np.abs(values), "threshold", threshold=rtol)
 
 
 def verify_dlufm(
@@ -614,10 +621,10 @@ def _verify_papyan(
     """Theorem 4.2 under both centrings."""
     k = model.n_classes
     hess = layer_hessian(model, p, ell, method="data", order=order)
-    scale = descending_eigh(hess)[0][0]
+    scale = _eigenvalues(hess)[0]
     for centring in CENTRINGS:
         parts = predict_papyan(model, ell, point=p, centring=centring, order=order)
-        dec = papyan_decomposition(model, p, ell, centring=centring, order=order)
+        dec = layer_papyan_decomposition(model, p, ell, centring=centring, order=order)
         tag = f"({centring} centring)"
         ranks = dec.ranks(rtol)
         for name, prediction in parts.items():
@@ -625,19 +632,20 @@ def _verify_papyan(
         out.add_count("4.2", f"rank G - G_class {tag}", ell, ranks["without_class"], k * (k - 1))
         out.add_count("4.2", f"rank G - G_cross {tag}", ell, ranks["without_cross"], k)
         out.add_count("4.2", f"rank G - G_within {tag}", ell, ranks["without_within"], k * k)
+        dense = {name: part.dense().numpy() for name, part in dec.parts().items()}
         for name in ("class", "cross"):
-            matrix = dec.parts()[name]
-            got = descending_eigh(matrix)[0][: parts[name].rank]
+            got = _eigenvalues(dense[name])[: parts[name].rank]
             out.add("4.2", f"eigenvalues {name} {tag}", ell, got, parts[name].eigenvalues)
-            residual = parts[name].eigenvector_residual(matrix)
+            residual = parts[name].eigenvector_residual(dense[name])
             out.add("4.2", f"eigenvectors {name} {tag}", ell, residual, 0.0)
-        within = np.linalg.norm(dec.G_within) / np.linalg.norm(dec.G)
+        G = dec.ggn.dense().numpy()
+        within = np.linalg.norm(dense["within"]) / np.linalg.norm(G)
         out.add("4.2", f"||G_within|| / ||G|| {tag}", ell, within, 0.0)
         out.add("4.2", f"image overlap {tag}", ell, dec.image_overlap(), 0.0)
-        total = dec.G_class + dec.G_cross + dec.G_within
-        summed = np.abs(total - dec.G).max() / np.abs(dec.G).max()
+        total = dense["class"] + dense["cross"] + dense["within"]
+        summed = np.abs(total - G).max() / np.abs(G).max()
         out.add("4.2", f"sum of parts = G {tag}", ell, summed, 0.0)
-        out.add("4.2", f"G = Hessian {tag}", ell, np.abs(dec.G - hess).max() / scale, 0.0)
+        out.add("4.2", f"G = Hessian {tag}", ell, np.abs(G - hess).max() / scale, 0.0)
 
 
 def _verify_gradient(
@@ -656,7 +664,7 @@ def _verify_gradient(
         np.linalg.norm(g - predicted) / np.linalg.norm(g),
         0.0,
     )
-    cosines = gradient_coefficients(g, vectors)
+    cosines = gradient_coefficients(g, vectors.T).numpy()
     out.add("4.3", "natural-basis cosines", ell, np.abs(cosines - pred.cosines).max(), 0.0)
     w = p.W[ell - 1] if order == "row" else p.W[ell - 1].T
     # as a norm ratio: entrywise relative errors blow up on the near-zero entries that any
@@ -691,7 +699,7 @@ def _verify_covariance(
     """Theorem E.1: the covariance, and the second moment corrected and published."""
     for centred in (True, False):
         matrix = gradient_covariance(model, p, ell, centred=centred, order=order)
-        values = descending_eigh(matrix)[0]
+        values = _eigenvalues(matrix)
         name = "covariance" if centred else "second moment"
         for variant in ("corrected",) if centred else VARIANTS:
             pred = predict_gradient_covariance(
@@ -734,7 +742,7 @@ def _check_spectrum(
 ) -> np.ndarray:
     """The rank, the top eigenvalues and the eigenvectors of ``matrix`` against ``pred``
     (``values``: its descending spectrum when already known); returns that spectrum."""
-    values = descending_eigh(matrix)[0] if values is None else values
+    values = _eigenvalues(matrix) if values is None else values
     out.add_count(theorem, "rank", ell, _rank(values, rtol), pred.rank)
     out.add(theorem, "eigenvalues", ell, values[: pred.rank], pred.eigenvalues)
     out.add(theorem, vectors, ell, pred.eigenvector_residual(matrix), 0.0)

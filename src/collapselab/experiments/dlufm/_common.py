@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from collapselab.curvature import subspace_overlap
 from collapselab.experiments.claims import CheckFn, claim_from_check
 from collapselab.theory.dlufm import (
     DeepLinearUFM,
@@ -88,12 +89,12 @@ def first_step(steps: np.ndarray, condition: np.ndarray) -> int:
 
 
 def overlaps(top_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gur-Ari's top-subspace overlap ``Tr(P_t P_t')/k`` of each checkpoint's top space
+    """Gur-Ari's top-subspace overlap ``Tr(P_t P_t')/k``
+    (:func:`~collapselab.curvature.subspace_overlap`) of each checkpoint's top space
     (``(T, P, k)`` orthonormal columns) with the previous checkpoint's and with the last's."""
-    k = top_vectors.shape[2]
     last = top_vectors[-1]
-    with_last = np.array([np.sum((v.T @ last) ** 2) / k for v in top_vectors])
+    with_last = np.array([subspace_overlap(v, last) for v in top_vectors])
     with_prev = np.array(
-        [np.nan] + [np.sum((a.T @ b) ** 2) / k for a, b in itertools.pairwise(top_vectors)]
+        [np.nan] + [subspace_overlap(a, b) for a, b in itertools.pairwise(top_vectors)]
     )
     return with_prev, with_last

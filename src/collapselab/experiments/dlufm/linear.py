@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from collapselab._threads import serial_threads
+from collapselab.curvature import count_outliers
 from collapselab.experiments.claims import Claim, Erratum, NotEvaluable, RunResults
 from collapselab.experiments.dlufm._common import (
     build_model,
@@ -37,7 +38,6 @@ from collapselab.experiments.dlufm.snapshots import layer_snapshot, stack
 from collapselab.experiments.registry import RunContext
 from collapselab.store import Run
 from collapselab.theory.dlufm import ClosedForm, DeepLinearUFM, require_nontrivial
-from collapselab.theory.dlufm_layerwise import count_outliers
 from collapselab.theory.dlufm_theorems import (
     DLUFMVerification,
     predict_extended_errors,
@@ -213,7 +213,7 @@ def _hessian_exact(results: RunResults) -> tuple[bool, Mapping[str, float], floa
 def _separate_then_equalise(results: RunResults) -> tuple[bool, Mapping[str, float], None, str]:
     k, steps = _k(results), results.array("dynamics", "steps")
     spectra = results.array("dynamics", "hessian")
-    counts = np.array([count_outliers(s, rule="gap") for s in spectra])
+    counts = np.array([count_outliers(s) for s in spectra])
     spreads = np.array([relative_spread(s[: k * k]) for s in spectra])
     separated = first_step(steps, counts == k * k)
     equal = first_step(steps, spreads <= EQUAL)
@@ -239,10 +239,11 @@ def _alignment(results: RunResults) -> tuple[bool, Mapping[str, float], float, s
 
 def _knockout_counts(results: RunResults, centring: str) -> dict[str, int]:
     return {
-        part: int(count_outliers(_final(results, f"knockout_{centring}_{part}"), rule="threshold",
-                                 rtol=ZERO))
+        part: count_outliers(
+            _final(results, f"knockout_{centring}_{part}"), "threshold", threshold=ZERO
+        )
         for part in ("none", "within", "cross", "class")
-    }  # fmt: skip
+    }
 
 
 def _knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:

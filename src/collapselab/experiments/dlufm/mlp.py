@@ -260,17 +260,16 @@ def _layers(results: RunResults) -> tuple[list[int], int]:
 
 
 def bulk_outliers(eigenvalues: np.ndarray, k: int) -> int:
-    r"""Outliers above the bulk of a real network's exact layer-wise spectrum: the curvature
-    family's rule (:func:`collapselab.curvature.count_outliers`: the largest log-gap among
-    the first half) on the top ``2K² + K`` eigenvalues, the count ``curvature`` reads from
+    r"""Outliers above the bulk of a real network's exact layer-wise spectrum: the outlier
+    rule (:func:`collapselab.curvature.count_outliers`: the largest log-gap among the first
+    half) on the top ``2K² + K`` eigenvalues, the window the ``curvature`` family reads from
     Lanczos, so that the bulk is represented without the null space.
 
-    Why not the deep UFM's full-spectrum gap rule
-    (:func:`collapselab.theory.dlufm_layerwise.count_outliers`): at the UFM's optimum the
-    bulk is exactly 0, so the largest gap is the one after the ``K²`` outliers; a trained
-    network's Hessian has a non-zero bulk *and* a null space (its rank is below its size),
-    and the largest gap of the whole spectrum is the one to the null space: it counts the
-    rank."""
+    Why a window: at the UFM's optimum the bulk is exactly 0, and the whole spectrum has one
+    gap, after the ``K²`` outliers; a trained network's Hessian has a non-zero bulk *and* a
+    null space (its rank is below its size), and where the rank is below half the size the
+    step into the null space lies in the half of the gaps the rule reads: on the whole
+    spectrum it would count the rank."""
     values = np.sort(np.asarray(eigenvalues, dtype=np.float64).ravel())[::-1]
     return count_outliers(values[: 2 * k * k + k])
 

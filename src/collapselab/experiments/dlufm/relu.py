@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from collapselab._threads import serial_threads
+from collapselab.curvature import count_outliers
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
 from collapselab.experiments.dlufm._common import (
     build_model,
@@ -63,7 +64,7 @@ from collapselab.experiments.dlufm.snapshots import layer_snapshot, stack
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
-from collapselab.theory.dlufm_layerwise import count_outliers, preactivation_signs
+from collapselab.theory.dlufm_layerwise import preactivation_signs
 
 __all__ = [
     "ALIGNED_IF_NEAR_EQUAL",
@@ -152,7 +153,7 @@ def classify(snapshot: Mapping[str, np.ndarray], k: int, layer: int) -> dict[str
         "linear_everywhere": float(np.all(nonpositive == 0)),
         "weight_spread": float(max(spreads)),
         "hessian_spread": relative_spread(hessian[: k * k]),
-        "hessian_outliers": float(count_outliers(hessian, rule="gap")),
+        "hessian_outliers": float(count_outliers(hessian)),
         "objective": float(snapshot["objective"]),
         "grad_norm": float(snapshot["grad_norm"]),
     }
@@ -338,7 +339,7 @@ def _hessian_outliers(results: RunResults) -> Any:
     k = _k(results)
     return _per_symmetric_run(
         results,
-        lambda r, n: float(count_outliers(_final(r, n, "hessian"), rule="gap")),
+        lambda r, n: float(count_outliers(_final(r, n, "hessian"))),
         lambda v: v == k * k,
         f"outliers of the layer-wise Hessian by the largest spectral gap (need K² = {k * k})",
         float(k * k),
@@ -380,10 +381,7 @@ def _knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None, st
     names = _symmetric_runs(results)
     ok, values, parts = True, {}, []
     for name in names:
-        counts = {
-            p: count_outliers(_final(results, name, f"knockout_logit_{p}"), rule="gap")
-            for p in expected
-        }
+        counts = {p: count_outliers(_final(results, name, f"knockout_logit_{p}")) for p in expected}
         ok &= counts == expected
         values |= {f"{name}_{p}": float(v) for p, v in counts.items()}
         parts.append(f"{name}: " + ", ".join(f"{p} {v}" for p, v in counts.items()))

@@ -1,5 +1,6 @@
 """What paper 004's figures show of one layer at one point: a snapshot of every layer-wise
-spectrum, alignment and coefficient (:mod:`collapselab.theory.dlufm_layerwise`).
+spectrum, alignment and coefficient (:mod:`collapselab.theory.dlufm_layerwise`'s matrices,
+measured with :mod:`collapselab.curvature`'s vocabulary on dense operators).
 
 :func:`layer_snapshot` computes, at layer ``l``:
 
@@ -27,25 +28,33 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from collapselab.curvature import (
+    DenseOperator,
+    dense_spectrum,
+    eigenvector_alignment,
+    gradient_coefficients,
+    top_fraction,
+)
+from collapselab.curvature.papyan import CENTRINGS
 from collapselab.theory.dlufm import DeepUFM, UFMParameters
 from collapselab.theory.dlufm_layerwise import (
-    CENTRINGS,
-    descending_eigh,
     dnc_metrics,
-    eigenvector_alignment,
     extended_error_moment,
     feature_gram,
-    gradient_coefficients,
     gradient_covariance,
     gram_tables,
     layer_gradient,
     layer_hessian,
-    papyan_decomposition,
+    layer_papyan_decomposition,
     predicted_eigenvectors,
     weight_spectra,
 )
 
 __all__ = ["layer_snapshot", "stack"]
+
+
+def _spectrum(matrix: np.ndarray) -> np.ndarray:
+    return dense_spectrum(matrix).numpy()
 
 
 def _padded(rows: Sequence[np.ndarray]) -> np.ndarray:
@@ -67,46 +76,45 @@ def layer_snapshot(
     """Every quantity of the module docstring at ``layer`` (``appendix=False`` skips App. E
     and the Gram tables)."""
     k = model.n_classes
-    hess = layer_hessian(model, point, layer, method="data")
-    values, vectors = descending_eigh(hess)
-    predicted = predicted_eigenvectors(model, point, layer)
+    hess = DenseOperator(layer_hessian(model, point, layer, method="data"))
+    values, vectors = (t.numpy() for t in hess.eigenpairs())
+    predicted = predicted_eigenvectors(model, point, layer).T  # v_kk' as columns
     g = layer_gradient(model, point, layer)
     top = vectors[:, : k * k]
-    gnorm = float(np.linalg.norm(g))
+    # a zero gradient (an exact critical point of the data term) has no cosines
+    nonzero = bool(np.any(g))
+    true = gradient_coefficients(g, top).numpy() if nonzero else np.zeros(k * k)
     value, grad = model.value_and_gradient(point)
     out: dict[str, np.ndarray] = {
         "objective": np.float64(value),
         "grad_norm": np.float64(grad.norm()),
         "hessian": values,
-        "alignment": eigenvector_alignment(hess, predicted),
-        "cosines": gradient_coefficients(g, predicted),
-        "raw": gradient_coefficients(g, predicted, normalise="raw"),
-        "true_coefficients": top.T @ g / gnorm if gnorm > 0 else np.zeros(k * k),
-        "f_top": np.float64(np.sum((top.T @ g) ** 2) / gnorm**2 if gnorm > 0 else np.nan),
+        "alignment": eigenvector_alignment(hess, predicted).numpy(),
+        "cosines": gradient_coefficients(g, predicted).numpy(),
+        "raw": gradient_coefficients(g, predicted, normalise="raw").numpy(),
+        "true_coefficients": true,
+        "f_top": np.float64(top_fraction(g, top) if nonzero else np.nan),
         "top_vectors": top,
         "weights": _padded(weight_spectra(point)),
     }
     for centring in centrings:
-        dec = papyan_decomposition(model, point, layer, centring=centring)
+        dec = layer_papyan_decomposition(model, point, layer, centring=centring)
         for part, spectrum in dec.knockout_spectra().items():
-            out[f"knockout_{centring}_{part}"] = spectrum
+            out[f"knockout_{centring}_{part}"] = spectrum.numpy()
         out[f"image_overlap_{centring}"] = np.float64(dec.image_overlap())
+        within, G = dec.within_part.dense().numpy(), dec.ggn.dense().numpy()
         out[f"within_norm_{centring}"] = np.float64(
-            np.linalg.norm(dec.G_within) / max(np.linalg.norm(dec.G), np.finfo(float).tiny)
+            np.linalg.norm(within) / max(np.linalg.norm(G), np.finfo(float).tiny)
         )
     dnc = dnc_metrics(model, point)
     for key in ("dnc1", "orthogonal_frame", "etf_distance", "dnc3"):
         out[key] = dnc[key]
     if appendix:
-        out["grad_covariance"] = descending_eigh(gradient_covariance(model, point, layer))[0]
-        out["grad_moment"] = descending_eigh(
-            gradient_covariance(model, point, layer, centred=False)
-        )[0]
-        out["extended_errors"] = descending_eigh(extended_error_moment(model, point, layer))[0]
+        out["grad_covariance"] = _spectrum(gradient_covariance(model, point, layer))
+        out["grad_moment"] = _spectrum(gradient_covariance(model, point, layer, centred=False))
+        out["extended_errors"] = _spectrum(extended_error_moment(model, point, layer))
         layers = range(1, model.n_layers + 2)
-        out["features"] = _padded(
-            [descending_eigh(feature_gram(model, point, j))[0] for j in layers]
-        )
+        out["features"] = _padded([_spectrum(feature_gram(model, point, j)) for j in layers])
         tables = [gram_tables(model, point, j) for j in range(1, model.n_layers + 1)]
         out["table3"] = np.stack([t[0] for t in tables])
         out["table4"] = np.stack([t[1] for t in tables])

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from collapselab.curvature import dense_spectrum
 from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
 from collapselab.experiments.dlufm._common import build_model, claim, descend
 from collapselab.experiments.dlufm.linear import (
@@ -41,12 +42,7 @@ from collapselab.theory.dlufm import (
     local_minimum_threshold,
     regularisation_threshold,
 )
-from collapselab.theory.dlufm_layerwise import (
-    descending_eigh,
-    dnc_metrics,
-    feature_class_means,
-    layer_hessian,
-)
+from collapselab.theory.dlufm_layerwise import dnc_metrics, feature_class_means, layer_hessian
 from collapselab.theory.dlufm_theorems import verify_dlufm
 
 __all__ = ["LAYER_CLAIMS", "REGULARISATION_CLAIMS", "lambda_for_ratio", "run_layers",
@@ -165,7 +161,7 @@ def layers_point(member: dict[str, Any]) -> dict[str, Any]:
     k = model.n_classes
     rows = []
     for ell in range(1, model.n_layers + 1):
-        values = descending_eigh(layer_hessian(model, traj.final, ell))[0]
+        values = dense_spectrum(layer_hessian(model, traj.final, ell)).numpy()
         weights = np.linalg.eigvalsh(traj.final.W[ell - 1] @ traj.final.W[ell - 1].T)
         weights = weights[::-1]
         rows.append(
