@@ -328,7 +328,8 @@ def test_mlp_outliers_are_counted_above_the_bulk_not_at_the_null_space(runs):
     outliers = rng.uniform(1.0, 2.0, k * k)
     bulk = rng.uniform(1e-3, 2e-2, 300)
     spectrum = rng.permutation(np.concatenate([outliers, bulk, np.zeros(200)]))
-    assert theory_count_outliers(spectrum, "gap") == k * k + 300  # the rank
+    # one rule now: the theory's old full-spectrum rule counted the rank, k * k + 300
+    assert theory_count_outliers(spectrum, "gap") == k * k
     assert bulk_outliers(spectrum, k) == _largest_log_gap_loop(spectrum, k) == k * k
     exact = np.concatenate([outliers, np.zeros(500)])
     assert bulk_outliers(exact, k) == theory_count_outliers(exact, "gap") == k * k
