@@ -1,9 +1,9 @@
-"""Paper 003's experiments end to end at a tiny size: runs, figures, claims, resume.
+"""Paper 003's experiments end to end at the tiny preset: runs, figures, claims, resume.
 
-The presets are replaced (for the test only) by a tiny configuration: a well-separated
-Gaussian mixture (4 classes), small MLPs, a few epochs. The networks interpolate within a
-few epochs, so every claim can be decided; what is asserted is the machinery (rows,
-figures, verdicts, numbers recorded), not the claims' truth at this size.
+The tiny preset: a well-separated Gaussian mixture (4 classes), small MLPs, a few epochs.
+The networks interpolate within a few epochs, so every claim can be decided; what is
+asserted is the machinery (rows, figures, verdicts, numbers recorded), not the claims'
+truth at this size.
 """
 
 from __future__ import annotations
@@ -17,98 +17,13 @@ import pytest
 from collapselab.experiments import get_experiment, reproduce, run_experiment
 from collapselab.experiments.mse_nc import FIGURES, THEORY_FIGURES, StoredArms, table1_rows
 from collapselab.experiments.mse_nc.arms import NC_METRICS
-from collapselab.experiments.mse_nc.presets import paper_lr_grid
+from collapselab.experiments.mse_nc.presets import COLLAPSE_TINY, paper_lr_grid
 from collapselab.experiments.sweeps import SerialExecutor
 from collapselab.store import Run
 from tests._experiments import stored_claims
 
-TINY_TRAINING = {
-    "datasets": {
-        "blobs": {
-            "name": "gaussian_mixture",
-            "options": {
-                "n_classes": 4,
-                "dim": 16,
-                "n_train_per_class": 30,
-                "n_test_per_class": 10,
-                "mean_scale": 10.0,
-            },
-            "n_train_per_class": None,
-            "n_test_per_class": None,
-            "pad_to": None,
-            "standardize": False,
-        }
-    },
-    "nets": {
-        "mlp": {
-            "name": "mlp",
-            "kwargs": {"width": 32, "depth": 3, "norm": "batchnorm", "bias": True},
-        },
-        "wide": {
-            "name": "mlp",
-            "kwargs": {"width": 64, "depth": 2, "norm": "batchnorm", "bias": True},
-        },
-    },
-    "arms": [
-        {"dataset": "blobs", "net": "mlp", "lr": 0.25},
-        {"dataset": "blobs", "net": "wide", "lr": "sweep", "epochs": 10},
-    ],
-    "losses": ["mse", "ce"],
-    "train": {
-        "epochs": 12,
-        "batch_size": 32,
-        "momentum": 0.9,
-        "weight_decay": 5e-4,
-        "schedule": "step",
-        "milestones": None,
-        "gamma": 0.1,
-        "drop_last": True,
-        "mse_reduction": "mean",
-    },
-    "measure": {"schedule": "log", "batch_size": 1024},
-    "robustness": {"n_test_per_class": 2, "overshoot": 0.02, "max_iter": 50, "when": "tpt"},
-    "lr_sweep": {
-        "grid": {"low": 1e-4, "high": 0.25, "n": 25},
-        "indices": [22, 24],
-        "select": "final_test_error",
-        "require_zero_error": True,
-    },
-    "weighting": "sample",
-}
 
-TINY_THEORY = {
-    "snr": {
-        "n_classes": 3,
-        "n_per_class": 6,
-        "dim": 3,
-        "omega0": [0.8, 0.3],
-        "t_end": 200.0,
-        "lr": 0.25,
-        "method": "literal",
-        "n_records": 9,
-        "seed": 0,
-    },
-    "ufm": {
-        "n_classes": 3,
-        "n_per_class": 6,
-        "dim": 5,
-        "lam": 5e-4,
-        "lam_h": 1e-4,
-        "lr": 1.0,
-        "n_steps": 3000,
-        "n_records": 12,
-        "seed": 0,
-    },
-}
-
-
-@pytest.fixture
-def tiny(monkeypatch):
-    monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", TINY_TRAINING)
-    monkeypatch.setitem(get_experiment("mse-nc-theory").presets, "tiny", TINY_THEORY)
-
-
-def test_reproduce_end_to_end(tiny, tmp_path):
+def test_reproduce_end_to_end(tmp_path):
     result = reproduce("mse-nc", preset="tiny", root=tmp_path)
     assert [o.experiment for o in result.outcomes] == ["mse-nc-collapse", "mse-nc-theory"]
     assert result.ok, [o.error for o in result.failed]
@@ -172,7 +87,7 @@ def _check_training_run(run) -> None:
     assert nc1["blobs-mlp-mse.at_zero_error"] == pytest.approx(y[x == zero][0])
 
 
-def test_training_run_resumes_arm_by_arm(tiny, tmp_path, monkeypatch):
+def test_training_run_resumes_arm_by_arm(tmp_path, monkeypatch):
     from collapselab.experiments.mse_nc import arms as arms_module
 
     calls = []
@@ -184,8 +99,8 @@ def test_training_run_resumes_arm_by_arm(tiny, tmp_path, monkeypatch):
             raise RuntimeError("simulated crash")
         return real(config, arm, *args, **kwargs)
 
-    monkeypatch.setattr("collapselab.experiments.mse_nc.training.run_arm", failing)
-    config = dict(TINY_TRAINING, arms=TINY_TRAINING["arms"][:1])
+    monkeypatch.setattr("collapselab.experiments.mse_nc.collapse.run_arm", failing)
+    config = COLLAPSE_TINY.replace(arms=COLLAPSE_TINY.arms[:1])
     monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", config)
     # one arm after the other (a serial executor): the arms train in this process
     run = run_experiment("mse-nc-collapse", preset="tiny", root=tmp_path, raise_on_error=False,
@@ -221,7 +136,7 @@ def _summaries(run):
     }
 
 
-def test_arms_side_by_side_give_the_rows_of_arms_one_after_the_other(tiny, tmp_path):
+def test_arms_side_by_side_give_the_rows_of_arms_one_after_the_other(tmp_path):
     """The four arms (one with a rate sweep) as members on a pool of two worker processes,
     and one after the other in this process: the same rows to the last bit and the same
     summaries (their wall times apart), each arm stored as a member."""
@@ -236,7 +151,7 @@ def test_arms_side_by_side_give_the_rows_of_arms_one_after_the_other(tiny, tmp_p
     assert _summaries(serial) == _summaries(pooled)
 
 
-def test_arms_side_by_side_resume_with_the_arms_not_yet_trained(tiny, tmp_path, monkeypatch):
+def test_arms_side_by_side_resume_with_the_arms_not_yet_trained(tmp_path, monkeypatch):
     """An arm that fails twice (its try and the sweep's one retry) fails the run; the arm
     that finished is kept as a member and not trained again when the run resumes."""
     from collapselab.experiments.mse_nc import arms as arms_module
@@ -250,8 +165,8 @@ def test_arms_side_by_side_resume_with_the_arms_not_yet_trained(tiny, tmp_path, 
             raise RuntimeError("simulated crash")
         return real(config, arm, *args, **kwargs)
 
-    monkeypatch.setattr("collapselab.experiments.mse_nc.training.run_arm", failing)
-    config = dict(TINY_TRAINING, arms=TINY_TRAINING["arms"][:1])
+    monkeypatch.setattr("collapselab.experiments.mse_nc.collapse.run_arm", failing)
+    config = COLLAPSE_TINY.replace(arms=COLLAPSE_TINY.arms[:1])
     monkeypatch.setitem(get_experiment("mse-nc-collapse").presets, "tiny", config)
     options = {"preset": "tiny", "root": tmp_path, "executor": _InProcess(), "workers": 2}
     run = run_experiment("mse-nc-collapse", raise_on_error=False, **options)

@@ -8,18 +8,29 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from collapselab.data import DataSpec
 from collapselab.experiments import RunResults, evaluate_claims
-from collapselab.experiments.mse_nc import StoredArms, select_rate, sweep_rates
+from collapselab.experiments.mse_nc import (
+    CollapsePreset,
+    Combination,
+    Net,
+    RateSweep,
+    StoredArms,
+    select_rate,
+    sweep_rates,
+)
+from collapselab.experiments.mse_nc.arms import arms_of
 from collapselab.experiments.mse_nc.claims import TRAINING_CLAIMS
 
 EPOCHS = list(range(10))
-CONFIG = {
-    "datasets": {"d": {"name": "digits"}},
-    "nets": {"m": {"name": "mlp"}},
-    "arms": [{"dataset": "d", "net": "m", "lr": 0.1}],
-    "losses": ["mse", "ce"],
-    "train": {"epochs": 9, "milestones": None},
-}
+PRESET = CollapsePreset(
+    datasets={"d": DataSpec("digits")},
+    nets={"m": Net(name="mlp")},
+    arms=(Combination(dataset="d", net="m", lr=0.1),),
+    epochs=9,
+)
+CONFIG = PRESET.to_dict()
+PLAN = [arm.to_dict() for arm in arms_of(PRESET)]
 
 
 def _series(key, split, layer, metric, values):
@@ -83,7 +94,11 @@ def _arm_rows(key, nc1_end, robustness_end, test_acc_end):
 def _manifest(keys):
     arms = {k: {"dataset": "d", "net": "m", "loss": k.rsplit("-", 1)[1], "lr": 0.1, "epochs": 9,
                 "layer": "pen", "zero_error_epoch": 3} for k in keys}  # fmt: skip
-    return {"config": CONFIG, "preset": "quick", "mse_nc": {"arms": arms, "sweeps": {}}}
+    return {
+        "config": CONFIG,
+        "preset": "quick",
+        "mse_nc": {"plan": PLAN, "arms": arms, "sweeps": {}},
+    }
 
 
 def _results(with_ce=True):
@@ -160,25 +175,25 @@ def test_an_arm_without_terminal_phase():
 
 
 def test_sweep_grid_and_selection():
-    spec = {"grid": {"low": 1e-4, "high": 0.25, "n": 25}, "indices": [16, 20]}
+    spec = RateSweep(indices=(16, 20))
     (i16, lr16), (i20, lr20) = sweep_rates(spec)
     assert (i16, i20) == (16, 20)
     assert lr16 == pytest.approx(0.0184, rel=2e-3) and lr20 == pytest.approx(0.0679, rel=1e-3)
-    assert len(sweep_rates({"grid": spec["grid"]})) == 25
+    assert len(sweep_rates(RateSweep())) == 25
     points = [
         {"lr": 0.01, "test_error": 0.10, "train_accuracy": 1.0},
         {"lr": 0.03, "test_error": 0.05, "train_accuracy": 0.99},  # best, but never interpolates
         {"lr": 0.10, "test_error": 0.08, "train_accuracy": 1.0},
         {"lr": 0.30, "test_error": math.nan, "train_accuracy": math.nan},  # diverged
     ]
-    lr, why = select_rate(points, {"require_zero_error": True})
+    lr, why = select_rate(points, RateSweep(require_zero_error=True))
     assert lr == 0.10 and "zero training error" in why
-    assert select_rate(points, {"require_zero_error": False})[0] == 0.03
+    assert select_rate(points, RateSweep(require_zero_error=False))[0] == 0.03
     tie = [dict(p, test_error=0.1) for p in points[:3]]
-    assert select_rate(tie, {"require_zero_error": False})[0] == 0.10  # ties: larger rate
+    assert select_rate(tie, RateSweep(require_zero_error=False))[0] == 0.10  # ties: larger rate
     with pytest.raises(ValueError, match="diverged"):
-        select_rate(points[3:], {})
+        select_rate(points[3:], RateSweep())
     with pytest.raises(ValueError, match="indices"):
-        sweep_rates({"indices": [25]})
+        sweep_rates(RateSweep(indices=(25,)))
     with pytest.raises(ValueError, match="select"):
-        select_rate(points, {"select": "train_loss"})
+        select_rate(points, RateSweep(select="train_loss"))

@@ -17,6 +17,7 @@ import pytest
 import scipy.io
 import torch
 
+from collapselab.data.steps import Pad, StandardizeChannels
 from collapselab.experiments import get_experiment
 from collapselab.experiments.mse_nc import (
     COLLAPSE_PRESETS,
@@ -170,18 +171,24 @@ def test_paper_grid_and_preset_values():
         "cifar10": 5000,
         "stl10": 500,
     }
-    for name, spec in paper["datasets"].items():
-        assert spec["options"]["n_train_per_class"] == PAPER_N_PER_CLASS[name]
-        assert spec["pad_to"] == (32 if name in ("mnist", "fashion_mnist") else None)
-        assert spec["standardize"] is True
+    for name, spec in paper.datasets.items():
+        assert spec.options["n_train_per_class"] == PAPER_N_PER_CLASS[name]
+        assert _pad_to(spec) == (32 if name in ("mnist", "fashion_mnist") else None)
+        assert any(isinstance(step, StandardizeChannels) for step in spec.steps) is True
     arms = arms_of(paper)
     assert len(arms) == 30 and all(a.lr is None and a.epochs == 350 for a in arms)
     assert {(a.dataset, a.net) for a in arms} == {
         (d, n) for d, row in PAPER_TABLE.items() for n in row.values()
     }
-    assert paper["lr_sweep"]["indices"] is None and paper["lr_sweep"]["grid"]["n"] == 25
+    assert paper.lr_sweep.indices is None and paper.lr_sweep.n == 25
     experiment = get_experiment("mse-nc-collapse")
     assert experiment.config("paper") == paper
+
+
+def _pad_to(spec):
+    """The size a spec's Pad step pads to (``None`` without one)."""
+    sizes = [step.size for step in spec.steps if isinstance(step, Pad)]
+    return sizes[0] if sizes else None
 
 
 def test_dry_run_errors(tmp_path):

@@ -16,14 +16,21 @@ split, the penultimate features of the network in eval mode with the two-pass
 Rows are returned in long format with the split prefixed by the arm's key,
 ``"<dataset>-<net>-<loss>/<split>"`` (e.g. ``"digits-mlp-mse/train"``), so that every arm
 of an experiment lives in one run's metric table.
+
+The arms of a :class:`~collapselab.experiments.mse_nc.presets.CollapsePreset` are
+:func:`arms_of` it; their data is :func:`arm_data` (:func:`~collapselab.data.load_data`
+of the preset's :class:`~collapselab.data.DataSpec`, kept per process: every arm of a
+dataset, and every point of an arm's learning-rate sweep, trains on the same data).
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import functools
+import json
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,15 +38,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from collapselab.data import DataSplits, Standardize, balanced_subset, load_dataset, pad_to_size
+from collapselab.data import DataSpec, DataSplits, balanced_subset, load_data
+from collapselab.experiments.mse_nc.presets import CollapsePreset, Net, Robustness
 from collapselab.families import MSE
 from collapselab.models import build_model
 from collapselab.probe.robustness import deepfool_robustness
 from collapselab.track import Monitor
 from collapselab.train import TrainConfig, mse_lambda, seed_everything, train
 
-LOSSES = ("mse", "ce")
-ROBUSTNESS_WHEN = ("tpt", "all", "ends", "never")
 NC_METRICS = (
     "nc1",
     "nc2_equinorm_means",
@@ -51,28 +57,7 @@ NC_METRICS = (
     "nc3_self_duality",
     "nc4_ncc_mismatch",
 )
-DECOMPOSITION = ("mse_loss", "mse_nc1_term", "mse_nc23_term", "mse_ls_perp")
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``torch.set_num_threads(n)`` (``None``: unchanged), then restore.
-
-    The quick presets' networks are tiny: on a 2-core CPU shared with other work, torch's
-    thread pool costs more in contention than it gains (a factor of several measured on
-    128-wide layers), so they run single-threaded.
-    """
-    if n is None:
-        yield
-        return
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"torch_threads must be a positive int or None, got {n!r}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+"""The NC metrics every arm records on its penultimate features."""
 
 
 def arm_key(dataset: str, net: str, loss: str) -> str:
@@ -90,7 +75,7 @@ class Arm:
     """A (dataset, net, loss) combination of a configuration, with its learning rate rule.
 
     Attributes:
-        dataset, net: keys into the configuration's ``datasets`` and ``nets``.
+        dataset, net: keys into the preset's ``datasets`` and ``nets``.
         loss: ``"mse"`` or ``"ce"``.
         lr: a fixed learning rate, or ``None`` to select it by the sweep.
         epochs: the training budget of this arm.
@@ -111,51 +96,21 @@ class Arm:
         """``"<dataset>-<net>"``: what the MSE and CE arms of a combination share."""
         return f"{self.dataset}-{self.net}"
 
-
-def _positive_float(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{what} must be a positive number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite, got {value!r}")
-    return float(value)
+    def to_dict(self) -> dict[str, Any]:
+        """The arm as plain data (the run's plan in its manifest; ``Arm(**d)`` reads it)."""
+        return dataclasses.asdict(self)
 
 
-def arms_of(config: Mapping[str, Any]) -> list[Arm]:
-    """The arms of a training configuration, in order (combination-major, then loss).
+def arms_of(config: CollapsePreset) -> list[Arm]:
+    """The arms of a preset, in order (combination-major, then loss).
 
-    Raises ``ValueError`` naming the entry when a dataset, net, loss or rate is invalid.
+    Raises ``ValueError`` when two arms share a (dataset, net, loss) key.
     """
-    for key in ("datasets", "nets", "arms", "losses", "train"):
-        if key not in config:
-            raise ValueError(f"the configuration lacks {key!r}")
-    losses = list(config["losses"])
-    bad = [loss for loss in losses if loss not in LOSSES]
-    if bad or not losses:
-        raise ValueError(f"losses must be a non-empty subset of {LOSSES}, got {losses}")
-    out: list[Arm] = []
-    for i, entry in enumerate(config["arms"]):
-        where = f"arms[{i}]"
-        dataset, net = entry.get("dataset"), entry.get("net")
-        if dataset not in config["datasets"]:
-            raise ValueError(
-                f"{where}: unknown dataset {dataset!r}; defined: {list(config['datasets'])}"
-            )
-        if net not in config["nets"]:
-            raise ValueError(f"{where}: unknown net {net!r}; defined: {list(config['nets'])}")
-        epochs = entry.get("epochs", config["train"]["epochs"])
-        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-            raise ValueError(f"{where}: epochs must be a positive int, got {epochs!r}")
-        for loss in losses:
-            rule = entry.get("lr")
-            if isinstance(rule, Mapping):
-                if loss not in rule:
-                    raise ValueError(f"{where}: lr gives no rate for loss {loss!r}")
-                rule = rule[loss]
-            if rule == "sweep":
-                lr = None
-            else:
-                lr = _positive_float(rule, f"{where}: lr")
-            out.append(Arm(dataset, net, loss, lr, epochs))
+    out = [
+        Arm(c.dataset, c.net, loss, c.rate(loss), config.epochs if c.epochs is None else c.epochs)
+        for c in config.arms
+        for loss in config.losses
+    ]
     keys = [a.key for a in out]
     if len(set(keys)) != len(keys):
         raise ValueError(f"arms repeat a (dataset, net, loss) combination: {keys}")
@@ -163,69 +118,88 @@ def arms_of(config: Mapping[str, Any]) -> list[Arm]:
 
 
 # ---------------------------------------------------------------------------- data
-def build_data(spec: Mapping[str, Any], data_dir: str | Path | None, seed: int) -> DataSplits:
-    """Load and preprocess one dataset as its configuration entry describes.
+def arm_data(spec: DataSpec, data_dir: str | None, seed: int) -> DataSplits:
+    """The data of ``spec`` (:func:`~collapselab.data.load_data`), loaded once per process,
+    spec, data directory and seed: every arm of a dataset and every point of an arm's sweep
+    trains on the same data (:func:`load_arm_data`, cached)."""
+    return _cached_data(_SpecKey(json.dumps(spec.to_dict(), sort_keys=True), spec), data_dir,
+                        seed)  # fmt: skip
 
-    Order (note 003 §4.1): load (the file readers subsample balanced classes with
-    ``options.n_train_per_class``), balanced subsets ``n_train_per_class`` /
-    ``n_test_per_class`` when given, zero-padding to ``pad_to`` (before standardising, so
-    the border takes the background value), then per-channel standardisation with the
-    training statistics when ``standardize``.
-    """
-    data = load_dataset(spec["name"], data_dir=data_dir, seed=seed, **dict(spec.get("options", {})))
-    n_train, n_test = spec.get("n_train_per_class"), spec.get("n_test_per_class")
-    if n_train is not None:
-        data = balanced_subset(data, n_train, seed=seed, n_test_per_class=n_test)
-    elif n_test is not None and data.test is not None:
-        data = DataSplits(data.train, balanced_subset(data.test, n_test, seed=seed + 1))
-    if spec.get("pad_to") is not None:
-        data = pad_to_size(data, int(spec["pad_to"]))
-    if spec.get("standardize"):
-        data = Standardize().fit_apply(data)
+
+def load_arm_data(spec: DataSpec, data_dir: str | Path | None, seed: int) -> DataSplits:
+    """The data of ``spec`` (:func:`~collapselab.data.load_data`). Paper 003 measures on the
+    test split too: a dataset without one is refused."""
+    data = load_data(spec, data_dir, seed)
     if data.test is None:
-        raise ValueError(f"dataset {spec['name']!r} has no test split; paper 003 needs one")
+        raise ValueError(f"dataset {spec.name!r} has no test split; paper 003 needs one")
     return data
 
 
-def build_net(spec: Mapping[str, Any], input_shape: Sequence[int], n_classes: int) -> nn.Module:
-    """The network of a ``nets`` entry for inputs of ``input_shape`` and ``n_classes``.
+def forget_data() -> None:
+    """Drop the data :func:`arm_data` keeps (a run calls it when it ends, so that the
+    process does not hold its datasets afterwards)."""
+    _cached_data.cache_clear()
+
+
+@dataclass(frozen=True)
+class _SpecKey:
+    """A :class:`DataSpec` as a cache key: compared and hashed by its recorded text (its
+    options are a dict, so the spec itself is not hashable)."""
+
+    text: str
+    spec: DataSpec = dataclasses.field(compare=False, hash=False)
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_data(key: _SpecKey, data_dir: str | None, seed: int) -> DataSplits:
+    return load_arm_data(key.spec, data_dir, seed)
+
+
+# ------------------------------------------------------------------------- a network
+def build_net(net: Net, input_shape: Sequence[int], n_classes: int) -> nn.Module:
+    """The network ``net`` for inputs of ``input_shape`` and ``n_classes``.
 
     Vector models (``mlp``) get ``in_dim = prod(input_shape)``; convolutional ones get
     ``in_channels = input_shape[0]``.
     """
-    kwargs = dict(spec.get("kwargs", {}))
-    name = str(spec["name"])
-    if name.lower() == "mlp":
+    kwargs = dict(net.kwargs)
+    if net.name.lower() == "mlp":
         kwargs.setdefault("in_dim", int(math.prod(input_shape)))
     else:
         if len(input_shape) != 3:
             raise ValueError(
-                f"net {name!r} needs images (C, H, W); the dataset gives inputs of shape "
+                f"net {net.name!r} needs images (C, H, W); the dataset gives inputs of shape "
                 f"{tuple(input_shape)}"
             )
         kwargs.setdefault("in_channels", int(input_shape[0]))
     kwargs.setdefault("n_classes", int(n_classes))
-    return build_model(name, **kwargs)
+    return build_model(net.name, **kwargs)
+
+
+def seeded_net(config: CollapsePreset, arm: Arm, data: DataSplits, seed: int) -> nn.Module:
+    """The arm's network initialised from ``seed`` alone (seeded right before it is built),
+    so the MSE and CE arms of a combination, and every point of a sweep, start from the
+    same weights."""
+    seed_everything(seed)
+    return build_net(config.nets[arm.net], data.input_shape, data.n_classes)
 
 
 def train_config(
-    config: Mapping[str, Any], arm: Arm, lr: float, seed: int, device: str
+    config: CollapsePreset, arm: Arm, lr: float, seed: int, device: str
 ) -> TrainConfig:
-    """The :class:`TrainConfig` of an arm: the shared ``train`` settings, its loss and rate."""
-    t = config["train"]
-    milestones = t.get("milestones")
+    """The :class:`TrainConfig` of an arm: the preset's optimiser, the arm's loss and rate."""
     return TrainConfig(
         epochs=arm.epochs,
-        lr=float(lr),
-        batch_size=int(t["batch_size"]),
-        momentum=float(t["momentum"]),
-        weight_decay=float(t["weight_decay"]),
+        lr=lr,
+        batch_size=config.batch_size,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
         loss=arm.loss,
-        mse_reduction=t.get("mse_reduction", "mean"),
-        schedule=t.get("schedule", "step"),
-        milestones=None if milestones is None else tuple(milestones),
-        gamma=float(t.get("gamma", 0.1)),
-        drop_last=bool(t.get("drop_last", True)),
+        mse_reduction=config.mse_reduction,
+        schedule=config.schedule,
+        milestones=config.milestones,
+        gamma=config.gamma,
+        drop_last=config.drop_last,
         seed=seed,
         device=device,
         checkpoint_every=0,
@@ -234,10 +208,9 @@ def train_config(
     )
 
 
-def decomposition_lambda(config: Mapping[str, Any], n_classes: int) -> float:
+def decomposition_lambda(config: CollapsePreset, n_classes: int) -> float:
     """The paper's ``lam`` equivalent to the training objective (note 003 §4.4)."""
-    t = config["train"]
-    return mse_lambda(float(t["weight_decay"]), n_classes, t.get("mse_reduction", "mean"))
+    return mse_lambda(config.weight_decay, n_classes, config.mse_reduction)
 
 
 # ------------------------------------------------------------------------ training
@@ -248,7 +221,7 @@ class _Recorder:
         self,
         monitor: Monitor,
         key: str,
-        robustness: Mapping[str, Any] | None,
+        robustness: Robustness | None,
         probe: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> None:
         self.monitor = monitor
@@ -300,8 +273,8 @@ class _Recorder:
                 state.model,
                 x,
                 y,
-                overshoot=float(self.robustness["overshoot"]),
-                max_iter=int(self.robustness["max_iter"]),
+                overshoot=self.robustness.overshoot,
+                max_iter=self.robustness.max_iter,
             )
             for metric, value in rob.as_dict().items():
                 self._add(step, epoch, "test", "", metric, value)
@@ -309,7 +282,7 @@ class _Recorder:
     def _robustness_due(self, epoch: int, zero: int | None) -> bool:
         if self.robustness is None or self.probe is None:
             return False
-        when = self.robustness.get("when", "tpt")
+        when = self.robustness.when
         if when == "never":
             return False
         if when == "all":
@@ -330,24 +303,22 @@ class ArmOutcome:
 
 
 def robustness_probe(
-    data: DataSplits, spec: Mapping[str, Any] | None, seed: int
+    data: DataSplits, robustness: Robustness | None, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """The balanced test subset DeepFool is run on (``n_test_per_class`` per class)."""
-    if spec is None or spec.get("when", "tpt") == "never":
+    if robustness is None or robustness.when == "never":
         return None
-    if spec.get("when", "tpt") not in ROBUSTNESS_WHEN:
-        raise ValueError(f"robustness.when must be one of {ROBUSTNESS_WHEN}, got {spec['when']!r}")
-    n = spec.get("n_test_per_class")
+    n = robustness.n_test_per_class
     test = data.test
     if n is not None:
         counts = test.class_counts()
-        n = min(int(n), int(counts.min()))
+        n = min(n, int(counts.min()))
         test = balanced_subset(test, n, seed=seed + 2)
     return test.x, test.y
 
 
 def run_arm(
-    config: Mapping[str, Any],
+    config: CollapsePreset,
     arm: Arm,
     data: DataSplits,
     lr: float,
@@ -356,29 +327,24 @@ def run_arm(
     device: str,
     callbacks: Sequence[Any] = (),
 ) -> ArmOutcome:
-    """Train one arm with measurements; returns its prefixed rows and a summary.
-
-    The network is initialised from ``seed`` alone (seeded right before it is built), so the
-    MSE and CE arms of a combination, and every point of a sweep, start from the same weights.
-    """
-    seed_everything(seed)
-    model = build_net(config["nets"][arm.net], data.input_shape, data.n_classes)
+    """Train one arm with measurements (from :func:`seeded_net`); its prefixed rows and a
+    summary."""
+    model = seeded_net(config, arm, data, seed)
     lam = decomposition_lambda(config, data.n_classes) if arm.loss == "mse" else None
-    measure = config.get("measure", {})
-    schedule = measure.get("schedule", "log")
+    schedule = config.measure_schedule
     monitor = Monitor(
         model,
         data.train,
         data.test,
         layers=[model.penultimate],
         families=["nc", MSE(lam=lam)] if lam is not None else ["nc"],
-        schedule=list(schedule) if isinstance(schedule, (list, tuple)) else schedule,
+        schedule=list(schedule) if isinstance(schedule, tuple) else schedule,
         epochs=arm.epochs,
-        batch_size=int(measure.get("batch_size", 512)),
-        weighting=config.get("weighting", "sample"),
+        batch_size=config.measure_batch_size,
+        weighting=config.weighting,
     )
-    probe = robustness_probe(data, config.get("robustness"), seed)
-    recorder = _Recorder(monitor, arm.key, config.get("robustness"), probe)
+    probe = robustness_probe(data, config.robustness, seed)
+    recorder = _Recorder(monitor, arm.key, config.robustness, probe)
     cfg = train_config(config, arm, lr, seed, device)
     t0 = time.perf_counter()
     result = train(model, data, cfg, callbacks=[recorder, *callbacks])
@@ -406,7 +372,7 @@ def run_arm(
 
 
 def sweep_point(
-    config: Mapping[str, Any],
+    config: CollapsePreset,
     arm: Arm,
     data: DataSplits,
     lr: float,
@@ -415,8 +381,7 @@ def sweep_point(
     device: str,
 ) -> dict[str, float]:
     """Train one sweep point without measurements; final train and test accuracy."""
-    seed_everything(seed)
-    model = build_net(config["nets"][arm.net], data.input_shape, data.n_classes)
+    model = seeded_net(config, arm, data, seed)
     result = train(model, data, train_config(config, arm, lr, seed, device))
     if result.failed:  # a diverging rate is a legitimate sweep outcome
         return {"lr": lr, "train_accuracy": math.nan, "test_error": math.nan, "diverged": 1.0}

@@ -1,18 +1,24 @@
-"""Figures 2-12 and Table 1 of paper 003, drawn from a training run's stored results.
+"""The figures of paper 003's experiments, drawn from a run's stored results, and their
+captions.
 
-Every figure has one panel per arm (MSE arms for Figs. 2-9, one per dataset/net
+``mse-nc-collapse`` (:func:`draw_training`, :data:`FIGURES`, :data:`CAPTIONS`): Figures 2-12
+and Table 1. Every figure has one panel per arm (MSE arms for Figs. 2-9, one per dataset/net
 combination for the MSE-versus-CE Figs. 10-12), epochs on the x axis and the zero-training-
 error epoch as a red dotted vertical line, as in the paper. Log-scaled y axes where the
 paper uses them: the decomposition (Fig. 2), NC1 (Figs. 7, 10, 12) and robustness (Fig. 11).
 
 Files (``figures/<name>.png``): :data:`FIGURES`. Table 1 is also written as
 ``table1.csv`` in the run directory.
+
+``mse-nc-theory`` (:func:`draw_theory`, :data:`THEORY_FIGURES`, :data:`THEORY_CAPTIONS`): the
+SNR singular values against both closed forms with the singular-vector drift, and the UFM
+analogue of Fig. 2 (the decomposition and the NC metrics along gradient descent).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib
@@ -21,7 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from collapselab.experiments.mse_nc.presets import PAPER_TABLE1
+from collapselab.experiments.mse_nc.presets import PAPER_TABLE, PAPER_TABLE1
 from collapselab.experiments.mse_nc.results import MissingResult, StoredArms
 from collapselab.report.plots import (
     ZERO_ERROR_STYLE,
@@ -258,8 +264,6 @@ def table1_rows(stored: StoredArms) -> list[dict[str, Any]]:
 
 
 def _family(dataset: str, net: str) -> str | None:
-    from collapselab.experiments.mse_nc.presets import PAPER_TABLE
-
     for family, name in PAPER_TABLE.get(dataset, {}).items():
         if name == net:
             return family
@@ -379,6 +383,105 @@ def draw_training(run: Run) -> None:
     _draw_table1(run, stored)
 
 
-def captions() -> Mapping[str, str]:
-    """Figure name -> caption."""
-    return dict(FIGURES)
+# ------------------------------------------------------------------ mse-nc-theory
+THEORY_FIGURES: dict[str, str] = {
+    "theory_omega": r"SNR singular values $\omega_j(t)$: simulator vs both closed forms",
+    "theory_ufm_decomposition": (
+        r"UFM analogue of Fig. 2: $L$, $L_{NC1}$, $L_{NC2/3}$, $L_{LS}^{\perp}$"
+    ),
+    "theory_ufm_nc": "UFM: NC metrics along gradient descent",
+}
+
+THEORY_CAPTIONS: dict[str, str] = {
+    "theory_omega": (
+        "Left: singular values ω_j(t) of the SNR matrix in the renormalised simulator (dots) "
+        "against the corrected (solid) and the published (dashed, Prop. 2) closed forms. "
+        "Right: drift of the singular vectors (they stay frozen, Lemma 6)."
+    ),
+    "theory_ufm_decomposition": (
+        "UFM analogue of Fig. 2: L, L_NC1, L_NC2/3 and L_LS⊥ along plain gradient descent "
+        "on the unconstrained features model (log-log)."
+    ),
+    "theory_ufm_nc": "UFM: NC1, equinorm, equiangularity and self-duality along gradient descent.",
+}
+"""Report captions (plain text) of :data:`THEORY_FIGURES`."""
+
+
+def _ufm_curves(metrics: Any, names: dict[str, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rows = metrics[metrics["split"] == "ufm"]
+    out = {}
+    for label, metric in names.items():
+        r = rows[rows["metric"] == metric].sort_values("step")
+        if not r.empty:
+            out[label] = (r["step"].to_numpy(np.float64), r["value"].to_numpy(np.float64))
+    return out
+
+
+def draw_theory(run: Run) -> None:
+    """Draw :data:`THEORY_FIGURES` from the stored arrays and rows."""
+    arrays = run.load_array("snr_dynamics")
+    t, sim = arrays["times"], arrays["omega_simulated"]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8), constrained_layout=True)
+    colours = [plt.get_cmap("tab10")(i) for i in range(sim.shape[1])]
+    keep = t > 0
+    dense_t = arrays["dense_times"]
+    dkeep = dense_t > 0
+    labels = {"corrected": "corrected closed form", "published": "published closed form (Prop. 2)"}
+    for j, colour in enumerate(colours):
+        ax.plot(
+            t[keep],
+            sim[keep, j],
+            "o",
+            color=colour,
+            markersize=3.5,
+            label=rf"simulated $\omega_{j + 1}$",
+        )
+        for variant, style in (("corrected", "-"), ("published", "--")):
+            curve = arrays[f"dense_{variant}"][dkeep, j]
+            label = labels[variant] if j == 0 else None
+            ax.plot(dense_t[dkeep], curve, style, color=colour, linewidth=1.2, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow time t")
+    ax.set_ylabel(r"$\omega_j(t)$")
+    ax.set_title("SNR singular values")
+    ax.grid(alpha=0.3, which="both")
+    for name, style in (("left_drift", "-"), ("right_drift", "--")):
+        drift = np.asarray(arrays[name], dtype=np.float64)
+        shown = np.where(drift > 0, drift, np.nan)
+        ax2.plot(t, shown, style, label=name.replace("_", " ") + f" (max {drift.max():.1e})")
+    ax2.set_yscale("log")
+    ax2.set_xlabel("flow time t")
+    ax2.set_ylabel(r"max $| |U_t^\top U_0| - I |$")
+    ax2.set_title("singular-vector drift (zeros not drawn)")
+    ax2.grid(alpha=0.3, which="both")
+    place_legends(fig, [ax, ax2])
+    fig.suptitle(THEORY_FIGURES["theory_omega"])
+    save_run_figure(run, fig, "theory_omega")
+
+    metrics = run.metrics()
+    decomposition = _ufm_curves(
+        metrics,
+        {"$L$": "loss", "$L_{NC1}$": "mse_nc1_term", "$L_{NC2/3}$": "mse_nc23_term",
+         r"$L_{LS}^{\perp}$": "mse_ls_perp"},
+    )  # fmt: skip
+    nc = _ufm_curves(
+        metrics,
+        {"NC1 (Tr/C)": "nc1", "equinorm (means)": "nc2_equinorm_means",
+         "equiangularity (means)": "nc2_equiangle_means",
+         "max-equiangularity (means)": "nc2_maxangle_means",
+         "self-duality": "nc3_self_duality"},
+    )  # fmt: skip
+    for name, content in (("theory_ufm_decomposition", decomposition), ("theory_ufm_nc", nc)):
+        if content:
+            plot_panels(
+                {THEORY_FIGURES[name]: content},
+                run.figure_path(name),
+                x="step",
+                logx=True,
+                logy=True,
+                xlabel="gradient step",
+                ylabel="value",
+                ncols=1,
+                panel_size=(6.0, 4.0),
+            )

@@ -1,9 +1,11 @@
 """Reading the stored results of a training experiment back, arm by arm.
 
-The run function records every arm's rows with the split prefixed by the arm's key and
-writes a summary per arm to the manifest (``manifest["mse_nc"]["arms"][key]``: dataset,
-net, loss, rate, penultimate layer name, ...). :class:`StoredArms` gives the figures and
-the claims the curves of one arm without knowing that layout.
+The run function records every arm's rows with the split prefixed by the arm's key, and
+keeps its progress in the manifest (``manifest["mse_nc"]``): ``plan``, the arms the preset
+asks for (:meth:`~collapselab.experiments.mse_nc.arms.Arm.to_dict`, in order); ``arms``, a
+summary per trained arm (dataset, net, loss, rate, penultimate layer name, ...); ``sweeps``,
+the learning-rate sweeps. :class:`StoredArms` gives the figures and the claims the curves of
+one arm without knowing that layout.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collapselab.experiments.mse_nc.arms import Arm, arms_of, split_name
+from collapselab.experiments.mse_nc.arms import Arm, split_name
 
 PROGRESS_KEY = "mse_nc"
-"""Manifest key of the per-arm summaries and the sweep progress."""
+"""Manifest key of the run's plan, the per-arm summaries and the sweep progress."""
 
 MODEL = ""
 """``layer`` of model-level rows (accuracy, robustness, learning rate)."""
@@ -39,7 +41,8 @@ class StoredArms:
 
     Attributes:
         metrics: the run's long-format metric table.
-        manifest: the run's manifest (``config`` and the ``mse_nc`` progress record).
+        manifest: the run's manifest (``config``, the preset's fields, and the ``mse_nc``
+            progress record).
     """
 
     metrics: pd.DataFrame
@@ -51,13 +54,18 @@ class StoredArms:
         return dict(self.manifest.get("config") or {})
 
     @property
+    def progress(self) -> dict[str, Any]:
+        """The run's ``mse_nc`` record: ``plan``, ``arms`` and ``sweeps``."""
+        return dict(self.manifest.get(PROGRESS_KEY) or {})
+
+    @property
     def summaries(self) -> dict[str, dict[str, Any]]:
         """Per-arm summaries of the arms trained so far, by key."""
-        return dict((self.manifest.get(PROGRESS_KEY) or {}).get("arms") or {})
+        return dict(self.progress.get("arms") or {})
 
     def planned(self, loss: str | None = None) -> list[Arm]:
-        """The arms the configuration asks for (optionally of one loss), in order."""
-        arms = arms_of(self.config)
+        """The arms the preset asks for (optionally of one loss), in order."""
+        arms = [Arm(**entry) for entry in self.progress.get("plan") or []]
         return [a for a in arms if loss is None or a.loss == loss]
 
     def pairs(self) -> list[str]:
@@ -128,5 +136,4 @@ class StoredArms:
 
     def sweep(self, key: str) -> dict[str, Any] | None:
         """The sweep record of arm ``key`` (points and selection), if it was swept."""
-        sweeps = (self.manifest.get(PROGRESS_KEY) or {}).get("sweeps") or {}
-        return sweeps.get(key)
+        return (self.progress.get("sweeps") or {}).get(key)

@@ -7,12 +7,13 @@ learning-rate grid, the measurement epochs and the decomposition's ``lam`` exact
 few training images through the model, the classifier's input dimension against the
 measured layer). Nothing is trained; it is the configuration check for a GPU run.
 :func:`dry_run_training` does the same for every arm of a whole configuration (the command
-line's ``collapselab reproduce 003 --preset paper --dry-run``).
+line's ``collapselab reproduce 003 --preset paper --dry-run``: the experiment's
+``dry_run``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,12 @@ from collapselab.data import DataSplits
 from collapselab.experiments.mse_nc.arms import (
     Arm,
     arms_of,
-    build_data,
     build_net,
     decomposition_lambda,
+    load_arm_data,
     train_config,
 )
-from collapselab.experiments.mse_nc.presets import COLLAPSE_PAPER, PAPER_TABLE
+from collapselab.experiments.mse_nc.presets import COLLAPSE_PAPER, PAPER_TABLE, CollapsePreset
 from collapselab.experiments.mse_nc.sweep import sweep_rates
 from collapselab.track import log_spaced_epochs
 from collapselab.train import TrainConfig
@@ -52,7 +53,7 @@ class PaperDryRun:
             too).
         lam: the decomposition's ``lam`` (MSE; ``None`` for CE).
         input_shape: one input's shape; feature_dim: the penultimate dimension.
-        config: the preset's configuration.
+        config: the preset.
     """
 
     dataset: str
@@ -68,7 +69,7 @@ class PaperDryRun:
     lam: float | None
     input_shape: tuple[int, ...]
     feature_dim: int
-    config: dict[str, Any]
+    config: CollapsePreset
 
 
 def paper_dry_run(
@@ -79,7 +80,7 @@ def paper_dry_run(
     loss: str = "mse",
     seed: int = 0,
     n_train_per_class: int | None = None,
-    config: Mapping[str, Any] | None = None,
+    config: CollapsePreset = COLLAPSE_PAPER,
     forward: bool = True,
 ) -> PaperDryRun:
     """Build a paper-preset arm from local files without training it.
@@ -92,33 +93,27 @@ def paper_dry_run(
         seed: seed of the subsampling and of the initialisation.
         n_train_per_class: overrides the preset's balanced subset size (small fixture files
             hold fewer images); ``None`` keeps the paper's value.
-        config: the configuration to use (default: the ``paper`` preset).
+        config: the preset to use (default: the ``paper`` preset).
         forward: pass two training images through the model and check the logits.
     """
-    cfg = dict(COLLAPSE_PAPER if config is None else config)
     if dataset not in PAPER_TABLE:
         raise ValueError(f"unknown dataset {dataset!r}; the paper's: {list(PAPER_TABLE)}")
     if family not in PAPER_TABLE[dataset]:
         raise ValueError(f"family must be one of {list(PAPER_TABLE[dataset])}, got {family!r}")
     net = PAPER_TABLE[dataset][family]
-    spec = dict(cfg["datasets"][dataset])
+    spec = config.datasets[dataset]
     if n_train_per_class is not None:
-        spec["options"] = {**spec.get("options", {}), "n_train_per_class": n_train_per_class}
-    data = build_data(spec, data_dir, seed)
+        options = {**spec.options, "n_train_per_class": n_train_per_class}
+        spec = dataclasses.replace(spec, options=options)
+    data = load_arm_data(spec, data_dir, seed)
     torch.manual_seed(seed)
-    model = build_net(cfg["nets"][net], data.input_shape, data.n_classes)
-    epochs = int(cfg["train"]["epochs"])
-    arm = Arm(dataset, net, loss, None, epochs)
-    grid = sweep_rates(cfg["lr_sweep"])
-    tc = train_config(cfg, arm, grid[0][1], seed, "cpu")
+    model = build_net(config.nets[net], data.input_shape, data.n_classes)
+    arm = Arm(dataset, net, loss, None, config.epochs)
+    grid = sweep_rates(config.lr_sweep)
+    tc = train_config(config, arm, grid[0][1], seed, "cpu")
     if forward:
-        model.eval()
-        with torch.no_grad():
-            logits = model(data.train.x[:2])
-        if tuple(logits.shape) != (min(2, len(data.train)), data.n_classes):
-            raise ValueError(f"{net} returned logits of shape {tuple(logits.shape)}")
-    schedule = cfg.get("measure", {}).get("schedule", "log")
-    epochs_measured = log_spaced_epochs(epochs) if schedule == "log" else sorted(schedule)
+        _check_logits(model, data, net)
+    measured = _measured_epochs(config, config.epochs)
     return PaperDryRun(
         dataset=dataset,
         net=net,
@@ -128,19 +123,19 @@ def paper_dry_run(
         train_config=tc,
         lr_grid=grid,
         milestones=tc.step_milestones(),
-        lr_schedule=[tc.lr_at_epoch(e) for e in range(1, epochs + 1)],
-        measurement_epochs=list(epochs_measured),
-        lam=decomposition_lambda(cfg, data.n_classes) if loss == "mse" else None,
+        lr_schedule=[tc.lr_at_epoch(e) for e in range(1, config.epochs + 1)],
+        measurement_epochs=measured,
+        lam=decomposition_lambda(config, data.n_classes) if loss == "mse" else None,
         input_shape=tuple(data.input_shape),
         feature_dim=int(model.classifier.in_features),
-        config=cfg,
+        config=config,
     )
 
 
 def dry_run_training(
-    config: Mapping[str, Any], *, data_dir: str | Path | None = None, seed: int = 0
+    config: CollapsePreset, *, data_dir: str | Path | None = None, seed: int = 0
 ) -> dict[str, Any]:
-    """Build every arm of a training configuration without training; summarise it.
+    """Build every arm of a preset without training; summarise it.
 
     Each dataset is read (from local files where file-based) and preprocessed once; each
     (dataset, network) combination's model is built and passes two training images; each
@@ -151,17 +146,17 @@ def dry_run_training(
 
     Raises:
         DatasetFileError: a dataset file is missing or malformed.
-        ValueError: the configuration or a model does not fit the data.
+        ValueError: the preset or a model does not fit the data.
     """
     arms = arms_of(config)
     datasets: dict[str, DataSplits] = {}
     summary: dict[str, Any] = {"datasets": {}, "arms": {}}
-    grid = sweep_rates(config["lr_sweep"]) if config.get("lr_sweep") else []
+    grid = sweep_rates(config.lr_sweep) if config.lr_sweep is not None else []
     summary["lr_grid"] = [lr for _, lr in grid]
     models: dict[str, nn.Module] = {}
     for arm in arms:
         if arm.dataset not in datasets:
-            data = build_data(config["datasets"][arm.dataset], data_dir, seed)
+            data = load_arm_data(config.datasets[arm.dataset], data_dir, seed)
             datasets[arm.dataset] = data
             summary["datasets"][arm.dataset] = {
                 "n_train": len(data.train),
@@ -172,18 +167,11 @@ def dry_run_training(
         data = datasets[arm.dataset]
         if arm.pair not in models:
             torch.manual_seed(seed)
-            model = build_net(config["nets"][arm.net], data.input_shape, data.n_classes)
-            model.eval()
-            with torch.no_grad():
-                logits = model(data.train.x[:2])
-            if tuple(logits.shape) != (min(2, len(data.train)), data.n_classes):
-                raise ValueError(f"{arm.net} returned logits of shape {tuple(logits.shape)}")
-            models[arm.pair] = model
+            models[arm.pair] = build_net(config.nets[arm.net], data.input_shape, data.n_classes)
+            _check_logits(models[arm.pair], data, arm.net)
         model = models[arm.pair]
         lr = arm.lr if arm.lr is not None else grid[0][1]
         tc = train_config(config, arm, lr, seed, "cpu")
-        schedule = config.get("measure", {}).get("schedule", "log")
-        measured = log_spaced_epochs(arm.epochs) if schedule == "log" else sorted(schedule)
         summary["arms"][arm.key] = {
             "net": arm.net,
             "n_parameters": sum(p.numel() for p in model.parameters()),
@@ -191,7 +179,22 @@ def dry_run_training(
             "epochs": arm.epochs,
             "lr": "sweep" if arm.lr is None else arm.lr,
             "milestones": list(tc.step_milestones()),
-            "n_measurements": len(measured) + 1,
+            "n_measurements": len(_measured_epochs(config, arm.epochs)) + 1,
             "lam": decomposition_lambda(config, data.n_classes) if arm.loss == "mse" else None,
         }
     return summary
+
+
+def _check_logits(model: nn.Module, data: DataSplits, net: str) -> None:
+    """Two training images through ``model`` in eval mode: logits of the right shape."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(data.train.x[:2])
+    if tuple(logits.shape) != (min(2, len(data.train)), data.n_classes):
+        raise ValueError(f"{net} returned logits of shape {tuple(logits.shape)}")
+
+
+def _measured_epochs(config: CollapsePreset, epochs: int) -> list[int]:
+    """The measured epochs after epoch 0 of an arm of ``epochs`` (the preset's schedule)."""
+    schedule = config.measure_schedule
+    return list(log_spaced_epochs(epochs)) if schedule == "log" else sorted(schedule)
