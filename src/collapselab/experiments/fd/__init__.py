@@ -37,7 +37,7 @@ from collapselab.experiments.fd.figures import (
     draw_robustness,
     draw_two_phase,
 )
-from collapselab.experiments.fd.measurement import BoundarySchedule, DiversityRecorder
+from collapselab.experiments.fd.measurement import DiversityRecorder, boundary_schedule
 from collapselab.experiments.fd.operations import (
     OPERATION_CLAIMS,
     ROBUSTNESS_CLAIMS,
@@ -127,8 +127,8 @@ __all__ = [
     "ROBUSTNESS_CLAIMS",
     "TWO_PHASE",
     "TWO_PHASE_CLAIMS",
-    "BoundarySchedule",
     "DiversityRecorder",
+    "boundary_schedule",
     "dry_run",
     "run_member",
     "run_operations",
