@@ -9,6 +9,13 @@ split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks 
 over the features kept in memory (within ``cache_bytes``) or a second forward pass. Only
 what the requested keys need is collected.
 
+Each family may carry a schedule of its own (``Family(schedule=...)``, a
+:class:`~collapselab.track.Schedule`; ``None``: the Monitor's). The Monitor measures at every
+event where its own schedule or some family's is due, and there only the families due, in
+one sweep that collects what they need (Cockpit-style). Under ``torch.distributed`` it
+enforces each family's distributed mode (:attr:`~collapselab.families.Family.distributed`:
+reduced, replicated, rank 0, or refused; :mod:`collapselab.families.processes`).
+
 The values are those of :func:`collapselab.measure` on the concatenated features of the
 whole split, whatever the batch size. Test features are measured against the *train* class
 means where the catalogue says so (``ncc_accuracy`` and ``nc4_ncc_mismatch`` of the test
@@ -28,6 +35,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -114,11 +122,13 @@ class Monitor:
             (``[NC(ddof=0), MSE(lam=2.5e-3), PFC(path_layers="auto"), Diversity(gradients=True)]``,
             a family written outside the package as well) or registered names
             (``["nc", "pfc"]``, the default); each object's ``keys=`` restricts what it
-            computes, and only the statistics those keys need are collected. See
+            computes, and only the statistics those keys need are collected; its
+            ``schedule=`` says when it is measured (default: ``schedule`` below). See
             docs/catalogue.md for the keys.
         layers: layers to measure (names, glob patterns, regexes or module types; see
             :func:`collapselab.probe.resolve_layers`). Default: the convention above.
-        schedule: ``"log"`` (paper 003's log-spaced epochs scaled to ``epochs``), ``"all"``,
+        schedule: the Monitor's own schedule, for the families without one: ``"log"``
+            (paper 003's log-spaced epochs scaled to ``epochs``), ``"all"``,
             a list of epochs, a :class:`~collapselab.track.Schedule`, or ``None`` (no
             epoch-end measurement).
         epochs: the training budget of ``schedule="log"``; the training adapters supply it
@@ -146,8 +156,11 @@ class Monitor:
             key needs it and ``D <= dense_max_dim``.
         distributed: ``"auto"``: under an initialised ``torch.distributed`` group, sum the
             statistics of all processes before computing metrics (each process iterating
-            its own shard of the data, e.g. with a ``DistributedSampler`` that does not pad);
-            only rank 0 writes to ``run``. ``False``: never reduce.
+            its own shard of the data, e.g. with a ``DistributedSampler`` that does not pad),
+            and enforce every family's distributed mode (a ``"refuse"`` family raises
+            ``RuntimeError``, a ``"replicated"`` one needs the same weights in every process,
+            every process gets rank 0's values of the model procedures); only rank 0 writes
+            to ``run``. ``False``: never reduce (each process's own values).
         chunk_bytes: on CPU, the statistics of each batch are accumulated in row blocks
             of about this many bytes of float64 features (4 MiB: cache-sized blocks;
             ``0``: whole batches). It changes only the summation order.
@@ -434,11 +447,8 @@ class Monitor:
             distributed=self._distributed(),
             linear_layers=self._factor_layers(request) if split == "train" else [],
         )
-        first, kept = None, []
-        if self.layout is None:
-            first = lambda feats: self._on_first_batch(feats, request)  # noqa: E731
-        else:
-            kept = request.kept_layers()
+        first = partial(self._on_first_batch, request=request) if self.layout is None else None
+        kept = request.kept_layers() if self.layout is not None else []
         sweep = Sweep(settings, collection, first, kept)
         sweep.run(loader, self._classifier())
         if split == "train":
