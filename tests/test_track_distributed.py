@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from contextlib import contextmanager
 
 import torch
@@ -296,6 +297,21 @@ def measure_everything(rank):
     out["padded"] = padded.measure_now(epoch=1)["train"][""]["correct_fraction"]
     order = padded.last_arrays.get("learning_order", {})
     out["padded_order"] = {k: v.tolist() for k, v in order.items() if k != "step"}
+    if rank is not None:  # shuffled shards: no global order to pick the subset in
+        dataset = TensorDataset(train.x, train.y)
+        sampler = DistributedSampler(dataset, num_replicas=2, rank=rank, shuffle=True, seed=0)
+        shuffled = Monitor(
+            model,
+            DataLoader(dataset, batch_size=5, sampler=sampler),
+            families=[Curvature(CURVATURE_KEYS, **CURVATURE)],
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            measured = shuffled.measure_now(epoch=1)["train"]
+        skipped = [
+            str(w.message) for w in caught if "'curvature' (model) skipped" in str(w.message)
+        ]
+        out["shuffled"] = {"measured": "classifier" in measured, "skipped": skipped}
     with user_families():
         user = Monitor(model, tr, families=[MeanSquaredNorm(), ClassifierNorm()], batch_size=size)
         out["user"] = user.measure_now(epoch=1)
@@ -365,6 +381,10 @@ def test_every_builtin_family_under_two_processes_equals_one_process(tmp_path):
         assert out["padded"] == single["padded"]
     assert outs[0]["padded_order"] == single["padded_order"]
     assert len(single["padded_order"]["labels_train"]) == 15  # the repeated sample once
+    # shuffled shards: the curvature family is skipped in both processes, saying why
+    for out in outs:
+        assert not out["shuffled"]["measured"] and len(out["shuffled"]["skipped"]) == 1
+        assert "DistributedSampler with shuffle=False" in out["shuffled"]["skipped"][0]
     # a user family with a model procedure and no mode is refused, naming what to do
     for out in outs:
         message = out["refused"]

@@ -273,10 +273,19 @@ class Curvature(Family):
             per_class = math.ceil(self.samples / K)
             loader, processes = access.data["train"], access.processes
             order = global_order(loader, processes)
-            keys, xs, ys = _first_per_class(_keyed_samples(loader, order), per_class, K)
-            if processes.active:  # every process's candidates, in the global order
-                parts = processes.all_gather((keys, list(zip(xs, ys, strict=True))))
-                merged = ((None, x, y) for x, y in in_global_order(parts))
+            if not processes.active:
+                _, xs, ys = _first_per_class(_keyed_samples(loader, order), per_class, K)
+            else:  # every process's candidates (or its error: all raise alike), in order
+                try:
+                    mine = (None, *_first_per_class(_keyed_samples(loader, order), per_class, K))
+                except ValueError as err:
+                    mine = (str(err), [], [], [])
+                parts = processes.all_gather(mine)
+                errors = [error for error, *_ in parts if error is not None]
+                if errors:
+                    raise ValueError(errors[0])
+                candidates = [(keys, list(zip(x, y, strict=True))) for _, keys, x, y in parts]
+                merged = ((None, x, y) for x, y in in_global_order(candidates))
                 _, xs, ys = _first_per_class(merged, per_class, K)
             if not xs:
                 raise ValueError("the training data yielded no sample for the curvature subset")
