@@ -105,15 +105,17 @@ def example_correctness(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(correct, labels)``: ``uint8`` ``(n,)`` with ``1[argmax f(x) = y]`` and the integer
     labels ``(n,)``, over ``loader``'s ``(x, y, ...)`` batches in order (the model as it is:
-    the Monitor puts it in eval mode; floating inputs in the model's dtype, as the Monitor's
-    sweep gives them). The outputs must be ``(batch, K)`` logits."""
+    the Monitor puts it in eval mode; floating inputs in an ``nn.Module``'s dtype, as the
+    Monitor's sweep gives them). The outputs must be ``(batch, K)`` logits."""
     # probe imports theory, which imports this package: imported here, as diversity does
     from collapselab.probe.inputs import model_inputs
 
     correct, labels = [], []
     with torch.no_grad():
         for batch in loader:
-            x, y = model_inputs(model, batch[0], device), batch[1].to(device)
+            x, y = batch[0].to(device), batch[1].to(device)
+            if isinstance(model, torch.nn.Module):
+                x = model_inputs(model, x, device)
             out = model(x)
             if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != y.shape[0]:
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
