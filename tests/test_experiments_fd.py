@@ -22,9 +22,9 @@ from collapselab.experiments.fd import presets
 from collapselab.experiments.fd.claims import DIRECTION_CLAIMS, TWO_PHASE_CLAIMS
 from collapselab.experiments.fd.directions import run_directions
 from collapselab.experiments.fd.measurement import (
-    BoundarySchedule,
     DiversityRecorder,
     Trajectory,
+    boundary_schedule,
     class_stratified,
     probe_indices,
 )
@@ -41,6 +41,7 @@ from collapselab.experiments.fd.training import (
 from collapselab.experiments.fd.two_phase import run_two_phase
 from collapselab.metrics.diversity import pseudo_neuron_similarity
 from collapselab.models import MLP
+from collapselab.track import Schedule
 from collapselab.train import train
 from tests._experiments import check_completed_run, experiment, registered, stored_claims
 from tests._idx_files import write_idx_dataset
@@ -58,10 +59,10 @@ def two_phase_run(tmp_path_factory):
 
 
 def test_boundary_schedule_coarse_dense_and_replay_only():
-    s = BoundarySchedule(10, 2, (34, 42))
-    assert [t for t in range(0, 51) if s.due(t)] == [0, 10, 20, 30, 34, 36, 38, 40, 42, 50]
-    replay = BoundarySchedule(10, 2, (34, 42), skip_coarse=True, stop=42)
-    assert [t for t in range(0, 51) if replay.due(t)] == [34, 36, 38, 42]
+    s = boundary_schedule(10, 2, (34, 42))
+    assert [t for t in range(0, 51) if s.at_step(t)] == [0, 10, 20, 30, 34, 36, 38, 40, 42, 50]
+    replay = boundary_schedule(10, 2, (34, 42), replay=True)
+    assert [t for t in range(0, 51) if replay.at_step(t)] == [34, 36, 38, 42]
 
 
 def test_probe_set_is_class_stratified_and_fixed():
@@ -87,7 +88,7 @@ def test_m4_probe_mean_is_m4_of_the_autograd_mean_gradient():
     data, _ = _small()
     model = build_model(TINY.model.replace(depth=4, width=5), 6, 3, seed=0)
     probe = LabeledData(data.train.x, data.train.y, 3, "p", {})
-    rec = DiversityRecorder(model, probe, data.train, BoundarySchedule(1), lr=0.1)
+    rec = DiversityRecorder(model, probe, data.train, boundary_schedule(1), lr=0.1)
     rec.on_train_start(None)
     row = rec.rows[0]
     loss = torch.nn.functional.cross_entropy(model(data.train.x), data.train.y)
@@ -109,14 +110,14 @@ def test_replay_reproduces_the_coarse_measurement_and_m4_batch_is_the_step():
     cfg = train_config(config.training, 60, seed=0, device="cpu")
     probe = LabeledData(data.train.x[::4], data.train.y[::4], 3, "p", {})
 
-    def record(schedule: BoundarySchedule) -> list[dict]:
+    def record(schedule: Schedule) -> list[dict]:
         model = build_model(config.model, 6, 3, seed=0)
-        rec = DiversityRecorder(model, probe, data.train, schedule, cfg.lr)
+        rec = DiversityRecorder(model, probe, data.train, schedule, cfg.lr, stop=24)
         train(model, data, cfg, [rec], None)
         return rec.rows
 
-    coarse = record(BoundarySchedule(8, stop=24))
-    dense = record(BoundarySchedule(8, 1, (7, 9), stop=24))
+    coarse = record(boundary_schedule(8))
+    dense = record(boundary_schedule(8, 1, (7, 9)))
     by_step = {r["step"]: r for r in dense}
     for row in coarse:
         assert row == pytest.approx(by_step[row["step"]], nan_ok=True)

@@ -9,7 +9,7 @@ import torch
 
 from collapselab.data import LabeledData, gaussian_mixture
 from collapselab.experiments.fd import presets
-from collapselab.experiments.fd.measurement import BoundarySchedule, DiversityRecorder
+from collapselab.experiments.fd.measurement import DiversityRecorder, boundary_schedule
 from collapselab.experiments.fd.presets import TwoPhase
 from collapselab.experiments.fd.training import Job, build_model, train_config
 from collapselab.train import train
@@ -24,7 +24,7 @@ def _record(loss_from_probe: bool) -> tuple[list[dict[str, float]], torch.nn.Mod
     model = build_model(CONFIG.model.replace(depth=4, width=7), 6, 3, seed=0)
     # loss_set=probe: a separate no-grad forward pass over the probe at every measurement
     loss_set = None if loss_from_probe else probe
-    rec = DiversityRecorder(model, probe, loss_set, BoundarySchedule(4, stop=12), cfg.lr)
+    rec = DiversityRecorder(model, probe, loss_set, boundary_schedule(4), cfg.lr, stop=12)
     train(model, data, cfg, [rec], None)
     return rec.rows, model
 

@@ -13,6 +13,7 @@ from torch import nn
 import collapselab
 from collapselab.data.dataset import LabeledData
 from collapselab.families import (
+    DISTRIBUTED_MODES,
     MSE,
     NC,
     PFC,
@@ -25,6 +26,7 @@ from collapselab.families import (
     register_family,
     unregister_family,
 )
+from collapselab.families.builtin import BUILTIN
 from collapselab.families.catalogue import owner, plan
 from collapselab.families.collection import Collection, Request, StatsOptions
 from collapselab.families.family import Layout
@@ -337,3 +339,38 @@ def test_a_model_procedure_family_matches_the_dense_hessian(user_families):
         dense = torch.autograd.functional.hessian(loss_of, W).reshape(W.numel(), W.numel())
     assert got == pytest.approx(float(torch.trace(dense)), rel=1e-12)
     assert np.isfinite(got) and got > 0
+
+
+def test_every_builtin_family_declares_its_distributed_mode():
+    modes = {cls.name: cls.distributed for cls in BUILTIN}
+    assert modes == {
+        "nc": "reduced",
+        "mse": "reduced",
+        "pfc": "reduced",
+        "diversity": "reduced",
+        "curvature": "replicated",
+        "pcbias": "replicated",
+        "learning_order": "rank0",
+    }
+    assert all(mode in DISTRIBUTED_MODES for mode in modes.values())
+
+
+def test_a_user_familys_default_mode_and_a_declared_one(user_families):
+    # accumulators only: reduced; a model procedure without a declaration: refused
+    assert MeanNorm().distributed_mode() == "reduced"
+    assert ClassifierHessianTrace().distributed_mode() == "refuse"
+
+    class Declared(ClassifierHessianTrace):
+        name = "test_declared"
+        distributed = "replicated"
+        keys = (Key("test_declared_trace", "Tr", "test", Needs(model=True), where="model"),)
+
+    assert Declared().distributed_mode() == "replicated"
+
+    class Bad(Family):
+        name = "test_bad_mode"
+        distributed = "everywhere"
+        keys = (Key("test_bad_mode_key", "1", "test"),)
+
+    with pytest.raises(ValueError, match=r"distributed must be None or one of \('reduced'"):
+        register_family(Bad)

@@ -20,7 +20,7 @@ from collapselab.families import catalogue
 from collapselab.families.builtin import BUILTIN, Curvature
 from collapselab.models import MLP
 from collapselab.store import Run
-from collapselab.track import Monitor
+from collapselab.track import Monitor, Schedule
 from tests._curvature import blobs, ufm_at_dnc
 
 KEYS = [
@@ -51,7 +51,14 @@ def test_the_family_is_registered_and_in_the_catalogue():
 def test_monitor_values_equal_the_curvature_package(tmp_path):
     model, data, x, y = _setup()
     run = Run.create(tmp_path, "curv")
-    family = Curvature(KEYS, every=2, samples=24, batch_size=10, tol=1e-10, centring="class")
+    family = Curvature(
+        KEYS,
+        schedule=Schedule.build([2]),  # epoch 0 (the initial model) and epoch 2
+        samples=24,
+        batch_size=10,
+        tol=1e-10,
+        centring="class",
+    )
     monitor = Monitor(model, data, families=[family], schedule=None, run=run, loss="mse")
     first = monitor.measure_now(epoch=0, step=0)["train"]
     assert {"layers.0.linear", "layers.1.linear", "classifier"} <= set(first)
@@ -93,7 +100,7 @@ def test_monitor_values_equal_the_curvature_package(tmp_path):
 
 def test_epochs_schedule_and_errors():
     model, data, *_ = _setup()
-    fam = Curvature(["weight_top_eigenvalue"], epochs=[3])
+    fam = Curvature(["weight_top_eigenvalue"], schedule=Schedule.build([3], initial=False))
     monitor = Monitor(model, data, families=[fam], schedule=None, loss="ce")
     assert "classifier" not in monitor.measure_now(epoch=1)["train"]
     assert "classifier" in monitor.measure_now(epoch=3)["train"]

@@ -12,7 +12,9 @@ Public API:
   :class:`Curvature`, :class:`PCBias`, :class:`LearningOrder` (one module each).
 - The protocol a family implements: :class:`Family`, :class:`Key`, :class:`Needs`,
   :class:`Layout`, :class:`LayerView`, :class:`SplitView`, :class:`ModelAccess`,
-  :data:`MODEL_LAYER` (:mod:`collapselab.families.family`).
+  :data:`MODEL_LAYER` (:mod:`collapselab.families.family`); its distributed mode,
+  :data:`DISTRIBUTED_MODES`, and what a model procedure may ask of the processes,
+  :class:`Processes`, :func:`global_order` (:mod:`collapselab.families.processes`).
 - The catalogue: :func:`register_family`, :func:`unregister_family`, :func:`catalogue`,
   :func:`family_names`, :func:`family_class` (:mod:`collapselab.families.catalogue`).
 - Reading a family's stored measurements back: :func:`measurement_arrays`,
@@ -51,8 +53,10 @@ from collapselab.families.learning_order import accessibility_from_runs, correct
 from collapselab.families.measure import measure
 from collapselab.families.nc import nc_metrics
 from collapselab.families.pcbias import compact_pc_from_runs
+from collapselab.families.processes import DISTRIBUTED_MODES, Processes, global_order
 
 __all__ = [
+    "DISTRIBUTED_MODES",
     "MODEL_LAYER",
     "MSE",
     "NC",
@@ -67,6 +71,7 @@ __all__ = [
     "ModelAccess",
     "Needs",
     "PCBias",
+    "Processes",
     "SplitView",
     "accessibility_from_runs",
     "array_name",
@@ -75,6 +80,7 @@ __all__ = [
     "correctness_from_run",
     "family_class",
     "family_names",
+    "global_order",
     "measure",
     "measurement_arrays",
     "nc_metrics",

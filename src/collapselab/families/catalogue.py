@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from collapselab.checks import ArgumentTypeError
 from collapselab.families.builtin import BUILTIN
 from collapselab.families.family import Family, Key
+from collapselab.families.processes import DISTRIBUTED_MODES
 
 _FAMILIES: dict[str, type[Family]] = {}
 _OWNERS: dict[str, str] = {}
@@ -27,14 +28,21 @@ def register_family(cls: type[Family]) -> type[Family]:
     """Add a family class to the catalogue; returns it (so it can decorate the class).
 
     The family's ``name`` and every one of its keys must be snake_case and new to the
-    catalogue (re-registering the same class is a no-op). Its keys become available to
-    :func:`collapselab.measure` (``keys=``) and to the Monitor (``families=[...]``).
+    catalogue (re-registering the same class is a no-op); its ``distributed`` mode, if
+    declared, one of :data:`~collapselab.families.processes.DISTRIBUTED_MODES`. Its keys
+    become available to :func:`collapselab.measure` (``keys=``) and to the Monitor
+    (``families=[...]``).
     """
     if not (isinstance(cls, type) and issubclass(cls, Family)):
         raise ArgumentTypeError(f"register_family needs a Family subclass, got {cls!r}")
     name = cls.name
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"{cls.__name__}.name must be a snake_case string, got {name!r}")
+    if cls.distributed is not None and cls.distributed not in DISTRIBUTED_MODES:
+        raise ValueError(
+            f"{cls.__name__}.distributed must be None or one of {DISTRIBUTED_MODES}, "
+            f"got {cls.distributed!r}"
+        )
     if _FAMILIES.get(name) is cls:
         return cls
     if name in _FAMILIES:
@@ -104,12 +112,7 @@ def plan(
             that cannot be built (the MSE family needs ``lam``).
     """
     objects: dict[str, Family] = {}
-    for spec in _as_list(families):
-        fam = family_class(spec)() if isinstance(spec, str) else spec
-        if not isinstance(fam, Family):
-            raise ArgumentTypeError(
-                f"families must hold Family objects or family names, got {type(spec).__name__}"
-            )
+    for fam in family_objects(families):
         if fam.name in objects:
             raise ValueError(f"the {fam.name!r} family is given twice")
         family_class(fam.name)  # registered
@@ -122,6 +125,20 @@ def plan(
             objects[name] = family_class(name)()
         out.setdefault(name, set()).add(key)
     return {objects[name]: frozenset(ks) for name, ks in out.items()}
+
+
+def family_objects(families: Iterable[FamilySpec] | FamilySpec | None) -> list[Family]:
+    """The family objects of a request, in order: objects as given, registered names built
+    with their default options."""
+    out = []
+    for spec in _as_list(families):
+        fam = family_class(spec)() if isinstance(spec, str) else spec
+        if not isinstance(fam, Family):
+            raise ArgumentTypeError(
+                f"families must hold Family objects or family names, got {type(spec).__name__}"
+            )
+        out.append(fam)
+    return out
 
 
 def _as_list(families: Iterable[FamilySpec] | FamilySpec | None) -> list[FamilySpec]:

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from collapselab.checks import MODES, WEIGHTINGS, check_choice, check_int
-from collapselab.families.catalogue import FamilySpec, plan
+from collapselab.families.catalogue import FamilySpec, family_objects, owner, plan
 from collapselab.families.family import (
     MODEL_LAYER,
     Family,
@@ -103,6 +103,11 @@ class Request:
     Args:
         families: family objects or names (see :func:`collapselab.families.catalogue.plan`).
         keys: further keys.
+
+    Attributes:
+        plan: the family objects that compute something and their keys, in request order.
+        given: the family objects as requested (names built with default options), in
+            order; :meth:`subset` selects among them.
     """
 
     def __init__(
@@ -110,13 +115,45 @@ class Request:
         families: Iterable[FamilySpec] | FamilySpec | None = None,
         keys: Iterable[str] | None = None,
     ) -> None:
-        self.plan = plan(families, list(keys) if keys is not None else None)
+        given = family_objects(families)
+        extra = list(keys) if keys is not None else []
+        self._start(plan(given, extra or None), given, bool(extra))
         if not self.plan:
             raise ValueError("nothing to measure: give at least one family or key")
+
+    def _start(
+        self, planned: dict[Family, frozenset[str]], given: list[Family], extra: bool
+    ) -> None:
+        self.plan = planned
+        self.given = given
+        self._extra = extra  # keys requested beyond the given families'
         # Per (layer, penultimate, gated): what _reads depends on. A Monitor builds a
         # Collection per measurement; the answers never change for a request.
         self._layer_needs: dict[tuple, Needs] = {}
         self._scale_dependent: dict[tuple, list[str]] = {}
+        self._subsets: dict[tuple[int, ...], Request] = {}
+
+    def subset(self, families: Iterable[Family]) -> Request:
+        """The request of some of the given families alone (a Monitor's event where only
+        they are due): the keys they request, each computed by the object of this request
+        that owns it (with its options), in this request's order; what they need, and
+        nothing more. All of them (without further keys): this request itself. None: an
+        empty request (a measurement of the model's accuracy only)."""
+        chosen = {id(f) for f in families}
+        due = [f for f in self.given if id(f) in chosen]
+        if len(due) == len(self.given) and not self._extra:
+            return self
+        at = tuple(id(f) for f in due)
+        if at not in self._subsets:
+            owners = {fam.name: fam for fam in self.plan}
+            wanted: dict[Family, set[str]] = {}
+            for fam in due:
+                for key in fam.requested:
+                    wanted.setdefault(owners[owner(key)], set()).add(key)
+            sub = Request.__new__(Request)
+            sub._start({f: frozenset(wanted[f]) for f in self.plan if f in wanted}, due, False)
+            self._subsets[at] = sub
+        return self._subsets[at]
 
     @property
     def families(self) -> list[Family]:

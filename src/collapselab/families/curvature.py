@@ -9,12 +9,20 @@ requested keys need. The formulas are in :mod:`collapselab.curvature` and docs/c
 this module maps them to catalogue keys. Rows are written per weight layer (the layer column
 is the module's name, e.g. ``"layers.0.linear"``, ``"classifier"``), train split only.
 
-It is expensive, so it runs on its own schedule: ``every=n`` measures at the Monitor's
-measurements number 0, n, 2n, ... (it skips the others and writes nothing for them), or
-``epochs=[...]`` at those epochs only. Spectra (eigenvalues, SLQ density, the parts of the
+It is expensive, so it is usually given a schedule of its own
+(``Curvature(schedule=Schedule.build([10, 50], initial=True))``, a
+:class:`collapselab.track.Schedule`): the Monitor then measures it at those events only,
+and the other families on theirs. Spectra (eigenvalues, SLQ density, the parts of the
 decomposition, gradient coefficients, Kronecker alignments, weight and covariance spectra)
 are handed to the Monitor (:meth:`Curvature.take_arrays`), which writes them to
 ``arrays/curvature_step<step>.npz`` as ``"<layer>:<quantity>"``.
+
+Distributed mode ``"replicated"``: under ``torch.distributed`` the fixed subset is the
+first samples of each class in the global data order
+(:func:`~collapselab.families.processes.global_order`: dataset indices under a
+``DistributedSampler``, else the processes' shards rank by rank), gathered from every
+process's shard, so every process holds the same subset, computes the same values from the
+same weights, and these are one process's on the whole data.
 
 The package :mod:`collapselab.curvature` sits in the layer above the metrics (it runs the
 model), so it is imported when a measurement runs, not when the catalogue is loaded.
@@ -23,7 +31,7 @@ model), so it is imported when a measurement runs, not when the catalogue is loa
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +40,7 @@ from torch import nn
 
 from collapselab.checks import check_choice, check_float, check_int
 from collapselab.families.family import Family, Key, ModelAccess, Needs
+from collapselab.families.processes import OrderKey, global_order, in_global_order
 
 _MODEL = Needs(model=True)
 _TRAIN = ("train",)
@@ -66,10 +75,11 @@ class Curvature(Family):
 
     Args:
         keys: subset of the keys below (default: all).
-        every: measure at every ``every``-th measurement of the Monitor (the first included).
-        epochs: measure only at these epochs (instead of ``every``).
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule).
         samples: size of the fixed subset (``ceil(samples / K)`` per class, the first ones
-            the training loader gives; fewer where a class has fewer).
+            the training loader gives, in the global data order under
+            ``torch.distributed``; fewer where a class has fewer).
         batch_size: batch size of the passes over the subset.
         layers: ``"auto"`` (every ``nn.Linear`` / ``nn.Conv*d`` weight) or module names.
         loss: the loss of the curvature (``"ce"``, ``"mse"``, ``"mse_sum"``, ``"mse_half"``);
@@ -89,6 +99,7 @@ class Curvature(Family):
     """
 
     name = "curvature"
+    distributed = "replicated"
     keys = (
         _key("hessian_top_eigenvalue", "λ_1(H_l), H_l = ∇²_{W_l} L on the subset"),
         _key(
@@ -166,8 +177,7 @@ class Curvature(Family):
         self,
         keys: Sequence[str] | None = None,
         *,
-        every: int = 1,
-        epochs: Sequence[int] | None = None,
+        schedule: Any = None,
         samples: int = 512,
         batch_size: int = 256,
         layers: str | Sequence[str] = "auto",
@@ -181,11 +191,7 @@ class Curvature(Family):
         density_probes: int = 2,
         seed: int = 0,
     ) -> None:
-        super().__init__(keys)
-        self.every = check_int("every", every, minimum=1)
-        self.epochs = (
-            None if epochs is None else sorted({check_int("epochs", e, minimum=0) for e in epochs})
-        )
+        super().__init__(keys, schedule=schedule)
         self.samples = check_int("samples", samples, minimum=2)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         if layers != "auto" and (
@@ -204,26 +210,14 @@ class Curvature(Family):
         self.density_steps = check_int("density_steps", density_steps, minimum=0)
         self.density_probes = check_int("density_probes", density_probes, minimum=1)
         self.seed = check_int("seed", seed)
-        self._calls = 0
         self._subset: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         self._previous: dict[str, torch.Tensor] = {}
         self._arrays: dict[str, Any] = {}
-
-    # ------------------------------------------------------------------ schedule
-    def due(self, epoch: int | None) -> bool:
-        """Whether this call of :meth:`compute_model` measures (and counts the call)."""
-        call = self._calls
-        self._calls += 1
-        if self.epochs is not None:
-            return epoch is not None and epoch in self.epochs
-        return call % self.every == 0
 
     # ------------------------------------------------------------------ the procedure
     def compute_model(
         self, keys: frozenset[str], access: ModelAccess
     ) -> dict[str, dict[str, dict[str, float]]]:
-        if not self.due(access.epoch):
-            return {}
         from collapselab.curvature import resolve_loss
 
         loss = resolve_loss(self._loss_name(access))
@@ -272,22 +266,27 @@ class Curvature(Family):
 
     def _fixed_subset(self, access: ModelAccess, K: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The first ``ceil(samples / K)`` samples of each class the training data give,
-        chosen once and kept (on the CPU), in batches of ``batch_size``."""
+        chosen once and kept (on the CPU), in batches of ``batch_size``, by class. Under
+        ``torch.distributed``: the first of each class in the global data order, taken from
+        every process's candidates (its own first ones), the same in every process."""
         if self._subset is None:
             per_class = math.ceil(self.samples / K)
-            xs: list[torch.Tensor] = []
-            ys: list[torch.Tensor] = []
-            counts = torch.zeros(K, dtype=torch.long)
-            for batch in access.data["train"]:
-                x, y = batch[0], batch[1]
-                for i in range(len(y)):
-                    c = int(y[i])
-                    if counts[c] < per_class:
-                        counts[c] += 1
-                        xs.append(x[i].detach().cpu())
-                        ys.append(y[i].detach().cpu())
-                if bool((counts >= per_class).all()):
-                    break
+            loader, processes = access.data["train"], access.processes
+            order = global_order(loader, processes)
+            if not processes.active:
+                _, xs, ys = _first_per_class(_keyed_samples(loader, order), per_class, K)
+            else:  # every process's candidates (or its error: all raise alike), in order
+                try:
+                    mine = (None, *_first_per_class(_keyed_samples(loader, order), per_class, K))
+                except ValueError as err:
+                    mine = (str(err), [], [], [])
+                parts = processes.all_gather(mine)
+                errors = [error for error, *_ in parts if error is not None]
+                if errors:
+                    raise ValueError(errors[0])
+                candidates = [(keys, list(zip(x, y, strict=True))) for _, keys, x, y in parts]
+                merged = ((None, x, y) for x, y in in_global_order(candidates))
+                _, xs, ys = _first_per_class(merged, per_class, K)
             if not xs:
                 raise ValueError("the training data yielded no sample for the curvature subset")
             order = torch.argsort(torch.stack(ys), stable=True)
@@ -300,9 +299,51 @@ class Curvature(Family):
 
     def __repr__(self) -> str:
         return (
-            f"Curvature(every={self.every}, epochs={self.epochs}, samples={self.samples}, "
+            f"Curvature(schedule={self.schedule}, samples={self.samples}, "
             f"keys={list(self.requested)})"
         )
+
+
+def _first_per_class(
+    samples: Iterable[tuple[Any, torch.Tensor, torch.Tensor]], per_class: int, K: int
+) -> tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]:
+    """``(keys, xs, ys)`` of the first ``per_class`` samples of each class among
+    ``(key, x, y)`` samples, in order (read no further once every class has its own)."""
+    keys: list[Any] = []
+    xs: list[torch.Tensor] = []
+    ys: list[torch.Tensor] = []
+    counts = torch.zeros(K, dtype=torch.long)
+    for key, x, y in samples:
+        c = int(y)
+        if counts[c] < per_class:
+            counts[c] += 1
+            keys.append(key)
+            xs.append(x.detach().cpu())
+            ys.append(y.detach().cpu())
+            if bool((counts >= per_class).all()):
+                break
+    return keys, xs, ys
+
+
+def _keyed_samples(
+    loader: Any, order: Any
+) -> Iterator[tuple[OrderKey, torch.Tensor, torch.Tensor]]:
+    """The samples of ``loader`` one by one with their keys in the global data order, which
+    must increase along the loader (the first samples are then those of smallest key)."""
+    seen, last = 0, None
+    for batch in loader:
+        x, y = batch[0], batch[1]
+        for i in range(len(y)):
+            key = order(seen)
+            if last is not None and key <= last:
+                raise ValueError(
+                    "the curvature family picks its fixed subset in the global data order, "
+                    "which each process's training loader must follow under "
+                    "torch.distributed: use a DistributedSampler with shuffle=False (or "
+                    "unshuffled shards in rank order)"
+                )
+            seen, last = seen + 1, key
+            yield key, x[i], y[i]
 
 
 FRACTION_K = {"K": 1, "K^2": 2}

@@ -34,8 +34,13 @@ of every linear layer in the same backward pass and hands them over
 (:attr:`~collapselab.families.family.ModelAccess.factors`); otherwise (or beyond the
 Monitor's ``cache_bytes``) the family runs one more forward and backward pass over the
 measured (train) split. The update key keeps a copy of every linear weight between
-measurements. Under ``torch.distributed`` the per-sample and probe-mean values come from
-each process's own shard.
+measurements.
+
+Distributed mode ``"reduced"``: every value is a function of sums over samples (the
+cosine and gating sums, which the engine adds over the processes under
+``torch.distributed``; the per-sample M4 values' sum and count and the probe mean's
+``sum_x g_x a_xᵀ`` and sample count, which :meth:`Diversity.compute_model` adds over the
+processes itself) or of the weights, the same in every process.
 """
 
 from __future__ import annotations
@@ -151,9 +156,12 @@ class Diversity(Family):
             (they count with cosine 0); see :mod:`collapselab.metrics.diversity`.
         weight_changes: also the M4 keys of every linear layer (see the module docstring;
             the Monitor then runs this family's procedure on the model).
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule).
     """
 
     name = "diversity"
+    distributed = "reduced"
     keys = (
         *(k for group in _GROUPS for k in _group_keys(*group)),
         Key(
@@ -172,10 +180,11 @@ class Diversity(Family):
         gradients: bool = False,
         zero_vectors: str = "exclude",
         weight_changes: bool = False,
+        schedule: Any = None,
     ) -> None:
         self.gradients = check_bool("gradients", gradients)
         self.weight_changes = check_bool("weight_changes", weight_changes)
-        super().__init__(keys)
+        super().__init__(keys, schedule=schedule)
         self.zero_vectors = check_choice("zero_vectors", zero_vectors, ("exclude", "zero_cosine"))
         self._previous: dict[str, tuple[int | None, torch.Tensor]] = {}
         # probe-mean M4's sums per group of equal-shape layers, reused buffers
@@ -344,6 +353,8 @@ class Diversity(Family):
                 if probe_mean:
                     self._add_mean_product(group, g, a, first=group not in started)
                     started.add(group)
+        if access.processes.active:
+            n_rows = self._sum_over_processes(access, names, groups, sums, n_rows, probe_mean)
         out: dict[str, Values] = {n: {} for n in names}
         if not n_rows:
             return out
@@ -361,6 +372,30 @@ class Diversity(Family):
                 for n, value in zip(group, values, strict=True):
                     out[n]["pseudo_neuron_cosine_probe_mean"] = value
         return out
+
+    def _sum_over_processes(
+        self,
+        access: ModelAccess,
+        names: list[str],
+        groups: list[tuple[str, ...]],
+        sums: dict[str, list[float]],
+        n_rows: int,
+        probe_mean: bool,
+    ) -> int:
+        """The M4 sums of this process's shard made sums over the whole data, in place:
+        per layer, the per-sample values' sum and count and the probe mean's
+        ``sum_x g_x a_xᵀ`` (layer by layer: the processes may stack the layers otherwise);
+        returns the total sample count."""
+        totals = torch.tensor([sums[n] for n in names], dtype=torch.float64)
+        rows = torch.tensor([float(n_rows)], dtype=torch.float64)
+        products = []
+        if probe_mean:
+            where = {n: (group, i) for group in groups for i, n in enumerate(group)}
+            products = [self._means[where[n][0]][where[n][1]] for n in names]
+        access.processes.sum([totals, rows, *products])
+        for n, (total, count) in zip(names, totals.tolist(), strict=True):
+            sums[n] = [total, int(count)]
+        return int(rows.item())
 
     def _add_mean_product(
         self, group: tuple[str, ...], g: torch.Tensor, a: torch.Tensor, first: bool

@@ -22,6 +22,13 @@ catalogue. A family written outside the package plugs in the same way: subclass
 :func:`collapselab.families.catalogue.register_family` (docs/catalogue.md has a complete
 example).
 
+A family also declares **when** it is measured and **how it runs under**
+``torch.distributed``: its ``schedule`` (a :class:`collapselab.track.Schedule`, or ``None``
+for the Monitor's own; the Monitor measures at each event exactly the families due then,
+in one pass over the data collecting only what they need) and its distributed mode
+(:attr:`Family.distributed`, one of
+:data:`~collapselab.families.processes.DISTRIBUTED_MODES`, which the Monitor enforces).
+
 Layers: the engine measures named layers (``""`` for the one feature matrix of
 :func:`~collapselab.measure`); model-level values (one per split) use the layer name ``""``
 in the Monitor's results (:data:`MODEL_LAYER`).
@@ -37,6 +44,7 @@ from typing import Any, ClassVar
 import torch
 
 from collapselab.checks import check_choice
+from collapselab.families.processes import Processes
 from collapselab.stats import Accumulator, ClassStats
 from collapselab.stats.scratch import as_float64
 
@@ -255,6 +263,12 @@ class ModelAccess:
             empty); the same values :func:`~collapselab.probe.linear_factors` gives on each
             batch. ``None`` otherwise, or when they exceed the Monitor's ``cache_bytes``:
             the family then runs its own pass.
+        processes: the processes measuring together
+            (:class:`~collapselab.families.processes.Processes`; one by default). Under
+            ``torch.distributed``, ``data`` is this process's shard, and a procedure
+            combines the processes' parts as its distributed mode says (sums with
+            :meth:`~collapselab.families.processes.Processes.sum`, samples in the
+            :func:`~collapselab.families.processes.global_order`).
     """
 
     model: torch.nn.Module
@@ -267,6 +281,7 @@ class ModelAccess:
     epoch: int | None = None
     step: int | None = None
     factors: Sequence[Any] | None = None
+    processes: Processes = field(default_factory=Processes)
 
 
 class Family:
@@ -286,6 +301,16 @@ class Family:
             family that this family requests, such as PFC's per-layer NC keys); default
             :meth:`default_keys`. An empty list computes only what other families or an
             explicit ``keys=`` request ask of this one, with this object's options.
+        schedule: when a Monitor measures this family: a
+            :class:`collapselab.track.Schedule` (its epochs, iterations and initial
+            model), or ``None`` (the default) for the Monitor's own schedule. The Monitor
+            measures at every event where its own schedule or some family's is due, and
+            there only the families due (docs/monitoring.md, "Schedules").
+
+    Class attribute :attr:`distributed`: the family's distributed mode (one of
+    :data:`~collapselab.families.processes.DISTRIBUTED_MODES`, see
+    :mod:`collapselab.families.processes`), or ``None`` for the default
+    (:meth:`distributed_mode`).
 
     A family object belongs to one engine (a Monitor copies the families it is given):
     :meth:`setup` may record layout-dependent choices on it.
@@ -293,9 +318,13 @@ class Family:
 
     name: ClassVar[str] = ""
     keys: ClassVar[tuple[Key, ...]] = ()
+    distributed: ClassVar[str | None] = None
 
-    def __init__(self, keys: Sequence[str] | None = None) -> None:
+    def __init__(self, keys: Sequence[str] | None = None, *, schedule: Any = None) -> None:
         self.requested = self._requested(keys)
+        # A collapselab.track.Schedule (the Monitor checks it): the track layer owns the
+        # vocabulary of schedules, the family only carries its own.
+        self.schedule = schedule
 
     # ------------------------------------------------------------------ declaration
     def default_keys(self) -> tuple[str, ...]:
@@ -312,6 +341,17 @@ class Family:
             if k.name == name:
                 return k
         raise KeyError(name)
+
+    def distributed_mode(self, keys: Iterable[str] | None = None) -> str:
+        """The distributed mode when computing ``keys`` (default: the requested ones): the
+        declared :attr:`distributed`, else ``"reduced"`` when none of them runs a procedure
+        on the model (their values come from accumulators, which the engine reduces) and
+        ``"refuse"`` when one does (the engine cannot know how its parts combine)."""
+        if self.distributed is not None:
+            return self.distributed
+        keys = self.requested if keys is None else keys
+        own = set(self.own_keys())
+        return "refuse" if any(self.key(k).needs.model for k in keys if k in own) else "reduced"
 
     def _requested(self, keys: Sequence[str] | None) -> tuple[str, ...]:
         if keys is None:

@@ -21,6 +21,13 @@ runs by :func:`collapselab.track.accessibility_from_runs`.
 The loaders must yield the examples in the same order at every measurement (no shuffling):
 the labels are stored with the correctness so that a reader can check it. The pass is one
 forward pass per split besides the Monitor's own sweep.
+
+Distributed mode ``"rank0"``: under ``torch.distributed`` every process runs the forward
+pass over its own shard and rank 0 gathers the per-example correctness of every process in
+the global data order (:func:`~collapselab.families.processes.global_order`: dataset
+indices under a ``DistributedSampler``, else the shards rank by rank), so its arrays and
+``correct_fraction`` are one process's on the whole data; the other processes receive the
+values (the arrays, written by rank 0, stay there).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import torch
 
 from collapselab.families.arrays import ensemble_runs, measurement_arrays
 from collapselab.families.family import MODEL_LAYER, Family, Key, ModelAccess, Needs
+from collapselab.families.processes import Processes, global_order, in_global_order
 from collapselab.metrics.pcbias import accessibility
 from collapselab.store import Run
 
@@ -47,9 +55,12 @@ class LearningOrder(Family):
 
     Args:
         keys: ``["correct_fraction"]`` (the only key; the arrays are its point).
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule).
     """
 
     name = "learning_order"
+    distributed = "rank0"
     keys = (
         Key(
             "correct_fraction",
@@ -61,8 +72,10 @@ class LearningOrder(Family):
         ),
     )
 
-    def __init__(self, keys: list[str] | tuple[str, ...] | None = None) -> None:
-        super().__init__(keys)
+    def __init__(
+        self, keys: list[str] | tuple[str, ...] | None = None, *, schedule: Any = None
+    ) -> None:
+        super().__init__(keys, schedule=schedule)
         self._arrays: dict[str, np.ndarray] = {}
 
     def compute_model(
@@ -72,6 +85,11 @@ class LearningOrder(Family):
         out: dict[str, dict[str, dict[str, float]]] = {}
         for split, loader in access.data.items():
             correct, labels = example_correctness(access.model, loader, access.device)
+            if access.processes.active:
+                gathered = _on_rank0(loader, access.processes, correct, labels)
+                if gathered is None:
+                    continue  # not rank 0: the Monitor hands this process rank 0's values
+                correct, labels = gathered
             self._arrays[f"correct_{split}"] = correct
             self._arrays[f"labels_{split}"] = labels
             out[split] = {MODEL_LAYER: {"correct_fraction": float(correct.mean())}}
@@ -87,11 +105,17 @@ def example_correctness(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(correct, labels)``: ``uint8`` ``(n,)`` with ``1[argmax f(x) = y]`` and the integer
     labels ``(n,)``, over ``loader``'s ``(x, y, ...)`` batches in order (the model as it is:
-    the Monitor puts it in eval mode). The outputs must be ``(batch, K)`` logits."""
+    the Monitor puts it in eval mode; floating inputs in an ``nn.Module``'s dtype, as the
+    Monitor's sweep gives them). The outputs must be ``(batch, K)`` logits."""
+    # probe imports theory, which imports this package: imported here, as diversity does
+    from collapselab.probe.inputs import model_inputs
+
     correct, labels = [], []
     with torch.no_grad():
         for batch in loader:
             x, y = batch[0].to(device), batch[1].to(device)
+            if isinstance(model, torch.nn.Module):
+                x = model_inputs(model, x, device)
             out = model(x)
             if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != y.shape[0]:
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -104,6 +128,23 @@ def example_correctness(
     if not correct:
         raise ValueError("learning_order: the data loader yielded no batch")
     return torch.cat(correct).numpy(), torch.cat(labels).numpy().astype(np.int64)
+
+
+def _on_rank0(
+    loader: Any, processes: Processes, correct: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every process's ``(correct, labels)`` on rank 0, in the global data order (``None``
+    on the other processes)."""
+    order = global_order(loader, processes)
+    keys = [order(i) for i in range(correct.size)]
+    parts = processes.gather((keys, list(zip(correct.tolist(), labels.tolist(), strict=True))))
+    if parts is None:
+        return None
+    pairs = in_global_order(parts)
+    return (
+        np.array([c for c, _ in pairs], dtype=np.uint8),
+        np.array([y for _, y in pairs], dtype=np.int64),
+    )
 
 
 def correctness_from_run(

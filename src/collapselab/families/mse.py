@@ -9,6 +9,7 @@ clearly when the dimension or ``mode`` does not allow it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from collapselab.checks import check_float
 from collapselab.families.family import Family, Key, LayerView, Layout, Needs, Values
@@ -30,9 +31,16 @@ class MSE(Family):
             converts PyTorch weight decay to it.
         keys: subset of the keys below (default: all). Without a classifier only the
             ``L_LS`` terms are computed.
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule).
+
+    Distributed mode ``"reduced"``: its values come from sums over samples (the class
+    statistics with the dense within-class covariance), which the engine adds over the
+    processes under ``torch.distributed``.
     """
 
     name = "mse"
+    distributed = "reduced"
     keys = (
         _key("mse_ls_loss", "L_LS = L(W̃_LS), the loss of the least-squares classifier"),
         _key("mse_nc1_term", "L_NC1 = ½ tr(W̃_LS (Σ̃_W + λI) W̃_LSᵀ)"),
@@ -43,13 +51,15 @@ class MSE(Family):
         _key("mse_ls_distance", "‖W̃ − W̃_LS‖_F"),
     )
 
-    def __init__(self, lam: float | None = None, keys: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, lam: float | None = None, keys: Sequence[str] | None = None, *, schedule: Any = None
+    ) -> None:
         if lam is None:
             raise ValueError(
                 "the 'mse' family needs lam (the paper's lambda; see paper_lambda): "
                 "pass MSE(lam=...)"
             )
-        super().__init__(keys)
+        super().__init__(keys, schedule=schedule)
         self.lam = check_float("lam", lam, minimum=0.0)
 
     def setup(self, layout: Layout, keys: frozenset[str]) -> None:

@@ -10,6 +10,7 @@ scatter.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from collapselab.checks import PAIRS, check_between_rank, check_bool, check_choice, check_int
 from collapselab.families.family import Family, Key, LayerView, Needs, Values
@@ -53,9 +54,15 @@ class NC(Family):
             ``torch.std`` in the papers' code).
         pairs: ``"unordered"`` (each class pair once) or ``"ordered"`` (both orders, the
             notebook's choice) for the cosine statistics.
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule).
+
+    Distributed mode ``"reduced"``: its values come from sums over samples (the class
+    statistics), which the engine adds over the processes under ``torch.distributed``.
     """
 
     name = "nc"
+    distributed = "reduced"
     keys = (
         _key("nc1", "Tr(Σ_W Σ_B†)/C, † on the rank-(C−1) range of Σ_B", "003 §2.2", _SCATTER),
         _key("nc1_trace_ratio", "Tr Σ_W / Tr Σ_B (PFC1)", "001 Eq. 7", _SCATTER),
@@ -157,8 +164,9 @@ class NC(Family):
         divide_by_c: bool = True,
         ddof: int = 1,
         pairs: str = "unordered",
+        schedule: Any = None,
     ) -> None:
-        super().__init__(keys)
+        super().__init__(keys, schedule=schedule)
         self.divide_by_c = check_bool("divide_by_c", divide_by_c)
         self.ddof = check_int("ddof", ddof, minimum=0)
         self.pairs = check_choice("pairs", pairs, PAIRS)

@@ -22,7 +22,11 @@ module order ``W_1, ..., W_L``, as float64:
   against Thm 3's ``α_l``, ``β_l`` at the model's initialisation (``scales="init"``), the
   per-measurement ``tr/dim`` (``"trace"``) or not at all (``"none"``: the diagonal itself).
 
-Train split only. The theory layer (:mod:`collapselab.theory.pcbias`) is imported when a
+Train split only. Distributed mode ``"replicated"``: the values are functions of the weights
+(and of the frame given to the family), which are the same in every process of a
+``torch.distributed`` run, so every process computes one process's values.
+
+The theory layer (:mod:`collapselab.theory.pcbias`) is imported when a
 measurement runs, not when the catalogue loads (theory imports the metrics package).
 """
 
@@ -88,9 +92,12 @@ class PCBias(Family):
             or give ``variances``), ``"trace"`` or ``"none"``.
         variances: per-layer init variances ``σ_l²`` for ``scales="init"`` (default: from
             the model's ``init``).
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule).
     """
 
     name = "pcbias"
+    distributed = "replicated"
     keys = (
         Key(
             "pc_distance",
@@ -129,9 +136,10 @@ class PCBias(Family):
         fraction: float = 0.1,
         scales: str = "init",
         variances: Sequence[float] | None = None,
+        schedule: Any = None,
     ) -> None:
         self.frame = frame
-        super().__init__(keys)
+        super().__init__(keys, schedule=schedule)
         if frame is not None and not (
             hasattr(frame, "rotate") and hasattr(frame, "optimum") and hasattr(frame, "n_pcs")
         ):

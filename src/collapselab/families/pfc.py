@@ -45,9 +45,17 @@ class PFC(Family):
             ``||h^(l+1) - h^l||``). ``None``: no path metrics.
         effective_depth_eps: the nearest-class-mean training error tolerated by the
             effective depth.
+        schedule: when the Monitor measures this family (a
+            :class:`collapselab.track.Schedule`; default: the Monitor's schedule). PFC1-3,
+            the NC family's keys, are computed whenever this family is measured.
+
+    Distributed mode ``"reduced"``: its values come from sums over samples (the class
+    statistics and the per-sample steps along the path), which the engine adds over the
+    processes under ``torch.distributed``.
     """
 
     name = "pfc"
+    distributed = "reduced"
     keys = (
         Key(
             "pfc_position",
@@ -95,8 +103,9 @@ class PFC(Family):
         *,
         path_layers: Sequence[str] | str | None = "auto",
         effective_depth_eps: float = 0.01,
+        schedule: Any = None,
     ) -> None:
-        super().__init__(keys)
+        super().__init__(keys, schedule=schedule)
         if isinstance(path_layers, str) and path_layers != "auto":
             path_layers = [path_layers]
         self.path_spec = path_layers

@@ -91,11 +91,8 @@ def all_reduce(accumulators: Iterable[Accumulator], group: Any = None) -> None:
     again. The tensors stay on their device: use a backend that supports it (gloo: CPU,
     nccl: CUDA).
     """
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()):
-        raise RuntimeError("all_reduce() needs an initialised torch.distributed group")
-    packs: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = defaultdict(list)
+    _require_group()
+    tensors: list[torch.Tensor] = []
     for acc in accumulators:
         state = acc.state()
         if not state:
@@ -104,12 +101,34 @@ def all_reduce(accumulators: Iterable[Accumulator], group: Any = None) -> None:
                 "under torch.distributed every process must measure at least one batch of "
                 "each split (or give the statistics their dimension up front)"
             )
-        for tensor in state.values():
-            packs[(tensor.dtype, tensor.device)].append(tensor)
-    for tensors in packs.values():
-        flat = torch.cat([t.reshape(-1) for t in tensors])
+        tensors += state.values()
+    sum_over_processes(tensors, group)
+
+
+def sum_over_processes(tensors: Iterable[torch.Tensor], group: Any = None) -> None:
+    """Replace every tensor by its element-wise sum over the processes of a
+    ``torch.distributed`` group, in place (the collective under :func:`all_reduce`).
+
+    The tensors are packed into one flat buffer per dtype and device, one collective each.
+    Every process must call it with tensors of the same shapes, dtypes and order.
+    """
+    import torch.distributed as dist
+
+    _require_group()
+    packs: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = defaultdict(list)
+    for tensor in tensors:
+        packs[(tensor.dtype, tensor.device)].append(tensor)
+    for pack in packs.values():
+        flat = torch.cat([t.reshape(-1) for t in pack])
         dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=group)
         offset = 0
-        for t in tensors:
+        for t in pack:
             t.copy_(flat[offset : offset + t.numel()].view_as(t))
             offset += t.numel()
+
+
+def _require_group() -> None:
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError("all_reduce() needs an initialised torch.distributed group")

@@ -7,7 +7,8 @@ Public API:
   long-format rows to a run.
 - :class:`MonitorCallback`: the monitor as a :func:`collapselab.train.train` callback
   (``monitor.callback()``).
-- :class:`Schedule`, :func:`log_spaced_epochs`, :data:`PAPER_003_EPOCHS`: when to measure.
+- :class:`Schedule`, :func:`log_spaced_epochs`, :data:`PAPER_003_EPOCHS`, :func:`dense_window`:
+  when to measure (the Monitor's schedule and each family's).
 - :data:`MODEL_LAYER`: the ``layer`` of model-level rows.
 - Reading what a family stored is the family's business: :mod:`collapselab.families`
   (``measurement_arrays``, ``accessibility_from_runs``, ``compact_pc_from_runs``).
@@ -21,7 +22,7 @@ from typing import Any
 from collapselab.families.family import MODEL_LAYER
 from collapselab.track.callbacks import MonitorCallback
 from collapselab.track.monitor import Monitor, Results
-from collapselab.track.schedule import PAPER_003_EPOCHS, Schedule, log_spaced_epochs
+from collapselab.track.schedule import PAPER_003_EPOCHS, Schedule, dense_window, log_spaced_epochs
 
 __all__ = [
     "MODEL_LAYER",
@@ -31,6 +32,7 @@ __all__ = [
     "MonitorCallback",
     "Results",
     "Schedule",
+    "dense_window",
     "log_spaced_epochs",
 ]
 

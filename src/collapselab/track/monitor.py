@@ -9,6 +9,13 @@ split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks 
 over the features kept in memory (within ``cache_bytes``) or a second forward pass. Only
 what the requested keys need is collected.
 
+Each family may carry a schedule of its own (``Family(schedule=...)``, a
+:class:`~collapselab.track.Schedule`; ``None``: the Monitor's). The Monitor measures at every
+event where its own schedule or some family's is due, and there only the families due, in
+one sweep that collects what they need (Cockpit-style). Under ``torch.distributed`` it
+enforces each family's distributed mode (:attr:`~collapselab.families.Family.distributed`:
+reduced, replicated, rank 0, or refused; :mod:`collapselab.families.processes`).
+
 The values are those of :func:`collapselab.measure` on the concatenated features of the
 whole split, whatever the batch size. Test features are measured against the *train* class
 means where the catalogue says so (``ncc_accuracy`` and ``nc4_ncc_mismatch`` of the test
@@ -28,6 +35,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import torch
@@ -39,6 +47,7 @@ from collapselab.families.arrays import array_name
 from collapselab.families.catalogue import FamilySpec
 from collapselab.families.collection import Collection, Request, StatsOptions
 from collapselab.families.family import MODEL_LAYER, Family, Layout, ModelAccess, Values
+from collapselab.families.processes import Processes
 from collapselab.metrics.nc import weighted_accuracy
 from collapselab.probe import eval_mode, resolve_layers
 from collapselab.probe.gradients import check_independent_rows, check_not_inplace, gated_layers
@@ -111,11 +120,13 @@ class Monitor:
             (``[NC(ddof=0), MSE(lam=2.5e-3), PFC(path_layers="auto"), Diversity(gradients=True)]``,
             a family written outside the package as well) or registered names
             (``["nc", "pfc"]``, the default); each object's ``keys=`` restricts what it
-            computes, and only the statistics those keys need are collected. See
+            computes, and only the statistics those keys need are collected; its
+            ``schedule=`` says when it is measured (default: ``schedule`` below). See
             docs/catalogue.md for the keys.
         layers: layers to measure (names, glob patterns, regexes or module types; see
             :func:`collapselab.probe.resolve_layers`). Default: the convention above.
-        schedule: ``"log"`` (paper 003's log-spaced epochs scaled to ``epochs``), ``"all"``,
+        schedule: the Monitor's own schedule, for the families without one: ``"log"``
+            (paper 003's log-spaced epochs scaled to ``epochs``), ``"all"``,
             a list of epochs, a :class:`~collapselab.track.Schedule`, or ``None`` (no
             epoch-end measurement).
         epochs: the training budget of ``schedule="log"``; the training adapters supply it
@@ -143,8 +154,11 @@ class Monitor:
             key needs it and ``D <= dense_max_dim``.
         distributed: ``"auto"``: under an initialised ``torch.distributed`` group, sum the
             statistics of all processes before computing metrics (each process iterating
-            its own shard of the data, e.g. with a ``DistributedSampler`` that does not pad);
-            only rank 0 writes to ``run``. ``False``: never reduce.
+            its own shard of the data, e.g. with a ``DistributedSampler`` that does not pad),
+            and enforce every family's distributed mode (a ``"refuse"`` family raises
+            ``RuntimeError``, a ``"replicated"`` one needs the same weights in every process,
+            every process gets rank 0's values of the model procedures); only rank 0 writes
+            to ``run``. ``False``: never reduce (each process's own values).
         chunk_bytes: on CPU, the statistics of each batch are accumulated in row blocks
             of about this many bytes of float64 features (4 MiB: cache-sized blocks;
             ``0``: whole batches). It changes only the summation order.
@@ -219,17 +233,11 @@ class Monitor:
         self.layers = resolve_layers(model, self._default_layers(layers))
         self.n_classes = self._n_classes(n_classes)
         self.request = Request(_family_copies(families))
+        _check_family_schedules(self.request.given)
         needs = self.request.needs
         self.loss_fn = _loss_function(loss)
         self._loss_name = loss if isinstance(loss, str) else None
-        self.gradients = bool(needs.signals & _GRADIENT_SIGNALS)
-        # A model procedure that reads the linear layers' per-sample factors gets them from
-        # the gradient pass the sweep takes anyway (one backward pass instead of two).
-        self._factor_layers = (
-            [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
-            if self.gradients and needs.linear_factors
-            else []
-        )
+        self._linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
         self._factors: list[Any] | None = None
         self.gated = gated_layers(model, self.layers) if needs.signals & _GATE_SIGNALS else []
         check_not_inplace(model, self.gated)
@@ -239,6 +247,7 @@ class Monitor:
         if distributed not in ("auto", False):
             raise ValueError(f"distributed must be 'auto' or False, got {distributed!r}")
         self.distributed = distributed
+        self._check_modes(self.request)  # a refusal under torch.distributed, as early as known
         self.cache_bytes = check_int("cache_bytes", cache_bytes, minimum=0)
         self._mirror_specs = _mirror_specs(mirrors)
         self._mirrors: list[Any] = []  # attached to the run at the first write
@@ -347,8 +356,9 @@ class Monitor:
             self.n_classes,
         )
 
-    def _on_first_batch(self, feats: dict[str, torch.Tensor]) -> list[str]:
-        """Learn the dimensions, check them against the classifier, set the families up."""
+    def _on_first_batch(self, feats: dict[str, torch.Tensor], request: Request) -> list[str]:
+        """Learn the dimensions, check them against the classifier, set every family up;
+        returns the layers ``request`` (the families measured now) reads together."""
         dims = {n: int(feats[n].shape[1]) for n in self.layers}
         pen = self._penultimate_with_classifier()
         if pen is not None:
@@ -363,7 +373,7 @@ class Monitor:
         self.request.setup(layout, self.options)
         self.layout = layout
         self._kept = self.request.kept_layers()
-        return self._kept
+        return request.kept_layers()
 
     def _resolve_device(self) -> torch.device:
         if self.device is not None:
@@ -374,6 +384,38 @@ class Monitor:
     def _distributed(self) -> bool:
         return self.distributed == "auto" and _dist.distributed_active()
 
+    def _check_modes(self, request: Request) -> None:
+        """Under ``torch.distributed``: raise for a family whose distributed mode is
+        ``"refuse"`` (declared, or the default of a family with a model procedure)."""
+        if not self._distributed():
+            return
+        for fam, keys in request.plan.items():
+            if fam.distributed_mode(keys) != "refuse":
+                continue
+            why = (
+                "declared by the family"
+                if fam.distributed is not None
+                else "the default for a family that runs a procedure on the model and "
+                "declares no mode"
+            )
+            raise RuntimeError(
+                f"the {fam.name!r} family cannot run under torch.distributed: its distributed "
+                f"mode is 'refuse' ({why}), so its values would not be those of one process on "
+                "the whole data. Measure it in one process, or pass Monitor(distributed=False) "
+                "for each process's own values, or give the family class a distributed mode "
+                "('reduced', 'replicated' or 'rank0'; docs/monitoring.md)"
+            )
+
+    @staticmethod
+    def _takes_gradients(request: Request) -> bool:
+        return bool(request.needs.signals & _GRADIENT_SIGNALS)
+
+    def _factor_layers(self, request: Request) -> list[str]:
+        """The linear layers whose per-sample factors the gradient pass captures for a model
+        procedure that reads them (one backward pass instead of two)."""
+        needs = request.needs
+        return self._linears if self._takes_gradients(request) and needs.linear_factors else []
+
     def _classifier(self) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         if self.classifier is None:
             return None
@@ -382,29 +424,35 @@ class Monitor:
 
     # ------------------------------------------------------------------ measuring
     def _sweep(
-        self, split: str, loader: Any, reference: Collection | None, device: torch.device
+        self,
+        split: str,
+        loader: Any,
+        reference: Collection | None,
+        device: torch.device,
+        request: Request,
     ) -> tuple[Collection, ConfusionCounts]:
         options = self.options
         if device.type != "cpu":
             options = StatsOptions(
                 options.weighting, options.mode, options.dense_max_dim, chunk_bytes=0
             )
-        collection = Collection(self.request, split, self._provisional_layout(), options, reference)
+        collection = Collection(request, split, self._provisional_layout(), options, reference)
         settings = SweepSettings(
             model=self.model,
             layers=self.layers,
             gated=self.gated,
             n_classes=self.n_classes,
             device=device,
-            gradients=self.gradients,
+            gradients=self._takes_gradients(request),
             loss=self.loss_fn,
             cache_bytes=self.cache_bytes,
             copy_outputs=self._cache_copies,
             distributed=self._distributed(),
-            linear_layers=self._factor_layers if split == "train" else [],
+            linear_layers=self._factor_layers(request) if split == "train" else [],
         )
-        first = self._on_first_batch if self.layout is None else None
-        sweep = Sweep(settings, collection, first, self._kept)
+        first = partial(self._on_first_batch, request=request) if self.layout is None else None
+        kept = request.kept_layers() if self.layout is not None else []
+        sweep = Sweep(settings, collection, first, kept)
         sweep.run(loader, self._classifier())
         if split == "train":
             self._factors = sweep.factors
@@ -420,17 +468,55 @@ class Monitor:
         log: bool = True,
         epoch_end: bool = True,
     ) -> Results:
-        """Measure now, whatever the schedule; returns ``results[split][layer][metric]``.
+        """Measure now, whatever the Monitor's schedule; returns
+        ``results[split][layer][metric]``.
 
-        Runs the sweep of every split (train, then test against the train means) in eval
-        mode (every submodule's train/eval flag is restored afterwards) and computes every
-        requested key for every layer; a family undefined for a layer in its present state
-        (zero between-class scatter in a dead layer, say) is skipped there with a warning.
-        With ``log`` and a run, writes one row per value at ``(step, epoch)``; ``step``
-        defaults to ``epoch`` (0 when both are ``None``). With ``epoch_end`` (a measurement
-        at the end of ``epoch``, not within it), updates :attr:`zero_error_epoch` when the
-        model classifies every training sample correctly for the first time.
+        Measures every family that follows the Monitor's schedule and every family whose
+        own schedule is due at this event: at the end of ``epoch`` with ``epoch_end``
+        (:meth:`~collapselab.track.Schedule.at_epoch`), else at ``step``
+        (:meth:`~collapselab.track.Schedule.at_step`); a measurement with neither measures
+        every family. Runs the sweep of every split (train, then test against the train
+        means) in eval mode (every submodule's train/eval flag is restored afterwards),
+        collecting what those families need, and computes their keys for every layer; a
+        family undefined for a layer in its present state (zero between-class scatter in a
+        dead layer, say) is skipped there with a warning. The model's ``accuracy`` is
+        measured every time. With ``log`` and a run, writes one row per value at
+        ``(step, epoch)``; ``step`` defaults to ``epoch`` (0 when both are ``None``). With
+        ``epoch_end`` (a measurement at the end of ``epoch``, not within it), updates
+        :attr:`zero_error_epoch` when the model classifies every training sample correctly
+        for the first time.
         """
+        due = self._due(lambda: True, lambda s: _scheduled(s, epoch, step, epoch_end))
+        return self._measure(due, epoch, step, log=log, epoch_end=epoch_end)
+
+    def _due(self, own: Callable[[], bool], scheduled: Callable[[Schedule], bool]) -> list[Family]:
+        """The given families due at an event: by their own schedule (``scheduled``), or,
+        without one, by the Monitor's (``own()``, asked once and only if needed)."""
+        answer: list[bool] = []
+        out = []
+        for fam in self.request.given:
+            if fam.schedule is not None:
+                if scheduled(fam.schedule):
+                    out.append(fam)
+                continue
+            if not answer:
+                answer.append(own())
+            if answer[0]:
+                out.append(fam)
+        return out
+
+    def _measure(
+        self,
+        due: list[Family],
+        epoch: int | None,
+        step: int | None,
+        *,
+        log: bool,
+        epoch_end: bool,
+    ) -> Results:
+        """One measurement of the families ``due`` (:meth:`measure_now`)."""
+        request = self.request.subset(due)
+        self._check_modes(request)
         t0 = time.perf_counter()
         device = self._resolve_device()
         loaders = {"train": self.train_loader}
@@ -438,13 +524,13 @@ class Monitor:
             loaders["test"] = self.test_loader
         sweeps: dict[str, tuple[Collection, ConfusionCounts]] = {}
         with eval_mode(self.model):
-            if self.gradients:
+            if self._takes_gradients(request):
                 check_independent_rows(self.model, allow_batch_coupling=False)
             try:
                 for split, loader in loaders.items():
                     reference = sweeps["train"][0] if split != "train" else None
-                    sweeps[split] = self._sweep(split, loader, reference, device)
-                model_values = self._model_procedures(loaders, device, epoch, step)
+                    sweeps[split] = self._sweep(split, loader, reference, device, request)
+                model_values = self._model_procedures(request, loaders, device, epoch, step)
             finally:
                 self._factors = None  # the sweep's factors serve this measurement only
         counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in sweeps.items()}
@@ -460,7 +546,7 @@ class Monitor:
             results[split] = {**per_layer, MODEL_LAYER: model_level}
         self.n_measurements += 1
         self.last_results = results
-        self.last_arrays = {f.name: a for f in self.families if (a := f.take_arrays())}
+        self.last_arrays = {f.name: a for f in request.families if (a := f.take_arrays())}
         if log:
             self._log(results, epoch, step, time.perf_counter() - t0)
         if epoch_end and epoch is not None and sweeps["train"][1].all_correct:
@@ -468,10 +554,29 @@ class Monitor:
         return results
 
     def _model_procedures(
-        self, loaders: dict[str, Any], device: torch.device, epoch: int | None, step: int | None
+        self,
+        request: Request,
+        loaders: dict[str, Any],
+        device: torch.device,
+        epoch: int | None,
+        step: int | None,
     ) -> Results:
-        """The families that run a procedure on the model itself (``Needs(model=True)``)."""
+        """The families that run a procedure on the model itself (``Needs(model=True)``).
+
+        Under ``torch.distributed`` every process runs each procedure (a wrapped model's
+        forward may run collectives) and ends with rank 0's values (or its error): for a
+        ``"reduced"`` or ``"replicated"`` family they are every process's values, a
+        ``"rank0"`` family computes them there only. A ``"replicated"`` family is run only
+        once the weights are checked to be the same in every process."""
         out: Results = {}
+        procedures = [
+            (fam, keys)
+            for fam in request.families
+            if (keys := frozenset(k for k in request.plan[fam] if fam.key(k).needs.model))
+        ]
+        if not procedures:
+            return out
+        processes = Processes.current() if self._distributed() else Processes()
         modules = dict(self.model.named_modules())
         access = ModelAccess(
             model=self.model,
@@ -484,24 +589,50 @@ class Monitor:
             epoch=epoch,
             step=step,
             factors=self._factors,
+            processes=processes,
         )
-        for fam in self.families:
-            keys = frozenset(k for k in self.request.plan[fam] if fam.key(k).needs.model)
-            if not keys:
-                continue
+        weights_checked = False
+        for fam, keys in procedures:
+            if processes.active and fam.distributed_mode(request.plan[fam]) == "replicated":
+                if not weights_checked:
+                    self._check_same_weights(fam, processes)
+                    weights_checked = True
+            error = None
             try:
                 values = fam.compute_model(keys, access)
             except ValueError as err:
+                values, error = {}, str(err)
+            if processes.active:
+                values, error = processes.broadcast((values, error))
+            if error is not None:
                 warnings.warn(
-                    f"collapselab: family {fam.name!r} (model) skipped: {err}",
+                    f"collapselab: family {fam.name!r} (model) skipped: {error}",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=5,
                 )
                 continue
             for split, per_layer in values.items():
                 for layer, vals in per_layer.items():
                     out.setdefault(split, {}).setdefault(layer, {}).update(vals)
         return out
+
+    def _check_same_weights(self, fam: Family, processes: Processes) -> None:
+        """A ``"replicated"`` family computes from the weights in every process: they must
+        be the same everywhere (their sums and sums of squares, bit for bit)."""
+        params = [p.detach().to(torch.float64) for p in self.model.parameters()]
+        if not params:
+            return
+        device = params[0].device
+        fingerprint = torch.stack(
+            [torch.stack([p.sum(), p.square().sum()]).to(device) for p in params]
+        )
+        if not processes.same_everywhere(fingerprint):
+            raise RuntimeError(
+                f"the {fam.name!r} family is 'replicated' under torch.distributed (every "
+                "process computes it from the weights), but the model's weights differ between "
+                "the processes: measure a model whose parameters are kept in sync (as DDP "
+                "keeps them), or pass Monitor(distributed=False) for each process's own values"
+            )
 
     def _accuracy(self, confusion: ConfusionCounts) -> float:
         """Accuracy of ``argmax(model(x))``, class-weighted as the layer statistics are."""
@@ -517,7 +648,7 @@ class Monitor:
         message = imbalance_message(counts, self.weighting)
         if message is not None:
             self._warned_imbalance = True
-            warnings.warn(f"collapselab.track: {message}", UserWarning, stacklevel=3)
+            warnings.warn(f"collapselab.track: {message}", UserWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ schedule hooks
     def before_training(self, step: int = 0) -> Results | None:
@@ -535,10 +666,13 @@ class Monitor:
         """
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
             raise ValueError(f"epoch must be a non-negative integer, got {epoch!r}")
-        due = self._initial if epoch == 0 else self.schedule.at_epoch(epoch)
+        due = self._due(
+            lambda: self._initial if epoch == 0 else self.schedule.at_epoch(epoch),
+            lambda s: s.at_epoch(epoch),
+        )
         if not due:
             return None
-        return self.measure_now(epoch=epoch, step=step)
+        return self._measure(due, epoch, step, log=True, epoch_end=True)
 
     def after_iteration(self, step: int, epoch: int | None = None) -> Results | None:
         """Measure after optimiser step ``step`` when ``every_iterations`` divides it.
@@ -548,10 +682,18 @@ class Monitor:
         """
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ValueError(f"step must be a non-negative integer, got {step!r}")
-        every = self._every_iterations
-        if every is None or step == 0 or step % every:
+        due = self._due(lambda: self._own_at_iteration(step), lambda s: s.at_iteration(step))
+        if not due:
             return None
-        return self.measure_now(epoch=epoch, step=step, epoch_end=False)
+        return self._measure(due, epoch, step, log=True, epoch_end=False)
+
+    def _own_at_iteration(self, step: int) -> bool:
+        """The Monitor's own schedule after step ``step`` (before a ``"log"`` schedule has
+        its epoch budget, only ``every_iterations`` counts)."""
+        if self._schedule is not None:
+            return self._schedule.at_iteration(step)
+        every = self._every_iterations
+        return every is not None and step > 0 and step % every == 0
 
     def callback(self) -> Any:
         """This monitor as a callback of :func:`collapselab.train.train`."""
@@ -631,6 +773,25 @@ class Monitor:
             epoch_value = -1 if epoch is None else epoch
             self.run.save_array(array_name(name, step), step=step, epoch=epoch_value, **arrays)
         self.run.add_duration("monitor_seconds", seconds)
+
+
+def _check_family_schedules(families: Iterable[Family]) -> None:
+    for fam in families:
+        if fam.schedule is not None and not isinstance(fam.schedule, Schedule):
+            raise TypeError(
+                f"the {fam.name!r} family's schedule must be a collapselab.track.Schedule or "
+                f"None (the Monitor's), got {type(fam.schedule).__name__}"
+            )
+
+
+def _scheduled(schedule: Schedule, epoch: int | None, step: int | None, epoch_end: bool) -> bool:
+    """Whether ``schedule`` is due at a measurement asked for now: at the end of ``epoch``,
+    or at ``step`` within an epoch; a measurement with neither is due for every family."""
+    if epoch_end and epoch is not None:
+        return schedule.at_epoch(epoch)
+    if not epoch_end and step is not None:
+        return schedule.at_step(step)
+    return True
 
 
 def _mirror_specs(mirrors: Sequence[Any] | str) -> list[Any]:

@@ -1,4 +1,10 @@
-"""When to measure: epoch lists (paper 003's log-spaced list) and iteration periods."""
+"""When to measure: epoch lists (paper 003's log-spaced list), iteration periods and lists.
+
+One vocabulary for every schedule of the project: the Monitor's own, each metric family's
+(``Family(schedule=...)``: the Monitor measures at an event the families due then), and
+the per-iteration recorders of the experiments (paper 000's coarse steps and the dense
+window it replays around the phase boundary, :func:`dense_window`).
+"""
 
 from __future__ import annotations
 
@@ -40,19 +46,22 @@ def log_spaced_epochs(total_epochs: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Schedule:
-    """Which epochs and iterations a monitor measures.
+    """Which epochs and iterations a monitor (or a metric family) measures.
 
     Attributes:
         epochs: epochs (counted from 1, as :func:`collapselab.train.train` counts them) at
             whose end to measure; empty for none.
         every_iterations: also measure after every this many optimiser steps (``None``:
             never).
-        initial: measure the initial model (epoch 0) before training.
+        initial: measure the initial model (epoch 0, step 0) before training.
+        iterations: also measure after these optimiser steps (``>= 1``), e.g. a dense
+            window (:func:`dense_window`).
     """
 
     epochs: frozenset[int] = frozenset()
     every_iterations: int | None = None
     initial: bool = True
+    iterations: frozenset[int] = frozenset()
 
     @classmethod
     def build(
@@ -62,6 +71,7 @@ class Schedule:
         total_epochs: int | None = None,
         every_iterations: int | None = None,
         initial: bool = True,
+        iterations: Iterable[int] = (),
     ) -> Schedule:
         """A schedule from its parts.
 
@@ -72,9 +82,11 @@ class Schedule:
             total_epochs: the training budget, for ``"log"``.
             every_iterations: measure every this many steps.
             initial: measure epoch 0.
+            iterations: further optimiser steps to measure after (``>= 1``).
         """
         if every_iterations is not None:
             every_iterations = _check_positive_int(every_iterations, "every_iterations")
+        steps = frozenset(_check_positive_int(t, "each scheduled iteration") for t in iterations)
         if isinstance(epochs, str):
             if epochs == "log":
                 if total_epochs is None:
@@ -99,7 +111,7 @@ class Schedule:
                     f"schedule must be 'log', 'all', a list of epochs or None, got {epochs!r}"
                 ) from None
             chosen = frozenset(_check_positive_int(e, "each scheduled epoch") for e in items)
-        return cls(chosen, every_iterations, check_bool("initial", initial))
+        return cls(chosen, every_iterations, check_bool("initial", initial), steps)
 
     def at_epoch(self, epoch: int) -> bool:
         """Whether to measure at the end of ``epoch`` (``0``: the initial model)."""
@@ -108,8 +120,26 @@ class Schedule:
         return epoch in self.epochs
 
     def at_iteration(self, step: int) -> bool:
-        """Whether to measure after optimiser step ``step`` (``>= 1``)."""
-        return self.every_iterations is not None and step > 0 and step % self.every_iterations == 0
+        """Whether to measure after optimiser step ``step`` (``>= 1``): a multiple of
+        ``every_iterations`` or one of ``iterations``."""
+        if step <= 0:
+            return False
+        periodic = self.every_iterations is not None and step % self.every_iterations == 0
+        return periodic or step in self.iterations
+
+    def at_step(self, step: int) -> bool:
+        """Whether to measure at optimiser step ``step`` of a run measured by iterations:
+        step 0 is the initial model (:attr:`initial`), later steps :meth:`at_iteration`."""
+        return self.initial if step == 0 else self.at_iteration(step)
+
+
+def dense_window(low: int, high: int, every: int = 1) -> list[int]:
+    """The steps ``low, low + every, ...`` up to ``high`` (included), without step 0 (the
+    initial model, :attr:`Schedule.initial`): a window of dense measurements, e.g. around
+    paper 000's phase boundary (``Schedule.build(None, iterations=dense_window(...))``)."""
+    low = check_int("low", low, minimum=0)
+    high = check_int("high", high, minimum=low)
+    return [t for t in range(low, high + 1, _check_positive_int(every, "every")) if t > 0]
 
 
 class _AllEpochs(frozenset):

@@ -32,7 +32,7 @@ from collapselab.experiments.registry import RunContext
 from collapselab.families import NC
 from collapselab.families.builtin import Curvature
 from collapselab.store import Run
-from collapselab.track import Monitor
+from collapselab.track import Monitor, Schedule
 from collapselab.train import TrainConfig, seed_everything, stationarity, train
 
 
@@ -43,9 +43,12 @@ def run_curvature(run: Run, context: RunContext) -> None:
     seed_everything(context.seed)
     model = build_network(config, data).to(context.device)
     K = data.n_classes
+    curvature_epochs = [int(e) for e in config["curvature_epochs"]]
     family = Curvature(
         config.get("curvature_keys"),
-        epochs=list(config["curvature_epochs"]),
+        schedule=Schedule.build(
+            [e for e in curvature_epochs if e > 0], initial=0 in curvature_epochs
+        ),
         density_steps=int(config.get("density_steps", 40)),
         samples=int(config["curvature_samples"]),
         batch_size=int(config["curvature_batch_size"]),

@@ -33,7 +33,7 @@ Where things are:
 
 from collapselab.experiments.fd import claims, figures, presets
 from collapselab.experiments.fd.directions import run_directions
-from collapselab.experiments.fd.measurement import BoundarySchedule, DiversityRecorder
+from collapselab.experiments.fd.measurement import DiversityRecorder, boundary_schedule
 from collapselab.experiments.fd.operations import run_sweep
 from collapselab.experiments.fd.training import (
     Job,
@@ -100,9 +100,9 @@ __all__ = [
     "OPERATIONS",
     "ROBUSTNESS",
     "TWO_PHASE",
-    "BoundarySchedule",
     "DiversityRecorder",
     "Job",
+    "boundary_schedule",
     "dry_run",
     "measure",
     "run_directions",

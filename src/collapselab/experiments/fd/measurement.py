@@ -31,9 +31,12 @@ once on a fixed, class-stratified **probe set** (:func:`probe_indices`):
   difference from that mean changes smoothly over training instead of adding noise between
   points; it is larger for a smaller sample. The presets take the probe's loss.
 
-When to measure (:class:`BoundarySchedule`). The phase boundary is not known in advance, so
-a run is measured in two passes of the same deterministic training (same seed, same
-batches; the measurement does not change the trajectory, see :func:`measure_training`):
+When to measure (:func:`boundary_schedule`, a :class:`collapselab.track.Schedule` of
+iterations). The phase boundary is not known in advance: it is the peak of a smoothed curve,
+found from the points after it, and the window of dense measurements starts before it. So
+it is not a schedule decided during one pass but a replay protocol, and a run is measured
+in two passes of the same deterministic training (same seed, same batches; the measurement
+does not change the trajectory, see :func:`measure_training`), each on a plain schedule:
 
 1. every ``every`` iterations up to the budget; phase detection on that curve (the smoothed
    peak of M2 at the configured layer, and the end of the loss plateau);
@@ -62,15 +65,15 @@ from collapselab.families.builtin import Diversity
 from collapselab.metrics.diversity import pseudo_neuron_similarities
 from collapselab.models import MLP
 from collapselab.probe import eval_mode
-from collapselab.track import Monitor
+from collapselab.track import Monitor, Schedule, dense_window
 from collapselab.train import TrainConfig, train
 
 __all__ = [
     "DIVERSITY_KEYS",
     "M4_SOURCES",
-    "BoundarySchedule",
     "DiversityRecorder",
     "Trajectory",
+    "boundary_schedule",
     "class_stratified",
     "measure_training",
     "probe_indices",
@@ -127,30 +130,23 @@ def probe_indices(data: LabeledData, per_class: int, seed: int) -> torch.Tensor:
     return class_stratified(data.y, per_class, seed)
 
 
-@dataclass(frozen=True)
-class BoundarySchedule:
-    """Measure every ``every`` iterations (step 0 included) or, inside the dense window
-    ``[lo, hi]``, every ``dense_every`` iterations counted from ``lo``.
-
-    ``skip_coarse`` leaves out the steps of the coarse schedule (for a replay that only adds
-    the dense steps); ``stop`` is the last step to train to (``None``: the budget).
+def boundary_schedule(
+    every: int,
+    dense_every: int = 1,
+    window: tuple[int, int] | None = None,
+    *,
+    replay: bool = False,
+) -> Schedule:
+    """Every ``every`` iterations (step 0 included) and, inside the dense window
+    ``[lo, hi]``, every ``dense_every`` iterations counted from ``lo``; with ``replay``, only
+    the window's steps the coarse schedule leaves out (a replay that adds the dense steps).
     """
-
-    every: int
-    dense_every: int = 1
-    window: tuple[int, int] | None = None
-    skip_coarse: bool = False
-    stop: int | None = None
-
-    def due(self, step: int) -> bool:
-        coarse = step % self.every == 0
-        dense = False
-        if self.window is not None:
-            lo, hi = self.window
-            dense = lo <= step <= hi and (step - lo) % self.dense_every == 0
-        if self.skip_coarse:
-            return dense and not coarse
-        return coarse or dense
+    dense = [] if window is None else dense_window(*window, dense_every)
+    if not replay:
+        return Schedule.build(None, every_iterations=every, iterations=dense, initial=True)
+    coarse = Schedule.build(None, every_iterations=every, initial=True)
+    extra = [t for t in dense if not coarse.at_step(t)]
+    return Schedule.build(None, iterations=extra, initial=False)
 
 
 class DiversityRecorder:
@@ -160,6 +156,8 @@ class DiversityRecorder:
     ``accuracy`` and ``<key>/<layer>`` for every diversity key of every hidden layer and
     every M4 source of every hidden linear layer. ``loss`` and ``accuracy`` are those of
     ``loss_set``, or of the probe set when it is ``None`` (from the Monitor's forward pass).
+    The steps measured are those of ``schedule`` (:meth:`~collapselab.track.Schedule.at_step`);
+    ``stop`` is the last step to train to (``None``: the training budget).
     """
 
     def __init__(
@@ -167,11 +165,12 @@ class DiversityRecorder:
         model: MLP,
         probe: LabeledData,
         loss_set: LabeledData | None,
-        schedule: BoundarySchedule,
+        schedule: Schedule,
         lr: float,
+        stop: int | None = None,
     ) -> None:
         self.model, self.probe, self.loss_set = model, probe, loss_set
-        self.schedule, self.lr = schedule, float(lr)
+        self.schedule, self.lr, self.stop = schedule, float(lr), stop
         self.linears = [f"layers.{i}.linear" for i in range(len(model.layers))]
         self.monitor = Monitor(
             model,
@@ -192,16 +191,16 @@ class DiversityRecorder:
 
     # ------------------------------------------------------------------ callback hooks
     def on_train_start(self, state: Any) -> None:
-        if self.schedule.due(0):
+        if self.schedule.at_step(0):
             self._measure(0, batch_update=None)
         self._keep_weights_if_next_due(0)
 
     def on_iteration_end(self, state: Any) -> None:
         t = state.iteration
-        if self.schedule.due(t):
+        if self.schedule.at_step(t):
             self._measure(t, batch_update=self._update())
         self._keep_weights_if_next_due(t)
-        if self.schedule.stop is not None and t >= self.schedule.stop:
+        if self.stop is not None and t >= self.stop:
             state.request_stop("replayed the phase-boundary window")
 
     # ------------------------------------------------------------------ internals
@@ -210,7 +209,7 @@ class DiversityRecorder:
         return {name: modules[name].weight.detach().clone() for name in self.linears}
 
     def _keep_weights_if_next_due(self, step: int) -> None:
-        self._before = self._weights() if self.schedule.due(step + 1) else None
+        self._before = self._weights() if self.schedule.at_step(step + 1) else None
 
     def _update(self) -> dict[str, torch.Tensor] | None:
         if self._before is None:
@@ -317,8 +316,8 @@ def measure_training(
     and the model of the full (first) pass.
     """
     model = build_model()
-    schedule = BoundarySchedule(every, stop=stop)
-    coarse = DiversityRecorder(model, probe, loss_set, schedule, train_config.lr)
+    schedule = boundary_schedule(every)
+    coarse = DiversityRecorder(model, probe, loss_set, schedule, train_config.lr, stop)
     result = train(model, data, train_config, [coarse, *callbacks], None)
     stopped = result.error
     first = _trajectory(coarse.rows, None, stopped)
@@ -327,9 +326,9 @@ def measure_training(
         return first, model
     lo = max(int(boundary) - half_window, 0)
     hi = min(int(boundary) + half_window, int(first.steps[-1]))
-    replay_schedule = BoundarySchedule(every, dense_every, (lo, hi), skip_coarse=True, stop=hi)
+    replay_schedule = boundary_schedule(every, dense_every, (lo, hi), replay=True)
     replay_model = build_model()
-    dense = DiversityRecorder(replay_model, probe, loss_set, replay_schedule, train_config.lr)
+    dense = DiversityRecorder(replay_model, probe, loss_set, replay_schedule, train_config.lr, hi)
     train(replay_model, data, train_config, [dense], None)
     return _trajectory(coarse.rows + dense.rows, (lo, hi), stopped), model
 
