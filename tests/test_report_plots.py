@@ -254,3 +254,22 @@ def test_layout_fits_the_report_and_legends_stay_off_the_axes(
     for name in "abcd":
         width = int.from_bytes((tmp_path / f"{name}.png").read_bytes()[16:20], "big")
         assert width <= plots.MAX_FIGURE_WIDTH * plots.DPI + 1
+
+
+def test_the_text_of_a_wide_figure_is_enlarged_for_narrow_screens(tmp_path) -> None:
+    import matplotlib.pyplot as plt
+
+    from collapselab.report.plots import MAX_FIGURE_WIDTH, readable_text
+
+    def ticks(width: float) -> float:
+        fig, ax = plt.subplots(figsize=(width, 3.0))
+        ax.plot([0, 1], [0, 1])
+        before = ax.xaxis.get_ticklabels()[0].get_fontsize()
+        readable_text(fig)
+        after = ax.xaxis.get_ticklabels()[0].get_fontsize()
+        plt.close(fig)
+        return after / before
+
+    assert ticks(4.0) == 1.0 and ticks(MAX_FIGURE_WIDTH / 2) == 1.0
+    assert abs(ticks(MAX_FIGURE_WIDTH) - 1.3) < 1e-12
+    assert abs(ticks(0.75 * MAX_FIGURE_WIDTH) - 1.15) < 1e-12

@@ -36,6 +36,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # figures are files; never open a window
 import matplotlib.pyplot as plt
+import matplotlib.text
 import numpy as np
 import pandas as pd
 
@@ -246,10 +247,33 @@ def place_legends(fig: Any, axes: Any) -> None:
             _legend(ax, len(ax.get_legend_handles_labels()[1]))
 
 
+NARROW_SCREEN_SCALE = 0.3
+"""How much larger the text of the widest figure is drawn (:func:`readable_text`)."""
+
+
+def readable_text(fig: Any) -> None:
+    """Enlarge the text of a wide figure so that it stays legible on a narrow screen.
+
+    A report shows a figure at most as wide as the page; at 800 px a figure of
+    :data:`MAX_FIGURE_WIDTH` (1368 px) is shown at about 55% of its size, and 10 pt ticks
+    became 9 px. Text is scaled by ``1 + 0.3 t`` with ``t`` the figure's width between
+    half and all of :data:`MAX_FIGURE_WIDTH` (0 below half, 1 at the widest): a three-panel
+    figure's ticks are 13 pt (about 12 px at 800 px); a single panel is unchanged."""
+    width = fig.get_size_inches()[0]
+    share = min(max((width - MAX_FIGURE_WIDTH / 2) / (MAX_FIGURE_WIDTH / 2), 0.0), 1.0)
+    factor = 1.0 + NARROW_SCREEN_SCALE * share
+    if factor == 1.0:
+        return
+    for text in fig.findobj(matplotlib.text.Text):
+        text.set_fontsize(text.get_fontsize() * factor)
+
+
 def save_run_figure(run: Any, fig: Any, name: str, dpi: int = DPI) -> Path:
     """Write ``fig`` to ``figures/<name>.png`` of ``run`` (a
-    :class:`~collapselab.store.Run`, atomically) and close it, even when saving fails."""
+    :class:`~collapselab.store.Run`, atomically) and close it, even when saving fails;
+    a wide figure's text is enlarged first (:func:`readable_text`)."""
     try:
+        readable_text(fig)
         return run.save_figure(fig, name, dpi=dpi)
     finally:
         plt.close(fig)
@@ -261,6 +285,7 @@ def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
         raise ValueError(f"path must end in .png, got {str(path)!r}")
     buffer = io.BytesIO()
     try:
+        readable_text(fig)
         fig.savefig(buffer, format="png", dpi=dpi)
     finally:
         plt.close(fig)
