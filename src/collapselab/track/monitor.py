@@ -434,12 +434,12 @@ class Monitor:
         mode (every submodule's train/eval flag is restored afterwards) and computes every
         requested key for every layer; a family undefined for a layer in its present state
         (zero between-class scatter in a dead layer, say) is skipped there with a warning.
-        With ``log`` and a run, writes one row per value at ``(step, epoch)`` (but the
-        model-level accuracy of the splits left to another writer,
-        :meth:`leave_accuracy_rows`); ``step`` defaults to ``epoch`` (0 when both are
-        ``None``). With ``epoch_end`` (a measurement
-        at the end of ``epoch``, not within it), updates :attr:`zero_error_epoch` when the
-        model classifies every training sample correctly for the first time.
+        With ``log`` and a run, writes one row per value at ``(step, epoch)``, but the
+        model-level accuracy of the splits left to another writer
+        (:meth:`leave_accuracy_rows`); ``step`` defaults to ``epoch`` (0 when both are
+        ``None``). With ``epoch_end`` (a measurement at the end of ``epoch``, not within
+        it), updates :attr:`zero_error_epoch` when the model classifies every training
+        sample correctly for the first time.
         """
         t0 = time.perf_counter()
         device = self._resolve_device()
@@ -578,7 +578,8 @@ class Monitor:
         The rule is the store's one definition (:mod:`collapselab.store.zero_error`) applied
         to this monitor's epoch-end measurements, so its resolution is the schedule's; in a
         run where the monitor writes the train ``accuracy`` rows it equals
-        :func:`collapselab.store.zero_error_epoch` of the run's table. The Monitor is the
+        :func:`collapselab.store.zero_error_epoch` of the run's table (measurements within
+        an epoch aside: their rows count for their epoch there). The Monitor is the
         one owner of the ``zero_error_epoch`` row. After a resume it is read back from the run's own
         ``zero_error_epoch`` row (:meth:`restore`); adapters store and restore it through
         :meth:`state_dict` / :meth:`load_state_dict`.
