@@ -49,3 +49,32 @@ def fashion_mnist_dir(system_datasets: None) -> Path:
             "dataset-fashion-mnist (`apt-get install dataset-fashion-mnist`)"
         )
     return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _built_in_experiments_write_each_key_once(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """After the session: no run of a built-in experiment (one whose run function is the
+    package's) written under the session's temporary directories holds two rows of one key
+    ``(step, split, layer, metric)``, not even an exact repeat, which the store accepts (a
+    Monitor measuring one unchanged model twice at one step)."""
+    yield
+    import json
+
+    import pandas as pd
+
+    from collapselab.experiments import all_experiments
+    from collapselab.store import METRICS_FILE, ROW_KEY
+
+    built_in = {e.id for e in all_experiments() if e.run.__module__.startswith("collapselab.")}
+    repeated = []
+    for manifest in sorted(tmp_path_factory.getbasetemp().rglob("manifest.json")):
+        try:
+            experiment = json.loads(manifest.read_text())["experiment"]
+            rows = pd.read_parquet(manifest.parent / METRICS_FILE)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # no table, or a run a test damaged on purpose
+        if experiment in built_in and rows.duplicated(list(ROW_KEY)).any():
+            repeated.append(f"{manifest.parent} ({experiment})")
+    assert not repeated, f"runs of built-in experiments with a repeated row key: {repeated}"

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from collapselab.checks import check_choice, check_float
+from collapselab.store import zero_error_epoch
 
 Verdict = Literal["holds", "does not hold", "not evaluable"]
 HOLDS: Verdict = "holds"
@@ -187,14 +188,15 @@ class RunResults:
         return rows
 
     def zero_error_epoch(self, split: str = "train") -> int | None:
-        """First epoch whose model-level ``accuracy`` on ``split`` is exactly 1.0, from the rows.
+        """First epoch whose model-level ``accuracy`` on ``split`` is exactly 1.0, from the rows:
+        :func:`collapselab.store.zero_error_epoch` (the one definition).
 
         Measured from the metric table rather than read from the manifest, so that it
-        always agrees with the recorded numbers. ``None`` when never reached.
+        always agrees with the recorded numbers. ``None`` when never reached;
+        :class:`NotEvaluable` when the run has no such accuracy rows at all.
         """
-        rows = self.rows("accuracy", split=split, layer="")
-        rows = rows[(rows["epoch"] >= 0) & (rows["value"] == 1.0)]
-        return None if rows.empty else int(rows["epoch"].min())
+        self.rows("accuracy", split=split, layer="")  # NotEvaluable without any
+        return zero_error_epoch(self.metrics, split)
 
 
 def _describe_selection(metric: str, split: str | None, layer: str | None) -> str:

@@ -10,6 +10,11 @@ Public API:
 - Damaged runs: :func:`run_problem`, :func:`check_run`, :func:`set_aside`,
   :class:`DamagedRunError`, :class:`DamagedRunsWarning`, :data:`DAMAGED`.
 - One writing process per run: :class:`RunLockedError`.
+- One value per row key ``(step, split, layer, metric)``: :data:`ROW_KEY`,
+  :class:`DuplicateRowError` (:mod:`collapselab.store.row_keys`).
+- The zero-error epoch, one definition: :func:`zero_error_epoch` (from a metric table),
+  :func:`first_zero_error` and :func:`reaches_zero_error` (one evaluation at a time),
+  :data:`ZERO_ERROR_METRIC` (:mod:`collapselab.store.zero_error`).
 - Mirrors: :class:`Mirror`, :func:`make_mirror`, :func:`attach_mirrors`, :data:`MIRROR_NAMES`,
   :class:`TensorBoardMirror`, :class:`MLflowMirror`, :class:`WandbMirror`, :func:`metric_tag`.
 - :func:`atomic_write`: the store's atomic file write, for the layers above.
@@ -65,7 +70,14 @@ from collapselab.store.mirrors import (
     make_mirror,
     metric_tag,
 )
+from collapselab.store.row_keys import ROW_KEY, DuplicateRowError
 from collapselab.store.run import RUN_STATUSES, Run, RunStatus, interruption
+from collapselab.store.zero_error import (
+    ZERO_ERROR_METRIC,
+    first_zero_error,
+    reaches_zero_error,
+    zero_error_epoch,
+)
 
 __all__ = [
     "ARRAYS_DIR",
@@ -79,13 +91,16 @@ __all__ = [
     "MIRROR_NAMES",
     "NO_EPOCH",
     "REPORT_FILE",
+    "ROW_KEY",
     "RUN_COLUMNS",
     "RUN_STATUSES",
     "STALE",
+    "ZERO_ERROR_METRIC",
     "Checkpoint",
     "CheckpointError",
     "DamagedRunError",
     "DamagedRunsWarning",
+    "DuplicateRowError",
     "MLflowMirror",
     "Mirror",
     "QueryError",
@@ -101,14 +116,17 @@ __all__ = [
     "check_root",
     "check_run",
     "connect",
+    "first_zero_error",
     "interruption",
     "list_runs",
     "make_mirror",
     "metric_tag",
     "prepare_root",
     "query",
+    "reaches_zero_error",
     "read_manifest",
     "run_problem",
     "set_aside",
     "to_jsonable",
+    "zero_error_epoch",
 ]

@@ -30,7 +30,9 @@ wandb          W&B project ``collapselab``, run id = the run id, files in ``<run
 
 A resumed run mirrors the rows it records again after its checkpoint, so a tracker that
 also received them before the interruption shows them twice at the same steps (the store
-itself drops them: :meth:`Run.truncate_after`).
+itself drops them: :meth:`Run.truncate_after`, and supersedes a stopped session's rows that
+a restarted one writes again: :mod:`collapselab.store.row_keys`). Within one session a
+mirror never receives two values for one key: the store refuses the second before buffering it.
 """
 
 from __future__ import annotations

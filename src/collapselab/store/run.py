@@ -20,6 +20,14 @@ this is cheap), records the row count in the manifest (``metrics_rows``, so that
 truncated table is detected: :mod:`collapselab.store.integrity`) and forwards the rows to
 the run's mirrors (TensorBoard, MLflow, W&B: :mod:`collapselab.store.mirrors`).
 
+One value per key: a run holds at most one value per ``(step, split, layer, metric)``
+(:mod:`collapselab.store.row_keys`). :meth:`Run.log` refuses a second, different value for a
+key this ``Run`` object (one session) holds, written or buffered, with a
+:class:`~collapselab.store.DuplicateRowError` naming the key, at the call that writes it (so
+the buffer never holds a contradiction and the traceback points at the second writer). A key
+written by an earlier session of a run that is not completed is superseded instead: a
+restarted run recomputes what the stopped one recorded.
+
 A run directory has one writing process at a time: the first write takes a lock
 (:mod:`collapselab.store.lock`) that a second process cannot get. Any number of readers
 may open it.
@@ -77,6 +85,7 @@ from collapselab.store.metrics_table import (
     rows_from_records,
     write_metrics,
 )
+from collapselab.store.row_keys import RunKeys
 
 RunStatus = Literal["created", "running", "completed", "failed", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = ("created", "running", "completed", "failed", "interrupted")
@@ -149,6 +158,7 @@ class Run:
         self._manifest = manifest
         self._table: pd.DataFrame | None = None  # rows on disk, loaded lazily
         self._pending: list[MetricRow] = []
+        self._keys: RunKeys | None = None  # the keys held, built at the first write
         self._mirrors: list[Any] = []
         self._locked = False  # holds this process's write lock on the directory
         self._running_here = False  # this object set the status "running"
@@ -361,9 +371,13 @@ class Run:
     def record_zero_error_epoch(self, epoch: int | None) -> None:
         """Record the first epoch with zero training error, keeping the earliest one known.
 
-        The training loop (on its evaluated epochs) and a Monitor (on its measured epochs)
-        detect it at different granularities; neither may erase the other's earlier
-        detection. The field is written even when both are ``None``.
+        Every detection applies the one rule of :mod:`collapselab.store.zero_error` (train
+        accuracy exactly 1.0 at an epoch's end) to the evaluations its writer sees: the
+        training loop to its evaluated epochs, a Monitor to its measured epochs. Where the
+        loop evaluates every epoch a Monitor measures (the default, ``eval_every=1``) the
+        loop's detection is the earliest and equals :func:`~collapselab.store.zero_error_epoch`
+        of the run's rows; with a sparser ``eval_every`` a Monitor can see zero error first,
+        and that earlier detection is kept. The field is written even when both are ``None``.
         """
         known = self._manifest.get("zero_error_epoch")
         self.update_manifest(zero_error_epoch=_earliest(known, epoch))
@@ -418,8 +432,14 @@ class Run:
         layer: str = "",
     ) -> None:
         """Buffer one metric row (see :mod:`collapselab.store.metrics_table`); call
-        :meth:`flush` to write it."""
-        self._pending.append(make_row(step, metric, value, epoch, split, layer))
+        :meth:`flush` to write it.
+
+        Raises :class:`~collapselab.store.DuplicateRowError` when this session already
+        holds a different value (or epoch) for ``(step, split, layer, metric)``
+        (:mod:`collapselab.store.row_keys`); nothing is buffered then. The row of an earlier
+        session with that key is superseded (dropped at the next :meth:`flush`), unless the
+        run is completed."""
+        self._admit([make_row(step, metric, value, epoch, split, layer)])
 
     def log_dict(
         self,
@@ -430,15 +450,31 @@ class Run:
         layer: str = "",
     ) -> None:
         """Buffer one row per ``metric: value`` item, all at the same step/epoch/split/layer."""
-        rows = [make_row(step, m, v, epoch, split, layer) for m, v in values.items()]
-        self._pending.extend(rows)
+        self._admit([make_row(step, m, v, epoch, split, layer) for m, v in values.items()])
 
     def log_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Buffer rows given as dicts with keys step, metric, value [, epoch, split, layer].
 
-        All rows are validated before any is buffered.
+        All rows are validated, and checked against the run's keys, before any is buffered.
         """
-        self._pending.extend(rows_from_records(rows))
+        self._admit(rows_from_records(rows))
+
+    def _admit(self, rows: list[MetricRow]) -> None:
+        """Buffer validated rows after checking their keys (:class:`RunKeys`): a second value
+        for a key this session holds is refused; an earlier session's row is superseded,
+        unless the run is completed."""
+        table = self._committed()
+        if self._keys is None:
+            self._keys = RunKeys(table, self._pending)
+        self._keys.admit(rows, table, f"run {self.id}", supersede=self.status != "completed")
+        self._pending.extend(rows)
+
+    def _live(self) -> pd.DataFrame:
+        """The written rows this session has not superseded."""
+        table = self._committed()
+        if self._keys is None or not self._keys.superseded:
+            return table
+        return table.drop(index=table.index[sorted(self._keys.superseded)])
 
     def _committed(self) -> pd.DataFrame:
         if self._table is None:
@@ -473,9 +509,11 @@ class Run:
         hand the new rows to the mirrors."""
         if not self._pending:
             return
-        table = self._concat(self._committed(), frame_from_rows(self._pending))
+        table = self._concat(self._live(), frame_from_rows(self._pending))
         self._write_table(table)
         written, self._pending = self._pending, []
+        if self._keys is not None:
+            self._keys.flushed(written, table)
         self._mirror_rows(written)
 
     # --------------------------------------------------------------------- mirrors
@@ -525,12 +563,14 @@ class Run:
         """Drop the buffered rows not yet written; returns how many were dropped."""
         n = len(self._pending)
         self._pending = []
+        if self._keys is not None:
+            self._keys.discard_pending()
         return n
 
     def metrics(self) -> pd.DataFrame:
         """All rows of this run, written and still buffered, in the order they were logged."""
         pending = frame_from_rows(self._pending) if self._pending else empty_frame()
-        return self._concat(self._committed(), pending).copy()
+        return self._concat(self._live(), pending).copy()
 
     def truncate_after(self, step: int) -> int:
         """Drop metric rows and checkpoints with ``step`` greater than ``step``.
@@ -539,14 +579,15 @@ class Run:
         be recorded again. Returns the number of metric rows dropped.
         """
         step = check_int("step", step, minimum=0)
-        table = self._committed()
+        table = self._live()
         keep = table["step"].to_numpy() <= step
         dropped = int((~keep).sum())
-        if dropped:
+        if dropped or len(table) < len(self._committed()):
             self._write_table(table[keep].reset_index(drop=True))
         n_pending = len(self._pending)
         self._pending = [r for r in self._pending if r[0] <= step]
         dropped += n_pending - len(self._pending)
+        self._keys = None  # rebuilt at the next write: the kept rows are a stopped session's
         for ckpt in self.checkpoints():
             if ckpt.step > step:
                 self._acquire()

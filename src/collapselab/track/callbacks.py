@@ -13,7 +13,10 @@ class MonitorCallback:
     """Drives a :class:`~collapselab.track.Monitor` from the training loop's hooks.
 
     * ``on_train_start``: adopt the training run when the monitor has none and the loop's
-      epoch budget for ``schedule="log"`` when it was not given; measure the
+      epoch budget for ``schedule="log"`` when it was not given; when the monitor writes to
+      the training run, leave the model-level ``accuracy`` rows of the splits the loop
+      evaluates to the loop (:meth:`Monitor.leave_accuracy_rows`: one writer per row key,
+      and the loop's rows cover every evaluated epoch); measure the
       initial model (epoch 0, step 0) if scheduled, except when training resumes from a
       checkpoint (those rows are already in the run, and the monitor restores its
       zero-error epoch from them, :meth:`Monitor.restore`).
@@ -35,6 +38,8 @@ class MonitorCallback:
         monitor.set_total_epochs(state.config.epochs)
         if monitor.run is None and state.run is not None:
             monitor.run = state.run
+        if _same_run(monitor.run, state.run):
+            monitor.leave_accuracy_rows(state.evaluated_splits)
         if state.resumed:
             monitor.restore()
             return
@@ -55,3 +60,8 @@ class MonitorCallback:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.monitor.load_state_dict(state)
+
+
+def _same_run(a: Any, b: Any) -> bool:
+    """Whether two ``Run`` objects (or ``None``) write the same run directory."""
+    return a is not None and b is not None and (a is b or a.path == b.path)

@@ -28,6 +28,15 @@ family's spectra) go to ``arrays/<family>_step<step>.npz`` with ``step`` and ``e
 Model level, always: ``accuracy`` of ``argmax(model(x))`` per split; once,
 ``zero_error_epoch`` (see :meth:`Monitor.after_epoch`), of which the Monitor is the one owner
 (the training and Lightning adapters delegate to it).
+
+One writer per row key: a run holds one value per ``(step, split, layer, metric)``
+(:mod:`collapselab.store.row_keys`). In a run trained by :func:`collapselab.train.train` the
+training loop writes the model-level ``accuracy`` (and ``loss``) of the splits it evaluates,
+sample-weighted over the whole split, at every evaluated epoch; a monitor driven by the loop
+on that run (:class:`~collapselab.track.callbacks.MonitorCallback`) leaves those rows to it
+(:meth:`Monitor.leave_accuracy_rows`). Its own accuracy, class-weighted as its layer
+statistics and measured on the data it was given, stays in its results, and decides its
+zero-error epoch.
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ from collapselab.probe.inputs import first_param
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
 from collapselab.store import Run
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
+from collapselab.store.zero_error import ACCURACY, ZERO_ERROR_METRIC, first_zero_error
 from collapselab.track import _dist
 from collapselab.track.data_pass import Sweep, SweepSettings
 from collapselab.track.schedule import Schedule
@@ -254,6 +264,7 @@ class Monitor:
         self._cache_copies = False  # set once a kept output was seen modified in place
         self._warned_imbalance = False
         self._zero_error_epoch: int | None = None
+        self._accuracy_elsewhere: frozenset[str] = frozenset()  # leave_accuracy_rows
         self.layout: Layout | None = None
         self._kept: list[str] = []
         self.last_results: Results | None = None
@@ -481,10 +492,11 @@ class Monitor:
         family undefined for a layer in its present state (zero between-class scatter in a
         dead layer, say) is skipped there with a warning. The model's ``accuracy`` is
         measured every time. With ``log`` and a run, writes one row per value at
-        ``(step, epoch)``; ``step`` defaults to ``epoch`` (0 when both are ``None``). With
-        ``epoch_end`` (a measurement at the end of ``epoch``, not within it), updates
-        :attr:`zero_error_epoch` when the model classifies every training sample correctly
-        for the first time.
+        ``(step, epoch)``, but the model-level accuracy of the splits left to another writer
+        (:meth:`leave_accuracy_rows`); ``step`` defaults to ``epoch`` (0 when both are
+        ``None``). With ``epoch_end`` (a measurement at the end of ``epoch``, not within
+        it), updates :attr:`zero_error_epoch` when the model classifies every training
+        sample correctly for the first time.
         """
         due = self._due(lambda: True, lambda s: _scheduled(s, epoch, step, epoch_end))
         return self._measure(due, epoch, step, log=log, epoch_end=epoch_end)
@@ -541,7 +553,7 @@ class Monitor:
             per_layer = collection.results(classifier, on_error="warn")
             for layer, values in model_values.get(split, {}).items():
                 per_layer.setdefault(layer, {}).update(values)
-            model_level: Values = {"accuracy": self._accuracy(confusion)}
+            model_level: Values = {ACCURACY: self._accuracy(confusion)}
             model_level |= per_layer.pop(MODEL_LAYER, {})
             results[split] = {**per_layer, MODEL_LAYER: model_level}
         self.n_measurements += 1
@@ -549,8 +561,8 @@ class Monitor:
         self.last_arrays = {f.name: a for f in request.families if (a := f.take_arrays())}
         if log:
             self._log(results, epoch, step, time.perf_counter() - t0)
-        if epoch_end and epoch is not None and sweeps["train"][1].all_correct:
-            self._record_zero_error(epoch, step)
+        if epoch_end and epoch is not None:
+            self._record_zero_error(epoch, step, results["train"][MODEL_LAYER][ACCURACY])
         return results
 
     def _model_procedures(
@@ -660,7 +672,8 @@ class Monitor:
 
         Returns the results, or ``None`` when the epoch is not scheduled. The first
         measured epoch at which ``argmax(model(x))`` equals the label for every training
-        sample (in eval mode; the terminal phase of training starts there) is stored in
+        sample (train ``accuracy`` exactly 1, :func:`collapselab.store.first_zero_error`; in
+        eval mode; the terminal phase of training starts there) is stored in
         :attr:`zero_error_epoch`, logged as the metric ``zero_error_epoch`` (split
         ``train``, layer ``""``) and written to the run manifest.
         """
@@ -706,7 +719,12 @@ class Monitor:
     def zero_error_epoch(self) -> int | None:
         """The first measured epoch at which every training sample is classified correctly.
 
-        The Monitor is its one owner. After a resume it is read back from the run's own
+        The rule is the store's one definition (:mod:`collapselab.store.zero_error`) applied
+        to this monitor's epoch-end measurements, so its resolution is the schedule's; in a
+        run where the monitor writes the train ``accuracy`` rows it equals
+        :func:`collapselab.store.zero_error_epoch` of the run's table (measurements within
+        an epoch aside: their rows count for their epoch there). The Monitor is the
+        one owner of the ``zero_error_epoch`` row. After a resume it is read back from the run's own
         ``zero_error_epoch`` row (:meth:`restore`); adapters store and restore it through
         :meth:`state_dict` / :meth:`load_state_dict`.
         """
@@ -718,7 +736,7 @@ class Monitor:
             return
         rows = self.run.metrics()
         hit = rows[
-            (rows["metric"] == "zero_error_epoch")
+            (rows["metric"] == ZERO_ERROR_METRIC)
             & (rows["split"] == "train")
             & (rows["layer"] == MODEL_LAYER)
         ]
@@ -735,15 +753,29 @@ class Monitor:
         zero = int(state.get("zero_error_epoch", -1))
         self._zero_error_epoch = None if zero < 0 else zero
 
-    def _record_zero_error(self, epoch: int, step: int | None) -> None:
+    def _record_zero_error(self, epoch: int, step: int | None, accuracy: float) -> None:
+        """The store's rule (:func:`~collapselab.store.first_zero_error`) on this epoch-end
+        measurement's train accuracy: exactly 1 when every sample is classified correctly."""
         if self._zero_error_epoch is not None:
             return
-        self._zero_error_epoch = epoch
-        if not self._writes():
+        self._zero_error_epoch = first_zero_error(None, epoch, accuracy)
+        if self._zero_error_epoch is None or not self._writes():
             return
         step = _default_step(epoch, step)
-        self.run.log(step, "zero_error_epoch", float(epoch), epoch, "train", MODEL_LAYER)
+        self.run.log(step, ZERO_ERROR_METRIC, float(epoch), epoch, "train", MODEL_LAYER)
         self.run.record_zero_error_epoch(epoch)
+
+    def leave_accuracy_rows(self, splits: Iterable[str]) -> None:
+        """Write no model-level ``accuracy`` row for ``splits`` from now on: another writer of
+        this monitor's run records that key (the training loop, for the splits it evaluates).
+
+        A run holds one value per ``(step, split, layer, metric)``; the loop's accuracy (the
+        fraction of the whole split, at every evaluated epoch) and this monitor's
+        (class-weighted as its layer statistics, on its own data, at its measurements) are
+        two measurements of one key, so one of them writes it. The monitor's value stays in
+        :attr:`last_results` and still decides :attr:`zero_error_epoch`.
+        """
+        self._accuracy_elsewhere = frozenset(splits)
 
     def close(self) -> None:
         """Flush the run and detach (closing) the mirrors this monitor attached to it."""
@@ -754,6 +786,10 @@ class Monitor:
     # ------------------------------------------------------------------ output
     def _writes(self) -> bool:
         return self.run is not None and (not self._distributed() or _dist.rank() == 0)
+
+    def _written_elsewhere(self, split: str, layer: str, metric: str) -> bool:
+        """Whether another writer of the run owns this row key (:meth:`leave_accuracy_rows`)."""
+        return metric == ACCURACY and layer == MODEL_LAYER and split in self._accuracy_elsewhere
 
     def _log(self, results: Results, epoch: int | None, step: int | None, seconds: float) -> None:
         if not self._writes():
@@ -767,6 +803,7 @@ class Monitor:
             for split, per_layer in results.items()
             for layer, values in per_layer.items()
             for k, v in values.items()
+            if not self._written_elsewhere(split, layer, k)
         ]
         self.run.log_many(rows)
         for name, arrays in self.last_arrays.items():

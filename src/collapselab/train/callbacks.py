@@ -31,7 +31,8 @@ class TrainState:
         last_eval: the latest evaluation, e.g. ``{"train_loss": .., "train_accuracy": ..,
             "test_loss": .., "test_accuracy": ..}``.
         history: one dict per finished epoch (see :class:`collapselab.train.TrainResult`).
-        zero_error_epoch: first evaluated epoch with train accuracy 1.0, if any.
+        zero_error_epoch: first evaluated epoch with train accuracy exactly 1.0, if any
+            (:func:`collapselab.store.first_zero_error`).
         resumed: True when training continues from a checkpoint. Callbacks that record
             something in ``on_train_start`` should skip it then: it is already recorded.
     """
@@ -53,6 +54,14 @@ class TrainState:
     zero_error_epoch: int | None = None
     resumed: bool = False
     stop_reason: str | None = None
+
+    @property
+    def evaluated_splits(self) -> tuple[str, ...]:
+        """The splits the loop evaluates at an epoch's end: ``"train"``, and ``"test"`` when
+        the data has a non-empty test split. In a run, the loop is the one writer of their
+        model-level ``loss`` and ``accuracy`` rows."""
+        test = self.data.test
+        return ("train", "test") if test is not None and len(test) > 0 else ("train",)
 
     @property
     def lr(self) -> float:

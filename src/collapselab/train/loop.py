@@ -17,7 +17,7 @@ What one call of :func:`train` does, in order:
 4. Record the outcome in the run's manifest and set its status.
 
 Metric rows written (``step`` = optimiser steps completed, ``epoch`` counted from 1, 0 for
-the initial model):
+the initial model; ``layer = ""``):
 
 ==============  ======  ==========================================================
 metric          split   meaning
@@ -29,6 +29,20 @@ running_acc...  train   ``running_accuracy``: same for the batch accuracy
 lr              train   learning rate used during the epoch
 batch_loss      train   one batch's loss, every ``log_batch_loss_every`` steps
 ==============  ======  ==========================================================
+
+The loop is the one writer of the model-level ``loss`` and ``accuracy`` rows of the splits it
+evaluates (:attr:`TrainState.evaluated_splits`): a run holds one value per ``(step, split,
+layer, metric)`` (:mod:`collapselab.store.row_keys`), and a Monitor driven by the loop on the
+same run leaves these keys to it (its accuracy is class-weighted and measured only at its
+scheduled epochs; the loop's is the plain fraction of the whole split at every evaluated
+epoch, the series the zero-error epoch and the claims read). ``running_accuracy`` is a
+different quantity under its own name: the batches' accuracy during the epoch, in train mode,
+each before its update.
+
+The zero-error epoch (``TrainResult.zero_error_epoch``, the manifest's field) is the first
+evaluated epoch whose train accuracy is exactly 1.0: :func:`collapselab.store.first_zero_error`
+on the evaluations in order, so it equals :func:`collapselab.store.zero_error_epoch` of the
+loop's rows.
 
 Determinism: on CPU, two calls with the same model initialisation, data and config give
 bit-for-bit identical weights and metrics, and a run interrupted and resumed from a
@@ -49,6 +63,7 @@ from torch import nn
 
 from collapselab.data.dataset import DataSplits
 from collapselab.store.mirrors import attach_mirrors
+from collapselab.store.zero_error import first_zero_error
 from collapselab.train._rng import epoch_permutation, get_rng_state, seed_everything, set_rng_state
 from collapselab.train.callbacks import Callback, TrainState
 from collapselab.train.config import TrainConfig
@@ -95,7 +110,8 @@ class TrainResult:
             ``lr``, ``running_loss``, ``running_accuracy``, ``train_loss``,
             ``train_accuracy``, ``test_loss``, ``test_accuracy``. Epoch 0 is the initial
             model (``log_initial``).
-        zero_error_epoch: first evaluated epoch with training accuracy exactly 1.0.
+        zero_error_epoch: first evaluated epoch with training accuracy exactly 1.0
+            (:func:`collapselab.store.zero_error_epoch` of the loop's rows).
         stopped_reason: ``None`` when all epochs ran; :data:`NON_FINITE_LOSS`; or
             ``"stop_requested: <reason>"`` from a callback.
         error: the message of a failed run (non-finite loss), else ``None``.
@@ -243,8 +259,6 @@ class _Trainer:
         x = data.train.x.to(device)
         self.x = x.to(dtype) if dtype is not None and x.is_floating_point() else x
         self.y = data.train.y.to(device)
-        test = data.test if data.test is not None and len(data.test) > 0 else None
-        self.test_xy = None if test is None else (test.x.to(device), test.y.to(device))
         self.n = len(data.train)
         self.n_classes = data.n_classes
         self.state = TrainState(
@@ -257,6 +271,8 @@ class _Trainer:
             iterations_per_epoch=_iterations_per_epoch(self.n, config),
         )
         self.state.total_iterations = config.epochs * self.state.iterations_per_epoch
+        test = data.test if "test" in self.state.evaluated_splits else None
+        self.test_xy = None if test is None else (test.x.to(device), test.y.to(device))
         self.resumed_from: int | None = None
         self.epochs_completed = 0
         self.session_started = False  # True once an abort should keep the recorded rows
@@ -348,10 +364,11 @@ class _Trainer:
         state.history.append(entry)
         if "train_accuracy" in entry:
             state.last_eval = _eval_part(entry)
-            if state.zero_error_epoch is None and entry["train_accuracy"] == 1.0:
-                state.zero_error_epoch = int(entry["epoch"])
-                if self.run is not None:
-                    self.run.record_zero_error_epoch(state.zero_error_epoch)
+            known = state.zero_error_epoch
+            zero = first_zero_error(known, entry["epoch"], entry["train_accuracy"])
+            state.zero_error_epoch = zero
+            if known is None and zero is not None and self.run is not None:
+                self.run.record_zero_error_epoch(zero)
         if self.run is not None:
             for key, (split, metric) in _ROW_NAMES.items():
                 if key in entry:

@@ -8,7 +8,9 @@ was chosen by it:
 
 * **zero training error from some epoch on**: ``e₀`` is the first epoch from which the
   training loop's evaluation of the whole training set gives accuracy exactly 1 at every
-  evaluated epoch up to the end of training (``None`` when the last one is below 1);
+  evaluated epoch up to the end of training (``None`` when the last one is below 1): the
+  store's one definition, :func:`collapselab.store.zero_error_epoch` with ``sustained=True``
+  (the loop writes the run's train accuracy rows, one per evaluated epoch);
 * **continued collapse in the TPT**: NC1 = ``tr(Σ_W Σ_B^†)/K`` of the penultimate features
   (the :class:`~collapselab.families.NC` family, whole training set) at the curvature
   measurement the claims read (the last one) is at most :data:`NC1_FRACTION` of its value at
@@ -26,6 +28,8 @@ from typing import Any
 
 import pandas as pd
 
+from collapselab.store import zero_error_epoch
+
 NC1_FRACTION = 0.5
 """NC1 of the penultimate features at the last curvature measurement must be at most this
 fraction of its value at the entry into the terminal phase (it at least halves there)."""
@@ -40,16 +44,9 @@ def _train_accuracy(metrics: pd.DataFrame) -> pd.Series:
 
 def zero_error_from(metrics: pd.DataFrame) -> int | None:
     """The first epoch from which training accuracy is exactly 1 at every evaluated epoch
-    to the end (rows ``metric="accuracy"``, ``split="train"``); ``None`` when the last
-    evaluation is below 1 or there is none."""
-    by_epoch = _train_accuracy(metrics)
-    if by_epoch.empty:
-        return None
-    below = by_epoch[by_epoch < 1.0]
-    if below.empty:
-        return int(by_epoch.index[0])
-    after = by_epoch[by_epoch.index > below.index[-1]]
-    return None if after.empty else int(after.index[0])
+    to the end: :func:`collapselab.store.zero_error_epoch` ``(metrics, sustained=True)``;
+    ``None`` when the last evaluation is below 1 or there is none."""
+    return zero_error_epoch(metrics, "train", sustained=True)
 
 
 def terminal_phase(metrics: pd.DataFrame, penultimate: str, final_epoch: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from collapselab.experiments.mse_nc.arms import Arm, split_name
+from collapselab.store import zero_error_epoch
 
 PROGRESS_KEY = "mse_nc"
 """Manifest key of the run's plan, the per-arm summaries and the sweep progress."""
@@ -126,13 +127,9 @@ class StoredArms:
         return int(x[-1]), float(y[-1])
 
     def zero_error_epoch(self, key: str) -> int | None:
-        """First measured epoch with training accuracy exactly 1 (from the rows)."""
-        try:
-            x, y = self.curve(key, "accuracy", "train")
-        except MissingResult:
-            return None
-        hit = np.flatnonzero(y == 1.0)
-        return None if hit.size == 0 else int(x[hit[0]])
+        """First measured epoch with training accuracy exactly 1, from arm ``key``'s rows
+        (split ``<key>/train``): :func:`collapselab.store.zero_error_epoch`."""
+        return zero_error_epoch(self._rows(key, "train"), split_name(key, "train"))
 
     def sweep(self, key: str) -> dict[str, Any] | None:
         """The sweep record of arm ``key`` (points and selection), if it was swept."""
