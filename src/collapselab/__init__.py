@@ -5,8 +5,7 @@ components bias while training PyTorch models; run the theoretical models behind
 reproduce the papers' figures and claims.
 """
 
-__version__ = "0.1.0"
-
+from collapselab._version import __version__
 from collapselab.families.measure import measure
 
 __all__ = ["__version__", "measure"]

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from collapselab._version import __version__
 from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
 from collapselab.experiments.papers import PAPERS, find_paper, paper_label
 from collapselab.experiments.progress import ProgressDisplay
@@ -323,8 +324,6 @@ def machine_facts() -> dict[str, Any]:
 
     import torch
 
-    import collapselab
-
     return {
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
@@ -332,7 +331,7 @@ def machine_facts() -> dict[str, Any]:
         "processor": platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "collapselab": collapselab.__version__,
+        "collapselab": __version__,
         "commit": source_commit(),
     }
 

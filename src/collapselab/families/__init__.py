@@ -49,7 +49,6 @@ from collapselab.families.family import (
 )
 from collapselab.families.learning_order import accessibility_from_runs, correctness_from_run
 from collapselab.families.measure import measure
-from collapselab.families.nc import nc_metrics
 from collapselab.families.pcbias import compact_pc_from_runs
 
 __all__ = [
@@ -77,7 +76,6 @@ __all__ = [
     "family_names",
     "measure",
     "measurement_arrays",
-    "nc_metrics",
     "register_family",
     "unregister_family",
 ]

@@ -7,6 +7,9 @@ model trains, :func:`collapselab.measure` and the metric catalogue live one laye
 - :mod:`collapselab.metrics.mse`: the MSE decomposition and the SNR (paper 003).
 - :mod:`collapselab.metrics.diversity`: feature diversity (paper 000).
 - :mod:`collapselab.metrics.layerwise`: paper 001's per-layer and layer-path metrics.
+- :mod:`collapselab.metrics.pc_frame`: paper 002's principal coordinate system of a
+  dataset (:class:`PCFrame`, :func:`principal_frame`), read by the metrics below and by
+  :mod:`collapselab.theory.pcbias`.
 - :mod:`collapselab.metrics.pcbias`: paper 002's per-PC convergence, gradient-scale
   statistics, accessibility, learning-order constancy, critical PC and frequency,
   discriminability.
@@ -24,6 +27,7 @@ from collapselab.metrics.mse import (
     snr_singular_values,
 )
 from collapselab.metrics.nc import (
+    NC_KEYS,
     PFC_KEYS,
     cdnv,
     equiangularity,
@@ -33,6 +37,8 @@ from collapselab.metrics.nc import (
     nc1_pinv,
     nc1_trace_ratio,
     nc2_etf_distance,
+    nc_metrics,
+    nc_values,
     ncc_accuracy,
     ncc_mismatch,
     orthogonal_frame_distance,
@@ -43,6 +49,7 @@ from collapselab.metrics.nc import (
     trace_ratio,
     weighted_accuracy,
 )
+from collapselab.metrics.pc_frame import PCFrame, principal_frame
 from collapselab.metrics.pcbias import (
     accessibility,
     critical_frequency,
@@ -54,8 +61,10 @@ from collapselab.metrics.pcbias import (
 )
 
 __all__ = [
+    "NC_KEYS",
     "PFC_KEYS",
     "MSEDecomposition",
+    "PCFrame",
     "accessibility",
     "cdnv",
     "central_path_losses",
@@ -74,6 +83,8 @@ __all__ = [
     "nc1_snr",
     "nc1_trace_ratio",
     "nc2_etf_distance",
+    "nc_metrics",
+    "nc_values",
     "ncc_accuracy",
     "ncc_mismatch",
     "orthogonal_frame_distance",
@@ -82,6 +93,7 @@ __all__ = [
     "pc_ensemble_std",
     "pfc_metrics",
     "pfc_values",
+    "principal_frame",
     "self_duality",
     "self_duality_classwise",
     "snr_matrix",

@@ -1,7 +1,7 @@
 """Per-sample capture of a plain MLP for paper 000's analysis (R4, R5, A7).
 
 :func:`capture_mlp_state` runs one forward and one backward pass of the summed per-sample
-loss over a probe batch and returns a :class:`collapselab.theory.MLPState`: for every linear
+loss over a probe batch and returns a :class:`collapselab.probe.MLPState`: for every linear
 layer of a :class:`collapselab.models.MLP`, its weight, input, pre-activation gradients and
 gates, what the theorems of :mod:`collapselab.theory.diversity_trap` read.
 
@@ -19,8 +19,8 @@ from torch.nn import functional as F
 
 from collapselab.checks import ArrayLike, as_labels, as_tensor, check_float, check_int
 from collapselab.probe.linear_factors import linear_factors
+from collapselab.probe.mlp_state import MLPState
 from collapselab.probe.modes import eval_mode
-from collapselab.theory.mlp_state import MLPState
 
 LossArg = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
