@@ -33,6 +33,7 @@ from collapselab.experiments.registry import Experiment, all_experiments, experi
 from collapselab.experiments.runner import run_experiment, run_id_for
 from collapselab.experiments.runtimes import measured as measured_runtime
 from collapselab.experiments.sweeps.executors import Executor, make_executor
+from collapselab.report.index import write_index
 from collapselab.store import DamagedRunError, Mirror, Run
 
 Outcome = Literal["completed", "skipped", "failed", "not run"]
@@ -151,8 +152,6 @@ def reproduce(
     Returns:
         A :class:`ReproduceResult`; check :attr:`ReproduceResult.ok`.
     """
-    from collapselab.report.index import write_index
-
     chosen = select_experiments(paper)
     make_executor(executor, workers)  # a bad executor fails before any experiment runs
     sweeps = {"executor": executor, "workers": workers}

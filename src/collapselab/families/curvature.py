@@ -30,7 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from collapselab import curvature as cv
 from collapselab.checks import check_choice, check_float, check_int
+from collapselab.curvature import resolve_loss
 from collapselab.families.family import Family, Key, ModelAccess, Needs
 
 _MODEL = Needs(model=True)
@@ -224,8 +226,6 @@ class Curvature(Family):
     ) -> dict[str, dict[str, dict[str, float]]]:
         if not self.due(access.epoch):
             return {}
-        from collapselab.curvature import resolve_loss
-
         loss = resolve_loss(self._loss_name(access))
         K = access.layout.n_classes
         data = self._fixed_subset(access, K)
@@ -333,8 +333,6 @@ def _measure_layer(
     K: int,
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Every requested key of one weight layer, and its spectra."""
-    from collapselab import curvature as cv
-
     obj = cv.Objective(model, loss, data, params=[module.weight])
     P = obj.dim
     top = min(fam.top or 2 * K * K + K, P - 1)
@@ -431,8 +429,6 @@ def _kronecker(
     proportional to its class means at collapse, DNC3), not the layer's pre-activation
     output; the last weight layer's is its output ``f``. Nothing is written when the next
     weight layer reads a different number of features (a reshape or pooling between)."""
-    from collapselab import curvature as cv
-
     following = _next_weight_layer(model, module)
     h_in, h_out = cv.module_class_means(obj, module, K, next_module=following)
     if h_out.shape[1] != module.out_features:
@@ -461,8 +457,6 @@ def _papyan(
     eig: Any,
     counted: Any,
 ) -> None:
-    from collapselab import curvature as cv
-
     cls_vals = dec.class_part.eigenpairs()[0].cpu().numpy()
     cross_vals = dec.cross_part.eigenpairs()[0].cpu().numpy()
     arrays["papyan_class_eigenvalues"] = cls_vals

@@ -65,6 +65,8 @@ from collapselab.metrics.diversity import (
     stacked_mean_cosine_similarity,
     stacked_per_sample_pseudo_neuron_values,
 )
+from collapselab.probe import linear_factors
+from collapselab.probe.inputs import model_inputs
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 from collapselab.stats.pairwise import stacked_sums, update_stacked
 from collapselab.stats.scratch import as_float64, scratch, stacked_float64, stacks_by
@@ -444,9 +446,6 @@ def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
     if access.factors is not None:
         yield from access.factors
         return
-    from collapselab.probe import linear_factors
-    from collapselab.probe.inputs import model_inputs
-
     for batch in access.data["train"]:
         x, y = split_batch(batch)  # the inputs as the sweep gives them to the model
         x, y = model_inputs(access.model, x, access.device), y.to(access.device)

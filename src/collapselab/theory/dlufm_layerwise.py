@@ -47,15 +47,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from scipy.sparse.linalg import LinearOperator, eigsh
 
 from collapselab.checks import as_real_array, check_choice, check_float, check_int
 from collapselab.metrics import self_duality, self_duality_classwise
 from collapselab.metrics.matrix import matrix_metrics
 from collapselab.theory.dlufm import DeepUFM, UFMParameters
+
+if TYPE_CHECKING:  # scipy is imported where it is used (library start-up time)
+    from scipy.sparse.linalg import LinearOperator
 
 __all__ = [
     "CENTRINGS",
@@ -308,6 +311,8 @@ def layer_hessian_operator(
         out = out.ravel() if order == "row" else out.T.ravel()
         return out + shift * flat
 
+    from scipy.sparse.linalg import LinearOperator
+
     return LinearOperator((data.dim, data.dim), matvec=matvec, dtype=np.float64)
 
 
@@ -335,6 +340,8 @@ def layer_hessian_top(
     dim = operator.shape[0]
     k = check_int("k", k, minimum=1, maximum=dim - 1)
     start = np.random.default_rng(seed).standard_normal(dim)
+    from scipy.sparse.linalg import eigsh
+
     values, vectors = eigsh(operator, k=k, which="LA", tol=tol, v0=start)
     order_desc = np.argsort(values)[::-1]
     return values[order_desc], vectors[:, order_desc]

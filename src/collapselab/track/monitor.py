@@ -48,6 +48,7 @@ from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
 from collapselab.track.data_pass import Sweep, SweepSettings
 from collapselab.track.schedule import Schedule
+from collapselab.train.losses import per_sample_loss
 
 if TYPE_CHECKING:
     from collapselab.store import Run
@@ -66,7 +67,6 @@ def _loss_function(loss: LossArg) -> Callable[[torch.Tensor, torch.Tensor], torc
         return loss
     if loss not in ("ce", "mse"):
         raise ValueError(f"loss must be 'ce', 'mse' or a callable, got {loss!r}")
-    from collapselab.train.losses import per_sample_loss
 
     def fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return per_sample_loss(logits, labels, loss=loss)

@@ -51,6 +51,7 @@ from collapselab.metrics.diversity import (
     per_class_accuracy,
     residual_trajectory,
 )
+from collapselab.models import MLP
 from collapselab.probe import MLPState, capture_mlp_state, single_sample_feature_changes
 from collapselab.store import Run
 from collapselab.theory.diversity_trap import (
@@ -256,8 +257,6 @@ def _all_samples(
 
 def _model_at(state: MLPState) -> torch.nn.Module:
     """A bias-free ReLU MLP with the captured weights (float64), for a single-sample step."""
-    from collapselab.models import MLP
-
     weights = state.weights
     model = MLP(
         weights[0].shape[1], weights[-1].shape[0], width=weights[0].shape[0], depth=len(weights)
