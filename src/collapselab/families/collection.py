@@ -3,7 +3,7 @@ r"""The measurement engine: collect what the requested keys need, then compute t
 Accumulate, then measure. A :class:`Request` resolves families and keys through the catalogue
 (:func:`collapselab.families.catalogue.plan`) and derives, per layer, what they need
 (:class:`~collapselab.families.family.Needs`): the level of the shared class statistics, the
-decisions, the per-sample signals. A :class:`Collection` holds one split's sweep: a
+decisions, the per-sample signals. A :class:`Collection` holds one split's data pass: a
 :class:`~collapselab.stats.ClassStats` per layer that needs one (dense, projected or
 means-only, never more than the keys ask for) and each family's own accumulators. Its
 caller feeds it (:meth:`Collection.add` in pass 1, :meth:`Collection.add_second` in pass
@@ -203,7 +203,7 @@ class Request:
 
 
 class Collection:
-    """Everything one split's sweep accumulates for a :class:`Request`.
+    """Everything one split's data pass accumulates for a :class:`Request`.
 
     Args:
         request: what to compute.
@@ -289,7 +289,7 @@ class Collection:
 
     def add_signal(self, signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor) -> None:
         """Pass 1: one ``signal`` of several layers for a batch (``values[layer]`` ``(n,
-        D_layer)``), when the sweep has them together (a pass with per-sample gradients).
+        D_layer)``), when the data pass has them together (one with per-sample gradients).
 
         Each layer's class statistics (features) as :meth:`add` feeds them; the families
         that read the signal get every layer's block of rows at once

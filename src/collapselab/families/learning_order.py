@@ -20,7 +20,7 @@ runs by :func:`collapselab.track.accessibility_from_runs`.
 
 The loaders must yield the examples in the same order at every measurement (no shuffling):
 the labels are stored with the correctness so that a reader can check it. The pass is one
-forward pass per split besides the Monitor's own sweep.
+forward pass per split besides the Monitor's own data pass.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ r"""The Monitor: scheduled, exact, per-layer measurement of a network during tra
 A :class:`Monitor` measures metric families (:mod:`collapselab.families.builtin`, or any
 registered :class:`~collapselab.families.family.Family`) on every requested layer of a model,
 on a schedule. It owns the schedule, the probes, the loop over the families and the writing;
-the families say what they need and compute their keys. A measurement is one *sweep* per
-split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks on every layer
+the families say what they need and compute their keys. A measurement is one *data pass*
+per split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks on every layer
 (pass 1), and, for the layers whose keys need a within-class scatter or decisions, pass 2
 over the features kept in memory (within ``cache_bytes``) or a second forward pass. Only
 what the requested keys need is collected.
@@ -46,7 +46,7 @@ from collapselab.probe.inputs import first_param
 from collapselab.stats import DENSE_MAX_DIM, ConfusionCounts
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.track import _dist
-from collapselab.track.data_pass import Sweep, SweepSettings
+from collapselab.track.data_pass import DataPass, PassSettings
 from collapselab.track.schedule import Schedule
 from collapselab.train.losses import per_sample_loss
 
@@ -155,8 +155,8 @@ class Monitor:
             1 GiB), which saves the second forward pass; beyond it pass 2 runs the model
             again. The values are the same either way. Layer outputs are kept without a
             copy; one that is modified in place after its layer ran (e.g. by
-            ``nn.ReLU(inplace=True)``) is detected, that sweep runs the model again, and
-            later sweeps keep copies. ``0``: always run the model twice.
+            ``nn.ReLU(inplace=True)``) is detected, that data pass runs the model again,
+            and later ones keep copies. ``0``: always run the model twice.
         mirrors: trackers that also receive every row the monitor's run writes
             (:class:`collapselab.store.Mirror` objects, or ``"tensorboard"``, ``"mlflow"``,
             ``"wandb"``); attached to the run at the monitor's first write, detached (and
@@ -221,7 +221,7 @@ class Monitor:
         self._loss_name = loss if isinstance(loss, str) else None
         self.gradients = bool(needs.signals & _GRADIENT_SIGNALS)
         # A model procedure that reads the linear layers' per-sample factors gets them from
-        # the gradient pass the sweep takes anyway (one backward pass instead of two).
+        # the gradient pass the data pass takes anyway (one backward pass instead of two).
         self._factor_layers = (
             [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
             if self.gradients and needs.linear_factors
@@ -378,7 +378,7 @@ class Monitor:
         return self.classifier.weight.detach(), None if bias is None else bias.detach()
 
     # ------------------------------------------------------------------ measuring
-    def _sweep(
+    def _data_pass(
         self, split: str, loader: Any, reference: Collection | None, device: torch.device
     ) -> tuple[Collection, ConfusionCounts]:
         options = self.options
@@ -387,7 +387,7 @@ class Monitor:
                 options.weighting, options.mode, options.dense_max_dim, chunk_bytes=0
             )
         collection = Collection(self.request, split, self._provisional_layout(), options, reference)
-        settings = SweepSettings(
+        settings = PassSettings(
             model=self.model,
             layers=self.layers,
             gated=self.gated,
@@ -401,13 +401,13 @@ class Monitor:
             linear_layers=self._factor_layers if split == "train" else [],
         )
         first = self._on_first_batch if self.layout is None else None
-        sweep = Sweep(settings, collection, first, self._kept)
-        sweep.run(loader, self._classifier())
+        data_pass = DataPass(settings, collection, first, self._kept)
+        data_pass.run(loader, self._classifier())
         if split == "train":
-            self._factors = sweep.factors
-        self._cache_copies = self._cache_copies or sweep.overwritten
+            self._factors = data_pass.factors
+        self._cache_copies = self._cache_copies or data_pass.overwritten
         collection.layout = self.layout  # with the dimensions learnt on the first batch
-        return collection, sweep.confusion
+        return collection, data_pass.confusion
 
     def measure_now(
         self,
@@ -419,7 +419,7 @@ class Monitor:
     ) -> Results:
         """Measure now, whatever the schedule; returns ``results[split][layer][metric]``.
 
-        Runs the sweep of every split (train, then test against the train means) in eval
+        Runs the data pass of every split (train, then test against the train means) in eval
         mode (every submodule's train/eval flag is restored afterwards) and computes every
         requested key for every layer; a family undefined for a layer in its present state
         (zero between-class scatter in a dead layer, say) is skipped there with a warning.
@@ -433,22 +433,22 @@ class Monitor:
         loaders = {"train": self.train_loader}
         if self.test_loader is not None:
             loaders["test"] = self.test_loader
-        sweeps: dict[str, tuple[Collection, ConfusionCounts]] = {}
+        passes: dict[str, tuple[Collection, ConfusionCounts]] = {}
         with eval_mode(self.model):
             if self.gradients:
                 check_independent_rows(self.model, allow_batch_coupling=False)
             try:
                 for split, loader in loaders.items():
-                    reference = sweeps["train"][0] if split != "train" else None
-                    sweeps[split] = self._sweep(split, loader, reference, device)
+                    reference = passes["train"][0] if split != "train" else None
+                    passes[split] = self._data_pass(split, loader, reference, device)
                 model_values = self._model_procedures(loaders, device, epoch, step)
             finally:
-                self._factors = None  # the sweep's factors serve this measurement only
-        counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in sweeps.items()}
+                self._factors = None  # the data pass's factors serve this measurement only
+        counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in passes.items()}
         self._warn_imbalanced(counts)
         classifier = self._classifier()
         results: Results = {}
-        for split, (collection, confusion) in sweeps.items():
+        for split, (collection, confusion) in passes.items():
             per_layer = collection.results(classifier, on_error="warn")
             for layer, values in model_values.get(split, {}).items():
                 per_layer.setdefault(layer, {}).update(values)
@@ -460,7 +460,7 @@ class Monitor:
         self.last_arrays = {f.name: a for f in self.families if (a := f.take_arrays())}
         if log:
             self._log(results, epoch, step, time.perf_counter() - t0)
-        if epoch_end and epoch is not None and sweeps["train"][1].all_correct:
+        if epoch_end and epoch is not None and passes["train"][1].all_correct:
             self._record_zero_error(epoch, step)
         return results
 
