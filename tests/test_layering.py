@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,6 +266,22 @@ def test_no_cycle_between_packages(found: list[Import]) -> None:
 def test_no_function_level_import_of_another_package(found: list[Import]) -> None:
     problems = lazy_imports(found)
     assert not problems, _report(problems)
+
+
+def test_start_up_loads_no_heavy_library() -> None:
+    """Imports at module level keep the layers visible; the heavy libraries that only some
+    functions need (scipy, POT, scikit-learn, matplotlib) are imported where they are used,
+    so that the command line and the experiment registry start without them."""
+    code = (
+        "import sys\n"
+        "import collapselab.cli.main, collapselab.experiments, collapselab.report.html\n"
+        "heavy = {'scipy', 'ot', 'sklearn', 'matplotlib'}\n"
+        "print(sorted(heavy & {name.split('.')[0] for name in sys.modules}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
