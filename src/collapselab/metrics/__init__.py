@@ -3,10 +3,14 @@ no model, no hidden state; DESIGN.md principle 1). The families that compute the
 model trains, :func:`collapselab.measure` and the metric catalogue live one layer up, in
 :mod:`collapselab.families`.
 
-- :mod:`collapselab.metrics.nc`: NC1-NC4 and PFC1-3.
+- :mod:`collapselab.metrics.nc`: NC1-NC4 and PFC1-3; the NC keys of class statistics
+  (:func:`nc_values`, :func:`nc_metrics`).
 - :mod:`collapselab.metrics.mse`: the MSE decomposition and the SNR (paper 003).
 - :mod:`collapselab.metrics.diversity`: feature diversity (paper 000).
 - :mod:`collapselab.metrics.layerwise`: paper 001's per-layer and layer-path metrics.
+- :mod:`collapselab.metrics.matrix`: :func:`matrix_metrics`, the NC and MSE keys of one
+  feature matrix from their formulas, equal to ``measure(..., mode="dense")`` (for the
+  theory layer, below the engine).
 - :mod:`collapselab.metrics.pc_frame`: paper 002's principal coordinate system of a
   dataset (:class:`PCFrame`, :func:`principal_frame`), read by the metrics below and by
   :mod:`collapselab.theory.pcbias`.
@@ -15,6 +19,7 @@ model trains, :func:`collapselab.measure` and the metric catalogue live one laye
   discriminability.
 """
 
+from collapselab.metrics.matrix import matrix_metrics
 from collapselab.metrics.mse import (
     MSEDecomposition,
     central_path_losses,
@@ -76,6 +81,7 @@ __all__ = [
     "etf_distance",
     "least_squares_classifier",
     "loc_correlation",
+    "matrix_metrics",
     "max_equiangularity",
     "mse_decomposition",
     "mse_loss",
