@@ -164,7 +164,7 @@ def test_zca_rank_deficient_projects_out_the_null_space():
 def _ls_predictions_on(x_train: np.ndarray, y: np.ndarray, x_all: np.ndarray) -> dict:
     """Predictions on ``x_all`` of the bias-free least-squares solution fitted on
     ``(x_train, y)``: the library's ``principal_frame(...).optimum()`` and a plain lstsq."""
-    from collapselab.theory.pcbias import principal_frame
+    from collapselab.metrics.pc_frame import principal_frame
 
     frame = principal_frame(x_train, y)
     w_frame = frame.unrotate(frame.optimum())

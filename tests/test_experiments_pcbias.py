@@ -11,6 +11,7 @@ import torch
 from collapselab._threads import serial_threads
 from collapselab.experiments import experiments_for_paper, get_experiment, reproduce
 from collapselab.experiments.pcbias.training import initial_weights, pc_gd_step
+from collapselab.metrics.pc_frame import principal_frame
 from collapselab.models import DeepLinear
 from collapselab.store import Run
 from collapselab.theory.pcbias import (
@@ -18,7 +19,6 @@ from collapselab.theory.pcbias import (
     expected_scales,
     gd_step,
     gradient_scale_matrices,
-    principal_frame,
 )
 from tests._experiments import check_completed_run, stored_claims
 

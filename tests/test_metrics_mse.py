@@ -15,7 +15,6 @@ import scipy.linalg
 import scipy.optimize
 import torch
 
-from collapselab.families import nc_metrics
 from collapselab.metrics import (
     central_path_losses,
     least_squares_classifier,
@@ -26,6 +25,7 @@ from collapselab.metrics import (
     snr_matrix,
     snr_singular_values,
 )
+from collapselab.metrics.nc import nc_metrics
 from collapselab.stats import class_stats_from_features
 
 

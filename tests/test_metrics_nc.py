@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from collapselab.families import nc_metrics
 from collapselab.metrics import (
     equiangularity,
     equinorm,
@@ -22,6 +21,7 @@ from collapselab.metrics import (
     self_duality,
     self_duality_classwise,
 )
+from collapselab.metrics.nc import nc_metrics
 from collapselab.stats import class_stats_from_features
 
 REL = 1e-10

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from collapselab.data.dataset import LabeledData
-from collapselab.families import nc_metrics
 from collapselab.metrics import nc1_pinv
+from collapselab.metrics.nc import nc_metrics
 from collapselab.stats import (
     ClassStats,
     class_stats_from_batches,

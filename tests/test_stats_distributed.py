@@ -17,8 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from collapselab.families import nc_metrics
 from collapselab.metrics import mse_decomposition, nc1_snr
+from collapselab.metrics.nc import nc_metrics
 from collapselab.stats import ClassStats
 
 C, D = 4, 6

@@ -7,7 +7,7 @@ reproduce the papers' figures and claims.
 
 from typing import Any
 
-__version__ = "0.1.0"
+from collapselab._version import __version__
 
 __all__ = ["__version__", "measure"]
 

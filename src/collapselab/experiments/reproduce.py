@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from collapselab._version import __version__
 from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
 from collapselab.experiments.papers import PAPERS, find_paper, paper_label
 from collapselab.experiments.progress import ProgressDisplay
@@ -32,6 +33,7 @@ from collapselab.experiments.registry import Experiment, all_experiments, experi
 from collapselab.experiments.runner import run_experiment, run_id_for
 from collapselab.experiments.runtimes import measured as measured_runtime
 from collapselab.experiments.sweeps.executors import Executor, make_executor
+from collapselab.report.index import write_index
 from collapselab.store import DamagedRunError, Mirror, Run, interruption, prepare_root
 
 Outcome = Literal["completed", "skipped", "failed", "not run"]
@@ -150,8 +152,6 @@ def reproduce(
     Returns:
         A :class:`ReproduceResult`; check :attr:`ReproduceResult.ok`.
     """
-    from collapselab.report.index import write_index
-
     chosen = select_experiments(paper)
     make_executor(executor, workers)  # a bad executor fails before any experiment runs
     sweeps = {"executor": executor, "workers": workers}
@@ -329,8 +329,6 @@ def machine_facts() -> dict[str, Any]:
 
     import torch
 
-    import collapselab
-
     return {
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
@@ -338,7 +336,7 @@ def machine_facts() -> dict[str, Any]:
         "processor": platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "collapselab": collapselab.__version__,
+        "collapselab": __version__,
         "commit": source_commit(),
     }
 

@@ -52,6 +52,7 @@ from collapselab.experiments.registry import (
     get_experiment,
 )
 from collapselab.experiments.sweeps.executors import Executor, default_workers, make_executor
+from collapselab.report.html import write_run_report
 from collapselab.store import (
     CLAIMS_FILE,
     MANIFEST_FILE,
@@ -259,8 +260,6 @@ def _finalize(run: Run, experiment: Experiment, notes: Sequence[str] = ()) -> No
     except Exception as error:
         warnings.warn(f"could not write the claims of run {run.id}: {error}", stacklevel=3)
     try:
-        from collapselab.report.html import write_run_report
-
         write_run_report(run, notes=notes)
     except Exception as error:
         warnings.warn(f"could not write the report of run {run.id}: {error}", stacklevel=3)
@@ -307,8 +306,6 @@ def refresh_run(run: Run | str | Path, redraw: bool = True, reevaluate: bool = T
     noted in the report instead of raised; a damaged run raises
     :class:`~collapselab.store.DamagedRunError`. Returns the path of ``report.html``.
     """
-    from collapselab.report.html import write_run_report
-
     if not isinstance(run, Run):
         check_run(run, thorough=True)  # a damaged run is named, not half-redrawn
         run = Run.open(run)

@@ -51,7 +51,6 @@ from collapselab.families.family import (
 )
 from collapselab.families.learning_order import accessibility_from_runs, correctness_from_run
 from collapselab.families.measure import measure
-from collapselab.families.nc import nc_metrics
 from collapselab.families.pcbias import compact_pc_from_runs
 from collapselab.families.processes import DISTRIBUTED_MODES, Processes, global_order
 
@@ -83,7 +82,6 @@ __all__ = [
     "global_order",
     "measure",
     "measurement_arrays",
-    "nc_metrics",
     "register_family",
     "unregister_family",
 ]

@@ -3,7 +3,7 @@ r"""The measurement engine: collect what the requested keys need, then compute t
 Accumulate, then measure. A :class:`Request` resolves families and keys through the catalogue
 (:func:`collapselab.families.catalogue.plan`) and derives, per layer, what they need
 (:class:`~collapselab.families.family.Needs`): the level of the shared class statistics, the
-decisions, the per-sample signals. A :class:`Collection` holds one split's sweep: a
+decisions, the per-sample signals. A :class:`Collection` holds one split's data pass: a
 :class:`~collapselab.stats.ClassStats` per layer that needs one (dense, projected or
 means-only, never more than the keys ask for) and each family's own accumulators. Its
 caller feeds it (:meth:`Collection.add` in pass 1, :meth:`Collection.add_second` in pass
@@ -17,7 +17,6 @@ forward hooks. Both therefore compute every key the same way.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,7 +39,12 @@ from collapselab.families.family import (
     union,
 )
 from collapselab.stats import DENSE_MAX_DIM, Accumulator, ClassStats
-from collapselab.stats.class_stats import DEFAULT_CHUNK_ENTRIES, default_chunk_size
+from collapselab.stats.class_stats import (
+    DEFAULT_CHUNK_ENTRIES,
+    default_chunk_size,
+    largest_magnitude,
+    power_of_two_scale,
+)
 from collapselab.stats.scratch import as_float64, scratch
 
 Classifier = tuple[torch.Tensor, torch.Tensor | None]
@@ -236,7 +240,7 @@ class Request:
 
 
 class Collection:
-    """Everything one split's sweep accumulates for a :class:`Request`.
+    """Everything one split's data pass accumulates for a :class:`Request`.
 
     Args:
         request: what to compute.
@@ -322,7 +326,7 @@ class Collection:
 
     def add_signal(self, signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor) -> None:
         """Pass 1: one ``signal`` of several layers for a batch (``values[layer]`` ``(n,
-        D_layer)``), when the sweep has them together (a pass with per-sample gradients).
+        D_layer)``), when the data pass has them together (one with per-sample gradients).
 
         Each layer's class statistics (features) as :meth:`add` feeds them; the families
         that read the signal get every layer's block of rows at once
@@ -361,11 +365,8 @@ class Collection:
         ordinary magnitude are not touched (scale 1), so their values stay bit-identical.
         """
         if layer not in self.scales:
-            peak = 0.0
-            if block.numel():  # aminmax: one pass, no temporary (|x|'s max is 10x slower)
-                low, high = torch.aminmax(block)
-                peak = max(-float(low), float(high))
-            scale = _power_of_two_scale(peak)
+            peak = largest_magnitude(block)
+            scale = power_of_two_scale(peak)
             if scale != 1.0 and not self._scalable[layer]:
                 keys = ", ".join(self.request.scale_dependent(layer, self.layout))
                 raise ValueError(
@@ -499,19 +500,6 @@ class Collection:
         if MODEL_LAYER in out and not out[MODEL_LAYER] and MODEL_LAYER not in layout.layers:
             del out[MODEL_LAYER]
         return out
-
-
-_SAFE_MAGNITUDE = (2.0**-400, 2.0**400)
-
-
-def _power_of_two_scale(peak: float) -> float:
-    """1 for a largest entry ``peak`` within :data:`_SAFE_MAGNITUDE` (or 0, or not finite),
-    else the power of two that brings it into ``[0.5, 1)``; for a subnormal peak (below
-    2^-1022) 2^1023, the largest power of two, which brings it to at least 2^-51."""
-    low, high = _SAFE_MAGNITUDE
-    if peak == 0.0 or not math.isfinite(peak) or low <= peak <= high:
-        return 1.0
-    return math.ldexp(1.0, min(-math.frexp(peak)[1], 1023))
 
 
 def _guarded(

@@ -38,7 +38,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from collapselab import curvature as cv
 from collapselab.checks import check_choice, check_float, check_int
+from collapselab.curvature import resolve_loss
 from collapselab.families.family import Family, Key, ModelAccess, Needs
 from collapselab.families.processes import OrderKey, global_order, in_global_order
 
@@ -218,8 +220,6 @@ class Curvature(Family):
     def compute_model(
         self, keys: frozenset[str], access: ModelAccess
     ) -> dict[str, dict[str, dict[str, float]]]:
-        from collapselab.curvature import resolve_loss
-
         loss = resolve_loss(self._loss_name(access))
         K = access.layout.n_classes
         data = self._fixed_subset(access, K)
@@ -374,8 +374,6 @@ def _measure_layer(
     K: int,
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Every requested key of one weight layer, and its spectra."""
-    from collapselab import curvature as cv
-
     obj = cv.Objective(model, loss, data, params=[module.weight])
     P = obj.dim
     top = min(fam.top or 2 * K * K + K, P - 1)
@@ -472,8 +470,6 @@ def _kronecker(
     proportional to its class means at collapse, DNC3), not the layer's pre-activation
     output; the last weight layer's is its output ``f``. Nothing is written when the next
     weight layer reads a different number of features (a reshape or pooling between)."""
-    from collapselab import curvature as cv
-
     following = _next_weight_layer(model, module)
     h_in, h_out = cv.module_class_means(obj, module, K, next_module=following)
     if h_out.shape[1] != module.out_features:
@@ -502,8 +498,6 @@ def _papyan(
     eig: Any,
     counted: Any,
 ) -> None:
-    from collapselab import curvature as cv
-
     cls_vals = dec.class_part.eigenpairs()[0].cpu().numpy()
     cross_vals = dec.cross_part.eigenpairs()[0].cpu().numpy()
     arrays["papyan_class_eigenvalues"] = cls_vals

@@ -27,8 +27,8 @@ sources of weight change (note A5, R8):
 These keys need the weights and the per-sample factors, which the engine's per-sample
 signals (features, gates and gradients of the measured layers) do not carry: they declare
 ``Needs(model=True)``, the design's way to reach the model, and the Monitor hands the
-family the model and the data after its sweep (:meth:`Diversity.compute_model`). The
-per-sample and probe-mean keys also declare ``linear_factors``: when the sweep takes
+family the model and the data after its data pass (:meth:`Diversity.compute_model`). The
+per-sample and probe-mean keys also declare ``linear_factors``: when the data pass takes
 per-sample gradients anyway (``gradients=True``), it captures the factors ``(a_x, g_x)``
 of every linear layer in the same backward pass and hands them over
 (:attr:`~collapselab.families.family.ModelAccess.factors`); otherwise (or beyond the
@@ -70,6 +70,8 @@ from collapselab.metrics.diversity import (
     stacked_mean_cosine_similarity,
     stacked_per_sample_pseudo_neuron_values,
 )
+from collapselab.probe import linear_factors
+from collapselab.probe.inputs import model_inputs
 from collapselab.stats import CosineSimilarityAccumulator, GatingSimilarityAccumulator
 from collapselab.stats.pairwise import stacked_sums, update_stacked
 from collapselab.stats.scratch import as_float64, scratch, stacked_float64, stacks_by
@@ -474,15 +476,12 @@ def _equal_shape_linears(cap: Any, names: list[str]) -> list[tuple[str, ...]]:
 
 
 def _factor_batches(access: ModelAccess, names: list[str]) -> Iterator[Any]:
-    """The train split's per-batch factors of ``names``: the sweep's when it kept them
+    """The train split's per-batch factors of ``names``: the data pass's when it kept them
     (:attr:`ModelAccess.factors`), else from one forward and backward pass per batch."""
     if access.factors is not None:
         yield from access.factors
         return
-    from collapselab.probe import linear_factors
-    from collapselab.probe.inputs import model_inputs
-
     for batch in access.data["train"]:
-        x, y = split_batch(batch)  # the inputs as the sweep gives them to the model
+        x, y = split_batch(batch)  # the inputs as the data pass gives them to the model
         x, y = model_inputs(access.model, x, access.device), y.to(access.device)
         yield linear_factors(access.model, x, y, names, loss_fn=access.loss)

@@ -4,7 +4,7 @@ A **family** (NC, MSE, PFC, feature diversity, ...) is a :class:`Family` object.
 
 * its **keys**, the stable catalogue names it defines (:class:`Key`: name, formula, source,
   where it applies, which splits), and
-* for any subset of them, what computing them **needs** from a sweep over the data
+* for any subset of them, what computing them **needs** from a pass over the data
   (:class:`Needs`): the shared class statistics (:class:`~collapselab.stats.ClassStats`,
   one pass for the class means, two for the within-class scatter and the decisions) at the
   level the keys require, per-sample signals its own accumulators read (features, ReLU
@@ -13,7 +13,7 @@ A **family** (NC, MSE, PFC, feature diversity, ...) is a :class:`Family` object.
 
 The engine (:mod:`collapselab.families.collection`, used by :func:`collapselab.measure` and
 by :class:`collapselab.track.Monitor` alike) takes the union of the needs of every requested
-key, collects exactly that in one sweep, and hands each family its statistics to compute
+key, collects exactly that in one data pass, and hands each family its statistics to compute
 its values. The registry of families (:mod:`collapselab.families.catalogue`) is the metric
 catalogue. A family written outside the package plugs in the same way: subclass
 :class:`Family`, declare ``name`` and ``keys``, implement :meth:`Family.compute_layer`
@@ -72,7 +72,7 @@ a model procedure measures (its rows name the parameter's module, e.g. ``"classi
 
 @dataclass(frozen=True)
 class Needs:
-    """What computing a set of keys needs from a sweep over the data.
+    """What computing a set of keys needs from a pass over the data.
 
     Attributes:
         scatter: one of :data:`SCATTER_LEVELS`: the level of the shared class statistics.
@@ -81,11 +81,11 @@ class Needs:
         classifier: the classifier's decisions ``argmax(W h + b)`` in pass 2 of the layer it
             reads (likewise).
         signals: per-sample signals (:data:`SIGNALS`) the family's own accumulators read.
-        model: a procedure on the model itself after the sweep (Hessian-vector products,
+        model: a procedure on the model itself after the data pass (Hessian-vector products,
             weights): the Monitor hands such a family the model, the loss and the data.
         linear_factors: that procedure reads the per-sample rank-1 factors ``(a_x, g_x)``
             of every ``nn.Linear``'s weight gradient on the train split
-            (:func:`collapselab.probe.linear_factors`); a sweep that takes per-sample
+            (:func:`collapselab.probe.linear_factors`); a data pass that takes per-sample
             gradients anyway captures them in its own backward pass and hands them over
             (:attr:`ModelAccess.factors`), which saves the procedure a forward and backward
             pass. Implies ``model``.
@@ -244,7 +244,7 @@ Values = dict[str, float]
 
 @dataclass(frozen=True)
 class ModelAccess:
-    """What a family with ``Needs(model=True)`` gets after the sweep: the model itself.
+    """What a family with ``Needs(model=True)`` gets after the data pass: the model itself.
 
     Attributes:
         model: the network, in eval mode while the family runs.
@@ -256,7 +256,7 @@ class ModelAccess:
         loss_name: the Monitor's loss when given by name (``"ce"``, ``"mse"``), else ``None``.
         epoch: the epoch of the measurement (``None`` when not given).
         step: the step of the measurement (``None`` when not given).
-        factors: when a requested key declares ``Needs(linear_factors=True)`` and the sweep
+        factors: when a requested key declares ``Needs(linear_factors=True)`` and the data pass
             took per-sample gradients: the train split's factors, one
             :class:`collapselab.probe.LinearFactors` per batch in the loader's order, with
             ``inputs`` and ``pre_grads`` of every ``nn.Linear`` of the model (``outputs``
@@ -292,7 +292,7 @@ class Family:
     and/or :meth:`compute_split`. A family that keeps accumulators of its own (streaming
     sums of a per-sample signal) returns them from :meth:`accumulators` and feeds them in
     :meth:`update` (one layer's signal), :meth:`update_signal` (one signal of several
-    layers at once, when the sweep has them together) or :meth:`update_layers` (the kept
+    layers at once, when the data pass has them together) or :meth:`update_layers` (the kept
     layers of one batch at once). Every accumulator is reduced over processes by the
     engine. :meth:`compute_layers` may compute several layers' values together.
 
@@ -371,7 +371,7 @@ class Family:
 
     # ------------------------------------------------------------------ accumulation
     def accumulators(self, split: str, layout: Layout, keys: frozenset[str]) -> dict[str, Any]:
-        """Fresh private accumulators for one sweep of ``split`` (default: none).
+        """Fresh private accumulators for one data pass of ``split`` (default: none).
 
         Values are :class:`~collapselab.stats.Accumulator` objects (or dicts of them, by
         layer); the engine reduces every one under ``torch.distributed``, in the order of
@@ -389,8 +389,8 @@ class Family:
         self, accs: dict[str, Any], signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor
     ) -> None:
         """Pass 1: one ``signal`` of several layers for the same block of rows
-        (``values[layer]`` ``(n, D_layer)`` in the sweep's dtype, e.g. float32 or bool;
-        labels ``y``), when the sweep has every layer's signals at once (a pass with
+        (``values[layer]`` ``(n, D_layer)`` in the data pass's dtype, e.g. float32 or bool;
+        labels ``y``), when the data pass has every layer's signals at once (a pass with
         per-sample gradients). Default: :meth:`update` of each layer in turn, on a float64
         copy. A family whose per-layer work is a few small kernels overrides it to do the
         layers of equal shape together."""

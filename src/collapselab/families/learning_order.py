@@ -20,7 +20,7 @@ runs by :func:`collapselab.track.accessibility_from_runs`.
 
 The loaders must yield the examples in the same order at every measurement (no shuffling):
 the labels are stored with the correctness so that a reader can check it. The pass is one
-forward pass per split besides the Monitor's own sweep.
+forward pass per split besides the Monitor's own data pass.
 
 Distributed mode ``"rank0"``: under ``torch.distributed`` every process runs the forward
 pass over its own shard and rank 0 gathers the per-example correctness of every process in

@@ -1,34 +1,20 @@
 r"""The NC family: neural collapse NC1-NC4 and the nearest-class-mean rule (DESIGN.md catalogue).
 
-Formulas in :mod:`collapselab.metrics.nc` (and :mod:`collapselab.metrics.mse` for
-``nc1_snr``); this module maps the class statistics of a layer to the catalogue keys and
-declares what each key needs, so that a request for, say, ``nc1`` + ``nc1_trace_ratio`` +
+Formulas in :mod:`collapselab.metrics.nc` (:func:`~collapselab.metrics.nc.nc_values` maps
+the class statistics of a layer to the catalogue keys); this module declares what each key
+needs, so that a request for, say, ``nc1`` + ``nc1_trace_ratio`` +
 ``nc2_etf_distance`` collects the projected statistics only, never the dense ``D x D``
 scatter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from collapselab.checks import PAIRS, check_between_rank, check_bool, check_choice, check_int
+from collapselab.checks import PAIRS, check_bool, check_choice, check_int
 from collapselab.families.family import Family, Key, LayerView, Needs, Values
-from collapselab.metrics.mse import nc1_snr_if_defined
-from collapselab.metrics.nc import (
-    cdnv,
-    equiangularity,
-    equinorm,
-    max_equiangularity,
-    nc1_pinv,
-    ncc_mismatch,
-    orthogonal_frame_distance,
-    pfc_metrics,
-    self_duality,
-    self_duality_classwise,
-    weighted_accuracy,
-)
-from collapselab.stats import ClassStats
+from collapselab.metrics.nc import nc_values
 
 
 def _key(name: str, definition: str, source: str, needs: Needs, **kwargs: object) -> Key:
@@ -172,62 +158,8 @@ class NC(Family):
         self.pairs = check_choice("pairs", pairs, PAIRS)
 
     def compute_layer(self, keys: frozenset[str], layer: LayerView, accs: dict) -> Values:
-        stats = layer.stats
-        check_between_rank(stats.between_rank)
-        centred = stats.centred_means
-        formulas: dict[str, Callable[[], float | None]] = {
-            "nc1": lambda: nc1_pinv(stats, self.divide_by_c),
-            "nc1_cdnv": lambda: cdnv(stats),
-            "nc1_snr": lambda: nc1_snr_if_defined(stats),
-            "nc1_dense": lambda: 1.0 if stats.mode == "dense" else 0.0,
-            "nc2_equinorm_means": lambda: equinorm(centred, self.ddof, "centred means"),
-            "nc2_equiangle_means": lambda: equiangularity(
-                centred, self.pairs, self.ddof, "centred means"
-            ),
-            "nc2_maxangle_means": lambda: max_equiangularity(centred, "centred means"),
-            "nc2_orthogonal_frame": lambda: orthogonal_frame_distance(stats.means),
-        }
-        pfc = [k for k in ("nc1_trace_ratio", "nc2_etf_distance", "ncc_accuracy") if k in keys]
-        out: Values = dict(pfc_metrics(stats, pfc)) if pfc else {}
-        if layer.classifier is not None:
-            W = layer.classifier[0]
-            formulas |= {
-                "nc2_equinorm_classifiers": lambda: equinorm(W, self.ddof, "W"),
-                "nc2_equiangle_classifiers": lambda: equiangularity(W, self.pairs, self.ddof, "W"),
-                "nc2_maxangle_classifiers": lambda: max_equiangularity(W, "W"),
-                "nc3_self_duality": lambda: self_duality(W, centred),
-                "nc3_self_duality_classwise": lambda: self_duality_classwise(W, centred),
-            }
-            if stats.has_classifier:
-                formulas |= {
-                    "nc4_ncc_mismatch": lambda: ncc_mismatch(stats),
-                    "accuracy": lambda: weighted_accuracy(
-                        stats.classifier_confusion, stats.class_weights
-                    ),
-                }
-        for key in self.own_keys():  # catalogue order
-            if key in keys and key in formulas:
-                value = formulas[key]()
-                if value is not None:
-                    out[key] = value
-        return {k: out[k] for k in self.own_keys() if k in out}
-
-
-def nc_metrics(
-    stats: ClassStats,
-    *,
-    nc1_divide_by_c: bool = True,
-    ddof: int = 1,
-    pairs: str = "unordered",
-) -> Values:
-    """The NC family's keys of finished class statistics, with the classifier given to
-    :meth:`~collapselab.stats.ClassStats.finalize_means` if any.
-
-    Every key of :class:`NC` except ``nc1_snr`` and ``nc1_dense``, which describe how the
-    statistics were kept (dense or projected) rather than the features; the options are
-    those of :class:`NC`.
-    """
-    family = NC(divide_by_c=nc1_divide_by_c, ddof=ddof, pairs=pairs)
-    keys = frozenset(family.own_keys()) - {"nc1_snr", "nc1_dense"}
-    classifier = stats.classifier if stats.has_classifier else None
-    return family.compute_layer(keys, LayerView("", "train", stats, classifier), {})
+        W = layer.classifier[0] if layer.classifier is not None else None
+        values = nc_values(
+            layer.stats, keys, W=W, divide_by_c=self.divide_by_c, ddof=self.ddof, pairs=self.pairs
+        )
+        return {k: values[k] for k in self.own_keys() if k in values}

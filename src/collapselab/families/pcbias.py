@@ -9,7 +9,7 @@ module order ``W_1, ..., W_L``, as float64:
   training data's principal frame, ``W̃ = W U``, against the least-squares optimum
   ``W̃_opt`` (:func:`collapselab.metrics.pcbias.pc_distance` of this one network). The
   frame is given to the family (``frame=``, a
-  :class:`~collapselab.theory.pcbias.PCFrame`, or :meth:`PCBias.from_data`) because the
+  :class:`~collapselab.metrics.pc_frame.PCFrame`, or :meth:`PCBias.from_data`) because the
   Monitor's loaders hold minibatches, not the summed ``X^T X``; the optimum defaults to
   ``frame.optimum("corrected")`` (``Σ_YX Σ_XX^+``, one-hot targets) and may be given.
   The per-PC distances themselves, ``(q,)``, and ``W̃`` itself, ``(K, q)`` (for the
@@ -24,10 +24,9 @@ module order ``W_1, ..., W_L``, as float64:
 
 Train split only. Distributed mode ``"replicated"``: the values are functions of the weights
 (and of the frame given to the family), which are the same in every process of a
-``torch.distributed`` run, so every process computes one process's values.
-
-The theory layer (:mod:`collapselab.theory.pcbias`) is imported when a
-measurement runs, not when the catalogue loads (theory imports the metrics package).
+``torch.distributed`` run, so every process computes one process's values. The compact
+matrix, the gradient-scale matrices and Thm 3's scales come from
+:mod:`collapselab.theory.pcbias`.
 """
 
 from __future__ import annotations
@@ -44,8 +43,10 @@ from torch import nn
 from collapselab.checks import as_label_array, as_real_array, check_choice, check_float, check_int
 from collapselab.families.arrays import ensemble_runs, measurement_arrays
 from collapselab.families.family import MODEL_LAYER, Family, Key, ModelAccess, Needs
+from collapselab.metrics.pc_frame import PCFrame, principal_frame
 from collapselab.metrics.pcbias import pc_distance, scale_matrix_statistics
 from collapselab.store import Run
+from collapselab.theory.pcbias import compact_matrix, expected_scales, gradient_scale_matrices
 
 _MODEL = Needs(model=True)
 _TRAIN = ("train",)
@@ -79,7 +80,7 @@ class PCBias(Family):
         keys: subset of :data:`DISTANCE_KEYS` and :data:`SCALE_KEYS` (default: all of them
             with a ``frame``, the scale keys without one).
         frame: the training data's principal frame
-            (:func:`collapselab.theory.pcbias.principal_frame` of the flattened inputs and
+            (:func:`collapselab.metrics.pc_frame.principal_frame` of the flattened inputs and
             one-hot targets); needed by the distance keys.
         optimum: ``W̃_opt`` in that frame, ``(K, q)`` (default ``frame.optimum()``).
         row: measure the distance on class row ``r`` (Fig. 4's ``w_1`` is ``row=0``)
@@ -130,7 +131,7 @@ class PCBias(Family):
         self,
         keys: Sequence[str] | None = None,
         *,
-        frame: Any = None,
+        frame: PCFrame | None = None,
         optimum: object | None = None,
         row: int | None = None,
         fraction: float = 0.1,
@@ -144,7 +145,7 @@ class PCBias(Family):
             hasattr(frame, "rotate") and hasattr(frame, "optimum") and hasattr(frame, "n_pcs")
         ):
             raise TypeError(
-                f"frame must be a collapselab.theory.pcbias.PCFrame, got {type(frame).__name__}"
+                f"frame must be a collapselab.metrics.PCFrame, got {type(frame).__name__}"
             )
         wanted = set(self.requested) & set(DISTANCE_KEYS)
         if wanted and frame is None:
@@ -173,8 +174,6 @@ class PCBias(Family):
         """The family for training inputs ``x`` ``(n, ...)`` (flattened to ``(n, q)``) and
         integer ``labels`` ``(n,)``: the principal frame with one-hot targets (the paper's
         ``Σ_YX``), so the optimum is the least-squares solution for one-hot targets."""
-        from collapselab.theory.pcbias import principal_frame
-
         xa = as_real_array("x", x)
         if xa.ndim < 2:
             raise ValueError(f"x must be (n, ...) with one row per example, got {xa.shape}")
@@ -210,8 +209,6 @@ class PCBias(Family):
         return arrays
 
     def _distances(self, keys: frozenset[str], weights: list[np.ndarray]) -> dict[str, float]:
-        from collapselab.theory.pcbias import compact_matrix
-
         if self.frame is None or self.optimum is None:
             raise ValueError("the pcbias distance keys need frame= (PCBias.from_data)")
         w = compact_matrix(weights)
@@ -238,8 +235,6 @@ class PCBias(Family):
     def _scale_values(
         self, keys: frozenset[str], model: nn.Module, weights: list[np.ndarray]
     ) -> list[dict[str, float]]:
-        from collapselab.theory.pcbias import expected_scales, gradient_scale_matrices
-
         a, b = gradient_scale_matrices(weights)
         n = len(weights)
         if self.scales == "init":

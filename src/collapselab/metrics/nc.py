@@ -13,8 +13,9 @@ Three layers of API:
 
 * metrics of a finished :class:`~collapselab.stats.ClassStats` (:func:`nc1_pinv`,
   :func:`trace_ratio`, :func:`cdnv`, :func:`ncc_mismatch`, :func:`weighted_accuracy`,
-  :func:`pfc_metrics`); the NC family (:mod:`collapselab.families.nc`) maps them
-  to the catalogue keys;
+  :func:`pfc_metrics`), and the catalogue's NC keys of them (:data:`NC_KEYS`,
+  :func:`nc_values`, :func:`nc_metrics`; the NC family, :mod:`collapselab.families.nc`,
+  declares what each key needs and computes it here);
 * geometry of ``(C, D)`` vector sets (:func:`equinorm`, :func:`equiangularity`,
   :func:`max_equiangularity`, :func:`etf_distance`, :func:`orthogonal_frame_distance`,
   :func:`self_duality`, :func:`self_duality_classwise`);
@@ -25,7 +26,7 @@ Three layers of API:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -41,6 +42,7 @@ from collapselab.checks import (
     resolve_weighting,
     warn_imbalanced_counts,
 )
+from collapselab.metrics.mse import nc1_snr_if_defined
 from collapselab.stats import ClassStats, class_stats_from_features, nearest_class_mean
 
 # ---------------------------------------------------------------------------------------
@@ -146,6 +148,110 @@ def pfc_metrics(stats: ClassStats, keys: Sequence[str] = PFC_KEYS) -> dict[str, 
         "ncc_accuracy": lambda: weighted_accuracy(stats.ncc_confusion, stats.class_weights),
     }
     return {k: formulas[k]() for k in keys}
+
+
+NC_KEYS = (
+    "nc1",
+    "nc1_trace_ratio",
+    "nc1_cdnv",
+    "nc1_snr",
+    "nc1_dense",
+    "nc2_equinorm_means",
+    "nc2_equiangle_means",
+    "nc2_maxangle_means",
+    "nc2_etf_distance",
+    "nc2_orthogonal_frame",
+    "ncc_accuracy",
+    "nc2_equinorm_classifiers",
+    "nc2_equiangle_classifiers",
+    "nc2_maxangle_classifiers",
+    "nc3_self_duality",
+    "nc3_self_duality_classwise",
+    "nc4_ncc_mismatch",
+    "accuracy",
+)
+"""The NC family's catalogue keys, in catalogue order (docs/catalogue.md, "nc")."""
+
+NC_DECISION_KEYS = frozenset({"ncc_accuracy", "nc4_ncc_mismatch", "accuracy"})
+"""The NC keys read from the decisions of pass 2 (nearest class mean, classifier)."""
+
+
+def nc_values(
+    stats: ClassStats,
+    keys: Sequence[str] = NC_KEYS,
+    *,
+    W: torch.Tensor | None = None,
+    divide_by_c: bool = True,
+    ddof: int = 1,
+    pairs: str = "unordered",
+) -> dict[str, float]:
+    r"""The NC keys among ``keys`` of finished class statistics, in :data:`NC_KEYS` order.
+
+    ``nc1`` ``= Tr(Sigma_W Sigma_B^+)/C`` (:func:`nc1_pinv`; without ``/C`` if
+    ``divide_by_c=False``), ``nc1_trace_ratio``, ``nc1_cdnv``, ``nc1_snr`` (absent unless
+    ``Sigma_W`` is dense and nonsingular), ``nc1_dense`` (1 if the scatter was kept dense),
+    NC2 of the centred means (``ddof`` of the standard deviations, ``pairs`` of the
+    cosines), ``nc2_etf_distance``, ``nc2_orthogonal_frame`` (uncentred means),
+    ``ncc_accuracy``; with the classifier ``W`` ``(C, D)``: NC2 of its rows, NC3 against the
+    centred means, and, when ``stats`` were finalised with that classifier,
+    ``nc4_ncc_mismatch`` and ``accuracy``. A key without a value here is left out.
+
+    Raises:
+        ValueError: zero between-class scatter (every key needs class means that differ).
+    """
+    check_between_rank(stats.between_rank)
+    centred = stats.centred_means
+    formulas: dict[str, Callable[[], float | None]] = {
+        "nc1": lambda: nc1_pinv(stats, divide_by_c),
+        "nc1_cdnv": lambda: cdnv(stats),
+        "nc1_snr": lambda: nc1_snr_if_defined(stats),
+        "nc1_dense": lambda: 1.0 if stats.mode == "dense" else 0.0,
+        "nc2_equinorm_means": lambda: equinorm(centred, ddof, "centred means"),
+        "nc2_equiangle_means": lambda: equiangularity(centred, pairs, ddof, "centred means"),
+        "nc2_maxangle_means": lambda: max_equiangularity(centred, "centred means"),
+        "nc2_orthogonal_frame": lambda: orthogonal_frame_distance(stats.means),
+    }
+    pfc = [k for k in PFC_KEYS if k in keys]
+    out: dict[str, float] = dict(pfc_metrics(stats, pfc)) if pfc else {}
+    if W is not None:
+        formulas |= {
+            "nc2_equinorm_classifiers": lambda: equinorm(W, ddof, "W"),
+            "nc2_equiangle_classifiers": lambda: equiangularity(W, pairs, ddof, "W"),
+            "nc2_maxangle_classifiers": lambda: max_equiangularity(W, "W"),
+            "nc3_self_duality": lambda: self_duality(W, centred),
+            "nc3_self_duality_classwise": lambda: self_duality_classwise(W, centred),
+        }
+        if stats.has_classifier:
+            formulas |= {
+                "nc4_ncc_mismatch": lambda: ncc_mismatch(stats),
+                "accuracy": lambda: weighted_accuracy(
+                    stats.classifier_confusion, stats.class_weights
+                ),
+            }
+    for key in NC_KEYS:
+        if key in keys and key in formulas:
+            value = formulas[key]()
+            if value is not None:
+                out[key] = value
+    return {k: out[k] for k in NC_KEYS if k in out}
+
+
+def nc_metrics(
+    stats: ClassStats,
+    *,
+    nc1_divide_by_c: bool = True,
+    ddof: int = 1,
+    pairs: str = "unordered",
+) -> dict[str, float]:
+    """The NC keys of finished class statistics (:func:`nc_values`), with the classifier
+    given to :meth:`~collapselab.stats.ClassStats.finalize_means` if any.
+
+    Every key of :data:`NC_KEYS` except ``nc1_snr`` and ``nc1_dense``, which describe how the
+    statistics were kept (dense or projected) rather than the features.
+    """
+    keys = tuple(k for k in NC_KEYS if k not in ("nc1_snr", "nc1_dense"))
+    W = stats.classifier[0] if stats.has_classifier else None
+    return nc_values(stats, keys, W=W, divide_by_c=nc1_divide_by_c, ddof=ddof, pairs=pairs)
 
 
 def _weighted_fraction(hits: torch.Tensor, counts: torch.Tensor, pi: torch.Tensor) -> float:

@@ -1,8 +1,9 @@
 r"""The PC-bias and learning-order metrics of paper 002 (note 002 §2.3-2.6, R22-R30).
 
-Pure math: arrays (numpy or torch) in, numbers or float64 arrays out. The model side (the
-principal frame, the compact matrix, the gradient-scale matrices) lives in
-:mod:`collapselab.theory.pcbias`; these functions take what it produces.
+Pure math: arrays (numpy or torch) in, numbers or float64 arrays out. The principal frame
+is :mod:`collapselab.metrics.pc_frame`; the model side (the compact matrix, the
+gradient-scale matrices) lives in :mod:`collapselab.theory.pcbias`, and these functions take
+what it produces.
 
 Conventions and the decisions note 002 §7 leaves open (docs/catalogue.md, "pcbias"):
 
@@ -56,6 +57,8 @@ from collapselab.checks import (
     check_float,
     check_int,
 )
+from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_partial_sums
+from collapselab.metrics.pc_frame import principal_frame
 
 __all__ = [
     "BinnedCorrelation",
@@ -115,7 +118,7 @@ def pc_distance(compact_pc: object, optimum_pc: object, row: int | None = None) 
         compact_pc: ``W̃ = W U`` of every member at every epoch, ``(E, N, K, q)``
             (``N = 1`` allowed).
         optimum_pc: ``W̃_opt`` in the same frame, ``(K, q)``
-            (:meth:`collapselab.theory.pcbias.PCFrame.optimum`).
+            (:meth:`collapselab.metrics.pc_frame.PCFrame.optimum`).
         row: a class row ``r`` for the paper's Fig. 4 variant, else the column norm.
     """
     opt = as_real_array("optimum_pc", optimum_pc, ndim=2, layout="(K, q)")
@@ -506,9 +509,6 @@ def critical_principal_component(
     g = _grid(grid, q)
     rule = check_choice("rule", rule, RULES)
     block = check_int("block", block, minimum=1)
-    # theory imports the metrics package: import its principal frame when called
-    from collapselab.theory.pcbias import principal_frame
-
     mean = xa.mean(0) if center else np.zeros(q)
     xc = xa - mean
     onehot = np.eye(k)[ya]
@@ -568,8 +568,6 @@ def critical_frequency(
         x: points ``(n, 2)``; y: labels ``(n,)`` in ``{0, 1}``.
         kappa, phi: the terms (default the paper's, :data:`collapselab.data.frequency.PAPER_KAPPA`).
     """
-    from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_partial_sums
-
     xa = as_real_array("x", x, ndim=2, layout="(n, 2)", shape=(None, 2))
     ya = as_label_array("y", y, xa.shape[0], 2, source="x")
     k = np.asarray(PAPER_KAPPA if kappa is None else kappa, dtype=np.float64)

@@ -10,6 +10,10 @@ Public API:
   pre-activation gradients (:class:`GradientCapture`).
 - :func:`linear_factors`: the rank-1 factors ``(a_x, g_x)`` of every sample's weight
   gradient in linear layers (paper 000, R5), from one backward pass.
+- :func:`capture_mlp_state`: one iteration's per-sample state of a plain MLP,
+  :class:`MLPState` (weights, layer inputs, pre-activation gradients, gates), as paper
+  000's theorems (:mod:`collapselab.theory.diversity_trap`) read it;
+  :func:`single_sample_feature_changes`.
 - :func:`model_inputs`, :func:`first_param`: a batch's inputs on the model's device and in
   its floating dtype, as every measurement pass feeds them.
 - :func:`eval_mode`: eval mode that restores every submodule's own train/eval flag.
@@ -28,6 +32,7 @@ from collapselab.probe.gradients import (
 from collapselab.probe.inputs import first_param, model_inputs
 from collapselab.probe.linear_factors import LinearFactors, linear_factors
 from collapselab.probe.mlp_capture import capture_mlp_state, single_sample_feature_changes
+from collapselab.probe.mlp_state import MLPState
 from collapselab.probe.modes import batch_coupling_modules, eval_mode
 from collapselab.probe.robustness import deepfool, deepfool_robustness
 from collapselab.probe.select import LayerSpec, resolve_layers
@@ -38,6 +43,7 @@ __all__ = [
     "GradientCapture",
     "LayerSpec",
     "LinearFactors",
+    "MLPState",
     "batch_coupling_modules",
     "capture_mlp_state",
     "cross_entropy_per_sample",

@@ -42,7 +42,7 @@ class FeatureCapture:
             patterns, compiled regexes or module types.
         where: capture each layer's ``"output"``, its ``"input"`` (the first positional
             argument of its ``forward``) or ``"both"``.
-        detach: store detached tensors (feature sweeps; nothing holds the graph). Set
+        detach: store detached tensors (passes over features; nothing holds the graph). Set
             ``False`` to differentiate with respect to the captured tensors: then
             :attr:`raw_outputs` / :attr:`raw_inputs` also hold them unflattened, exactly as
             the graph saw them (differentiate with respect to these, not the flattened

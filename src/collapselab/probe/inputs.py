@@ -1,7 +1,7 @@
 """Where and in what dtype a model takes its inputs.
 
-A measurement that runs a model on a loader's batches (the Monitor's sweep, a family's own
-pass) moves floating inputs to the model's device and floating dtype, so that a float64
+A measurement that runs a model on a loader's batches (the Monitor's data pass, a family's
+own pass) moves floating inputs to the model's device and floating dtype, so that a float64
 model gets float64 inputs from a float32 loader, and leaves integer inputs (token ids)
 their dtype.
 """

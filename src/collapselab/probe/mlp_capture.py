@@ -1,7 +1,7 @@
 """Per-sample capture of a plain MLP for paper 000's analysis (R4, R5, A7).
 
 :func:`capture_mlp_state` runs one forward and one backward pass of the summed per-sample
-loss over a probe batch and returns a :class:`collapselab.theory.MLPState`: for every linear
+loss over a probe batch and returns a :class:`collapselab.probe.MLPState`: for every linear
 layer of a :class:`collapselab.models.MLP`, its weight, input, pre-activation gradients and
 gates, what the theorems of :mod:`collapselab.theory.diversity_trap` read.
 
@@ -12,7 +12,6 @@ in the reading of a hypothetical SGD step on x alone (note A7, ``single_sample_s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -20,10 +19,8 @@ from torch.nn import functional as F
 
 from collapselab.checks import ArrayLike, as_labels, as_tensor, check_float, check_int
 from collapselab.probe.linear_factors import linear_factors
+from collapselab.probe.mlp_state import MLPState
 from collapselab.probe.modes import eval_mode
-
-if TYPE_CHECKING:
-    from collapselab.theory.mlp_state import MLPState
 
 LossArg = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -87,11 +84,6 @@ def capture_mlp_state(
             _activation_slope(act, cap.outputs[n]).to(f64)
             for act, n in zip(acts, names[:-1], strict=True)
         )
-    # Temporary (branch curvvocab): theory imports curvature, which imports probe, so a
-    # module-level import of theory here is a cycle. The layers branch moves MLPState into
-    # probe (probe/mlp_state.py); this lazy import goes with that merge.
-    from collapselab.theory.mlp_state import MLPState
-
     modules = dict(model.named_modules())
     return MLPState(
         weights=tuple(modules[n].weight.detach().to(f64).clone() for n in names),

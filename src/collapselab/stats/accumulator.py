@@ -84,7 +84,7 @@ def all_reduce(accumulators: Iterable[Accumulator], group: Any = None) -> None:
 
     The one reduction of collapselab: as every state tensor is a sum over samples, the
     statistics of the whole data set are the element-wise sums over processes. The tensors
-    are packed into one flat buffer per dtype and device, so a sweep of many layers costs a
+    are packed into one flat buffer per dtype and device, so a data pass over many layers costs a
     handful of collectives, not one per tensor. Every process must call it with the same
     accumulators in the same order (it is a collective), each sized (fed at least one batch,
     or given its dimension up front). Call it once per pass: a second call adds the sums

@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from collapselab._version import __version__
 from collapselab.checks import check_choice, check_int
 from collapselab.store import lock
 from collapselab.store._atomic import atomic_open, atomic_write_json, atomic_write_text
@@ -129,15 +130,13 @@ def _package_version(name: str) -> str:
 
 def collect_versions() -> dict[str, str]:
     """Versions of Python, the platform and the numerical stack, for the manifest."""
-    import collapselab
-
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "torch": _package_version("torch"),
         "numpy": np.__version__,
         "pandas": pd.__version__,
-        "collapselab": collapselab.__version__,
+        "collapselab": __version__,
     }
 
 

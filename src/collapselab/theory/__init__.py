@@ -31,16 +31,17 @@ per-layer list. Paper 001's :mod:`~collapselab.theory.ufm` keeps the paper's col
   :mod:`~collapselab.theory.dlufm_theorems`: Theorems 3.1, 4.1-4.4, E.1-E.3 as predictions
   and :func:`verify_dlufm`.
 - :mod:`~collapselab.theory.pcbias` (paper 002): the principal-components bias of deep
-  linear networks: the principal frame, Lemma 1 gradients, Theorem 1's first-order compact
-  update, Thm 3 / Lemma 2 scales with Monte Carlo, the effective factor ``c`` (published
-  ``L``, corrected ``Σ α_l β_l``), the per-PC closed form (Eq. 10) and its std, distance,
-  loss and time-to-ε, and the iterated-product simulator (Eq. 9);
+  linear networks, in the principal frame of :mod:`collapselab.metrics.pc_frame`: Lemma 1
+  gradients, Theorem 1's first-order compact update, Thm 3 / Lemma 2 scales with Monte
+  Carlo, the effective factor ``c`` (published ``L``, corrected ``Σ α_l β_l``), the per-PC
+  closed form (Eq. 10) and its std, distance, loss and time-to-ε, and the iterated-product
+  simulator (Eq. 9);
   :mod:`~collapselab.theory.pcbias_relu`: the two-layer ReLU model's exact GD and its
   approximate dynamics (§2.5, App. B.2), published and corrected.
 - :mod:`~collapselab.theory.diversity_trap` (paper 000): Theorem 1's per-sample decomposition
   (S_primary, S_k, Table 1), cos(α_c ΔV, F) (Fig. 5), o^(l) in every ΔF mode (Fig. 6),
   Lemma 3's two terms, Theorem 2's within-class sign consistency;
-  :mod:`~collapselab.theory.mlp_state`: the per-sample state of an MLP they read (weights,
+  :class:`collapselab.probe.MLPState`: the per-sample state of an MLP they read (weights,
   layer inputs, pre-activation gradients, gates), captured by
   :func:`collapselab.probe.capture_mlp_state`;
   :mod:`~collapselab.theory.diversity_operations`: the momentum (Eq. 27, Eq. 28 published and
@@ -89,15 +90,12 @@ from collapselab.theory.geodesic import (
     theorem2_study,
     verify_straight_line,
 )
-from collapselab.theory.mlp_state import MLPState
 from collapselab.theory.pcbias import (
-    PCFrame,
     closed_form_columns,
     compact_update_residual,
     effective_factor,
     expected_scales,
     iterated_product_columns,
-    principal_frame,
     scale_monte_carlo,
     verify_pcbias,
 )
@@ -128,8 +126,6 @@ __all__ = [
     "UFMMSE",
     "DeepLinearUFM",
     "DeepReLUUFM",
-    "MLPState",
-    "PCFrame",
     "RenormalisedGD",
     "UFMParameters",
     "alignment",
@@ -158,7 +154,6 @@ __all__ = [
     "omega_asymptotic",
     "omega_closed_form",
     "omega_ode",
-    "principal_frame",
     "relu_approximate_trajectory",
     "relu_gd_trajectory",
     "renormalise",

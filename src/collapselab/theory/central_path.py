@@ -57,7 +57,6 @@ from collapselab.checks import (
     feature_tensor,
     infer_n_classes,
 )
-from collapselab.families import measure
 from collapselab.metrics import (
     central_path_losses,
     least_squares_classifier,
@@ -65,6 +64,7 @@ from collapselab.metrics import (
     nc1_pinv,
     snr_matrix,
 )
+from collapselab.metrics.matrix import matrix_metrics
 from collapselab.stats import ClassStats, class_stats_from_features
 
 __all__ = [
@@ -435,8 +435,9 @@ class RenormalisedTrajectory:
         left_drift, right_drift: ``max | |U_t^T U_0| - I |`` over the ``C-1`` nonzero
             singular directions, left (``P``-space) and right (class-space): sign-invariant
             drift of the SNR singular vectors from ``t = 0`` (Lemma 6 predicts zero).
-        metrics: catalogue metrics (``collapselab.measure`` with the least-squares
-            classifier and ``lam = 0``) per record, plus ``nc1_trace``
+        metrics: catalogue metrics (:func:`~collapselab.metrics.matrix.matrix_metrics`, as
+            ``collapselab.measure`` gives them, with the least-squares classifier and
+            ``lam = 0``) per record, plus ``nc1_trace``
             ``= Tr(Sigma_W Sigma_B^+)`` (``C * nc1``), ``manifold_residual`` and
             ``global_mean_norm``; empty when recorded without metrics.
         features: the final renormalised features, ``(n, P)``, in the caller's row order.
@@ -494,7 +495,7 @@ class _Recorder:
         if not self.with_metrics:
             return
         w, b = least_squares_classifier(stats, 0.0)
-        row = measure(x, self.labels, w, b, lam=0.0, n_classes=c, mode="dense")
+        row = matrix_metrics(x, self.labels, w, b, lam=0.0, n_classes=c)
         row.pop("nc1_dense", None)
         eye_p = torch.eye(x.shape[1], dtype=torch.float64, device=x.device)
         row["nc1_trace"] = c * row["nc1"]

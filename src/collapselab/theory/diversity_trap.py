@@ -52,8 +52,8 @@ from collapselab.metrics.diversity import (
     direction_strengths,
     sign_consistency,
 )
+from collapselab.probe.mlp_state import MLPState
 from collapselab.stats import CommonDirectionAccumulator
-from collapselab.theory.mlp_state import MLPState
 
 DELTA_F_MODES = ("neg_grad", "single_sample_step", "batch_step")
 """The readings of ``ΔF^(l-1)`` "made by the training sample x" (note A7)."""

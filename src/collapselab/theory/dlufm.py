@@ -75,7 +75,6 @@ from numbers import Real
 
 import numpy as np
 import torch
-from scipy.optimize import brentq
 from torch import nn
 
 from collapselab._threads import serial_threads
@@ -703,6 +702,8 @@ def solve_t_star(beta: float, n_layers: int) -> float:
 
     def dphi(t: float) -> float:
         return 2.0 * (t - 1.0) + beta * p * t ** (p - 1.0)
+
+    from scipy.optimize import brentq
 
     t = brentq(dphi, t_c, 1.0, xtol=1e-16, rtol=4 * np.finfo(float).eps, maxiter=500)
     # Below β_c the local minimum beats φ(0) = 1; guard rounding right at the threshold.

@@ -78,6 +78,8 @@ from collapselab.curvature.papyan import (
     PapyanDecomposition,
     decompose,
 )
+from collapselab.metrics import self_duality, self_duality_classwise
+from collapselab.metrics.matrix import matrix_metrics
 from collapselab.theory.dlufm import DeepUFM, UFMParameters
 
 __all__ = [
@@ -598,7 +600,8 @@ _MEASURED = {
     "equiangle": "nc2_equiangle_means",
     "maxangle": "nc2_maxangle_means",
 }
-"""dnc_metrics' keys computed by the catalogue (:func:`collapselab.families.measure`)."""
+"""dnc_metrics' keys computed by the catalogue's formulas
+(:func:`~collapselab.metrics.matrix.matrix_metrics`, as :func:`collapselab.measure` gives them)."""
 
 DNC_KEYS = (
     *_MEASURED,
@@ -656,15 +659,9 @@ def dnc_metrics(model: DeepUFM, point: object) -> dict[str, np.ndarray]:
 
 def _measured(model: DeepUFM, h: np.ndarray) -> dict[str, float]:
     """The catalogue's NC1/NC2 values of the ``(d, N)`` features ``h`` (empty where undefined)."""
-    from collapselab.families import measure
-
     try:
-        values = measure(
-            h.T,
-            model.labels,
-            n_classes=model.n_classes,
-            keys=list(_MEASURED.values()),
-            mode="dense",
+        values = matrix_metrics(
+            h.T, model.labels, n_classes=model.n_classes, keys=list(_MEASURED.values())
         )
     except (ValueError, OverflowError):
         return {}  # degenerate class means (the zero optimum, or ~1e-300 on the way)
@@ -674,8 +671,6 @@ def _measured(model: DeepUFM, h: np.ndarray) -> dict[str, float]:
 def _duality(prod: np.ndarray, means: np.ndarray) -> dict[str, float]:
     """DNC3 of ``W_{L:l}`` against the uncentred ``(d, K)`` means and NC3 against the centred
     ones (the catalogue's :func:`~collapselab.metrics.self_duality`); empty where undefined."""
-    from collapselab.metrics import self_duality, self_duality_classwise
-
     out: dict[str, float] = {}
     pn, mn = np.linalg.norm(prod), np.linalg.norm(means)
     if pn > 0 and mn > 0:

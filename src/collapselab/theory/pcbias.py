@@ -22,14 +22,17 @@ matrix is ``W_{L:1}``, and layer ``l``'s gradient-scale matrices (Eq. 7) are
 ``A_l = W_{L:l+1} W_{L:l+1}^T`` (``A_L = I_K``) and ``B_l = W_{l-1:1}^T W_{l-1:1}``
 (``B_1 = I_q``).
 
-In the principal coordinate system (Def. 1) ``Sigma_XX = U D U^T`` the compact matrix is
+In the principal coordinate system (Def. 1; :class:`~collapselab.metrics.pc_frame.PCFrame`,
+from :func:`~collapselab.metrics.pc_frame.principal_frame`, data below this layer)
+``Sigma_XX = U D U^T`` the compact matrix is
 ``W̃ = W U`` and, with the gradient-scale matrices ``A_l ≈ α_l I``, ``B_l ≈ β_l I``
 (Thm 3), its columns evolve independently with ratio ``λ_j = 1 - μ c d_j``.
 
 Published vs corrected (note 002 §3.6 and errata 1-2, 4, 6; DESIGN.md principle 6):
 
 * ``W_opt`` is printed ``Y X^T (X X^T)`` (the inverse is missing); corrected
-  ``Sigma_YX Sigma_XX^{+}``, i.e. ``m_j / d_j`` per PC column (:meth:`PCFrame.optimum`).
+  ``Sigma_YX Sigma_XX^{+}``, i.e. ``m_j / d_j`` per PC column
+  (:meth:`~collapselab.metrics.pc_frame.PCFrame.optimum`).
 * Eqs. 4 and 10 print ``w^{s+1} = λ^s w^0 + (1 - λ^s) w^opt`` (an index shift); the
   recursion ``w^{s+1} = λ w^s + μ c m_j`` solves to ``w^s = λ^s w^0 + (1 - λ^s) w^opt``
   (``variant`` of the closed-form functions).
@@ -50,12 +53,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from collapselab.checks import as_real_array, check_choice, check_float, check_int
+from collapselab.metrics.pc_frame import (
+    VARIANTS,
+    PCFrame,
+    frame_data,
+    frame_matrices,
+    principal_frame,
+)
 from collapselab.models.deep_linear import layer_variances
 
 __all__ = [
     "VARIANTS",
     "PCBiasVerification",
-    "PCFrame",
     "ScaleMonteCarlo",
     "ScalesAgainstWidth",
     "closed_form_columns",
@@ -75,124 +84,12 @@ __all__ = [
     "predicted_distance",
     "predicted_ensemble_std",
     "predicted_loss",
-    "principal_frame",
     "product_entry_variance",
     "scale_monte_carlo",
     "scales_against_width",
     "time_to_epsilon",
     "verify_pcbias",
 ]
-
-VARIANTS = ("published", "corrected")
-
-
-# ---------------------------------------------------------------------------------------
-# the principal coordinate system (Def. 1)
-
-
-@dataclass(frozen=True)
-class PCFrame:
-    r"""A dataset in its principal coordinate system (Def. 1, uncentred, summed).
-
-    Attributes:
-        eigenvalues: ``d`` of shape ``(q,)``, descending, eigenvalues of
-            ``Sigma_XX = X^T X`` (squared singular values of ``x``); those below
-            ``q * eps * d_1`` are set to exactly 0.
-        basis: ``U`` of shape ``(q, q)``, orthonormal eigenvectors as columns (each
-            column's largest-magnitude entry positive, for reproducible signs).
-        class_sums: ``M = Sigma_YX U`` of shape ``(K, q)``; column ``m_j`` is the class-sum
-            vector along PC ``j`` (row ``k`` is the sum of class ``k``'s points with
-            one-hot targets).
-        target_energy: ``‖Y‖_F²``, needed for the loss.
-    """
-
-    eigenvalues: np.ndarray
-    basis: np.ndarray
-    class_sums: np.ndarray
-    target_energy: float
-
-    @property
-    def n_pcs(self) -> int:
-        return int(self.eigenvalues.shape[0])
-
-    @property
-    def n_outputs(self) -> int:
-        return int(self.class_sums.shape[0])
-
-    def rotate(self, w: object) -> np.ndarray:
-        """``W̃ = W U`` for ``w`` of shape ``(..., K, q)`` (input coordinates -> PCs)."""
-        return _matrices("w", w, self.n_pcs) @ self.basis
-
-    def unrotate(self, w_pc: object) -> np.ndarray:
-        """``W = W̃ U^T`` (PCs -> input coordinates)."""
-        return _matrices("w_pc", w_pc, self.n_pcs) @ self.basis.T
-
-    def optimum(self, variant: str = "corrected") -> np.ndarray:
-        r"""``W̃_opt`` in PC coordinates, shape ``(K, q)``.
-
-        ``"corrected"``: :math:`W_{opt} = \Sigma_{YX}\Sigma_{XX}^{+}`, so column ``j`` is
-        :math:`m_j / d_j` (0 where ``d_j = 0``; there ``m_j = 0`` too).
-        ``"published"``: the printed :math:`W_{opt} = Y X^T (X X^T)`, i.e. column ``j`` is
-        :math:`m_j d_j` (not a stationary point of the loss).
-        """
-        d = self.eigenvalues
-        if check_choice("variant", variant, VARIANTS) == "published":
-            return self.class_sums * d
-        inv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
-        return self.class_sums * inv
-
-    def loss(self, w_pc: object) -> np.ndarray:
-        r"""Eq. 5 in PC coordinates, shape ``w_pc.shape[:-2]``:
-
-        .. math::
-
-            \mathcal L = \tfrac12 \sum_j d_j \lVert \tilde w_j\rVert^2
-                - \sum_j \tilde w_j \cdot m_j + \tfrac12 \lVert Y\rVert_F^2 .
-        """
-        w = _matrices("w_pc", w_pc, self.n_pcs)
-        quad = 0.5 * np.einsum("...kj,j->...", w * w, self.eigenvalues)
-        return quad - np.einsum("...kj,kj->...", w, self.class_sums) + 0.5 * self.target_energy
-
-    def optimal_loss(self) -> float:
-        r""":math:`\mathcal L^* = \tfrac12\lVert Y\rVert_F^2 - \tfrac12 \sum_{d_j>0}
-        \lVert m_j\rVert^2 / d_j`."""
-        return float(self.loss(self.optimum("corrected")))
-
-
-def _data(x: object, y: object) -> tuple[np.ndarray, np.ndarray]:
-    xa = as_real_array("x", x, ndim=2, layout="(n, q)")
-    ya = as_real_array("y", y, ndim=2, layout="(n, K)")
-    if ya.shape[0] != xa.shape[0]:
-        raise ValueError(
-            f"y has {ya.shape[0]} rows but x has {xa.shape[0]}: one target row per example"
-        )
-    return xa, ya
-
-
-def principal_frame(x: object, y: object) -> PCFrame:
-    r"""The principal coordinate system of ``x`` ``(n, q)`` with targets ``y`` ``(n, K)``.
-
-    :math:`\Sigma_{XX} = X^T X = U D U^T` (uncentred, a **sum** over examples, as in the
-    paper; :class:`collapselab.data.pca.PCA` instead normalises by ``n`` and drops null
-    directions, which the closed form needs: there ``w_j`` never moves) and
-    :math:`M = \Sigma_{YX} U`.
-    """
-    xa, ya = _data(x, y)
-    q = xa.shape[1]
-    evals, evecs = np.linalg.eigh(xa.T @ xa)
-    evals, evecs = evals[::-1].copy(), evecs[:, ::-1].copy()
-    evals[evals < q * np.finfo(np.float64).eps * max(evals[0], 0.0)] = 0.0
-    pivot = np.abs(evecs).argmax(0)
-    evecs *= np.sign(evecs[pivot, np.arange(q)])
-    return PCFrame(evals, evecs, ya.T @ xa @ evecs, float((ya * ya).sum()))
-
-
-def _matrices(name: str, w: object, q: int) -> np.ndarray:
-    a = as_real_array(name, w)
-    if a.ndim < 2 or a.shape[-1] != q:
-        raise ValueError(f"{name} must have shape (..., K, {q}), got {a.shape}")
-    return a
-
 
 # ---------------------------------------------------------------------------------------
 # the network: compact matrix, gradients (Lemma 1), gradient-scale matrices (Eq. 7)
@@ -311,7 +208,7 @@ def layer_gradients(weights: Sequence[object], x: object, y: object) -> list[np.
     so every product has ``K`` rows (``O(K Σ_l m_l m_{l-1})``; never ``W_{l-1:1}`` itself).
     """
     ws = _weights(weights)
-    xa, ya = _data(x, y)
+    xa, ya = frame_data(x, y)
     _check_io(ws, xa, ya)
     above = _above(ws)
     err = (above[0] @ ws[0]) @ (xa.T @ xa) - ya.T @ xa
@@ -342,7 +239,7 @@ def first_order_update(weights: Sequence[object], x: object, y: object, mu: floa
     """
     mu = check_float("mu", mu, minimum=0.0)
     ws = _weights(weights)
-    xa, ya = _data(x, y)
+    xa, ya = frame_data(x, y)
     _check_io(ws, xa, ya)
     w = _product(ws, xa.shape[1])
     err = w @ (xa.T @ xa) - ya.T @ xa
@@ -562,7 +459,7 @@ def closed_form_columns(
     ``"published"`` Eq. 10 has exponent ``s - 1`` for :math:`\tilde w^s`. ``w0_pc`` has shape
     ``(..., K, q)`` (an ensemble allowed); ``steps`` an int ``S - 1`` or step indices.
     """
-    w0 = _matrices("w0_pc", w0_pc, frame.n_pcs)
+    w0 = frame_matrices("w0_pc", w0_pc, frame.n_pcs)
     lam = pc_ratio(frame.eigenvalues, mu, c)
     powers = lam[None, :] ** _exponents(steps, variant)[:, None]  # (S, q)
     powers = powers.reshape(powers.shape[:1] + (1,) * (w0.ndim - 1) + powers.shape[1:])
@@ -577,7 +474,7 @@ def predicted_ensemble_std(
     ensemble of initial matrices ``w0_pc`` ``(N, K, q)``, ``N >= 2`` (ddof = 1):
     :math:`\operatorname{std}(\tilde w_{kj}^s) =
     |\lambda_j|^{s}\operatorname{std}(\tilde w_{kj}^0)`."""
-    w0 = _matrices("w0_pc", w0_pc, frame.n_pcs)
+    w0 = frame_matrices("w0_pc", w0_pc, frame.n_pcs)
     if w0.ndim != 3 or w0.shape[0] < 2:
         raise ValueError(
             f"w0_pc must be an ensemble of shape (N, K, q) with N >= 2 members for a std, "
@@ -593,7 +490,7 @@ def predicted_distance(
     r"""Entrywise distance to the optimum, ``(S, ..., K, q)``:
     :math:`|\tilde w^s_{kj} - \tilde w^{opt}_{kj}| = |\lambda_j|^{s}\,|\tilde w^0_{kj} -
     \tilde w^{opt}_{kj}|` (Fig. 4 uses row ``k = 0``)."""
-    w0 = _matrices("w0_pc", w0_pc, frame.n_pcs)
+    w0 = frame_matrices("w0_pc", w0_pc, frame.n_pcs)
     decay = pc_decay(frame.eigenvalues, mu, c, steps, variant)
     decay = decay.reshape(decay.shape[:1] + (1,) * (w0.ndim - 1) + decay.shape[1:])
     return decay * np.abs(w0 - frame.optimum("corrected"))
@@ -609,7 +506,7 @@ def predicted_loss(
         \mathcal L(s) = \mathcal L^* + \tfrac12 \sum_j d_j \lambda_j^{2s}
         \lVert \tilde w_j^0 - m_j/d_j\rVert^2 .
     """
-    w0 = _matrices("w0_pc", w0_pc, frame.n_pcs)
+    w0 = frame_matrices("w0_pc", w0_pc, frame.n_pcs)
     lam = pc_ratio(frame.eigenvalues, mu, c)
     e = _exponents(steps, variant)
     gap = ((w0 - frame.optimum("corrected")) ** 2).sum(-2)  # (..., q)
@@ -693,7 +590,7 @@ def iterated_product_columns(
     weights (``"published"``: ``Σ_l A_l``; ``"corrected"``: weighted by the scalar part of
     ``B_l``); to keep the full matrices ``B_l`` use :func:`first_order_update` instead.
     """
-    w = _matrices("w0_pc", w0_pc, frame.n_pcs)
+    w = frame_matrices("w0_pc", w0_pc, frame.n_pcs)
     k = frame.n_outputs
     if w.shape != (k, frame.n_pcs):
         raise ValueError(f"w0_pc must have shape ({k}, {frame.n_pcs}), got {w.shape}")
@@ -836,7 +733,7 @@ def verify_pcbias(
     ``W_{L:1}``, so a step costs ``O(K Σ_l m_l m_{l-1})`` plus ``O(q Σ_l m_l m_{l-1})`` for
     the ``tr B_l`` (``L = 5``, width 128, 120 steps: well under a second)."""
     frame = principal_frame(x, y)
-    xa, ya = _data(x, y)
+    xa, ya = frame_data(x, y)
     m, var = _widths_variances(widths, init)
     if m[0] != xa.shape[1] or m[-1] != ya.shape[1]:
         raise ValueError(

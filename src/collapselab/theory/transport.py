@@ -31,9 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import ot
 import torch
-from scipy.spatial.distance import cdist
 
 from collapselab.checks import as_real_array, check_int
 from collapselab.metrics.layerwise import ot_regulariser, straightness
@@ -63,6 +61,9 @@ def _pair(a: object, b: object) -> tuple[np.ndarray, np.ndarray]:
 
 def _emd(x: np.ndarray, y: np.ndarray, num_iter_max: int) -> tuple[np.ndarray, np.ndarray]:
     """The optimal plan (uniform weights) and the squared-distance cost matrix."""
+    import ot  # POT and scikit-learn take seconds to import: only when a plan is solved
+    from scipy.spatial.distance import cdist
+
     # cdist forms each ||x_i - y_j||^2 from the difference, exactly 0 for equal points
     # (ot.dist's ||x||^2 + ||y||^2 - 2<x, y> leaves rounding of order eps ||x||^2)
     cost = cdist(x, y, metric="sqeuclidean")

@@ -52,9 +52,6 @@ from typing import Literal
 
 import numpy as np
 import torch
-from scipy.integrate import solve_ivp
-from scipy.optimize import minimize
-from scipy.special import log_softmax
 
 from collapselab._threads import serial_threads
 from collapselab.checks import (
@@ -223,6 +220,8 @@ class MUFM:
         if self.loss == "mse":
             r = z - self.targets
             return float(np.sum(r * r)) / (2 * n), r / n
+        from scipy.special import log_softmax
+
         logp = log_softmax(z, axis=0)
         value = -float(np.sum(logp[self.labels, np.arange(n)])) / n
         return value, (np.exp(logp) - self.targets) / n
@@ -687,6 +686,8 @@ def _lbfgs(
         [layers.ravel()] if mse else [W.ravel(), layers.ravel()] + ([b] if b is not None else [])
     )
     v = np.concatenate(parts)
+    from scipy.optimize import minimize
+
     gtol = tol / math.sqrt(v.size)
     used, message = 0, "not started"
     iterations = [0]  # every L-BFGS iteration over the restarts, for the progress report
@@ -907,6 +908,8 @@ def gradient_flow(
         ts: non-decreasing times ``>= 0`` at which to report the flow.
         rtol, atol, method: passed to ``solve_ivp``.
     """
+    from scipy.integrate import solve_ivp
+
     problem._need_mse("the gradient flow (21)")
     if problem.n_layers != 1 or problem.form != "eq13":
         raise ValueError("the gradient flow (21) is defined for the Eq. 13 model (n_layers=1)")

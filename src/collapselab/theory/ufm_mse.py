@@ -19,7 +19,8 @@ Solvers: :func:`ufm_mse_descent` (``"literal"``: plain full-batch gradient desce
 ``(W, b, H)``, the procedure of note 003 §5.4(d)) records, every ``k`` steps, the loss, the
 exact decomposition ``L = L_NC1 + L_NC2/3 + L_LS⊥`` (Theorems 1-2, from
 :func:`collapselab.metrics.mse_decomposition`) and the catalogue NC metrics (from
-:func:`collapselab.measure`); :func:`ufm_mse_minimise` (``"converged"``: L-BFGS to a gradient
+:func:`collapselab.metrics.matrix.matrix_metrics`, as :func:`collapselab.measure` gives
+them); :func:`ufm_mse_minimise` (``"converged"``: L-BFGS to a gradient
 tolerance). :func:`verify_ufm_mse` holds the decomposition and the central-path
 predictions against both.
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.checks import as_real_array, check_float, check_int
-from collapselab.families import measure
+from collapselab.metrics.matrix import matrix_metrics
 
 __all__ = [
     "UFMMSE",
@@ -142,10 +143,9 @@ class UFMMSE:
 
 
 def _record(problem: UFMMSE, w: np.ndarray, b: np.ndarray, h: np.ndarray) -> dict[str, float]:
-    """Catalogue metrics (``measure``) plus the raw loss, objective and closure residual."""
-    row = measure(
-        h, problem.labels, w, b, lam=problem.lam, n_classes=problem.n_classes, mode="dense"
-    )
+    """Catalogue metrics (:func:`~collapselab.metrics.matrix.matrix_metrics`) plus the raw
+    loss, objective and closure residual."""
+    row = matrix_metrics(h, problem.labels, w, b, lam=problem.lam, n_classes=problem.n_classes)
     row.pop("nc1_dense", None)
     loss = problem.loss(w, b, h)
     row["loss"] = loss
@@ -166,11 +166,12 @@ class UFMMSETrajectory:
         metrics: per record: ``loss`` (Eq. 2, from the raw samples), ``objective``
             (``+ (lam_h/2)||H||^2``), ``grad_norm``, ``decomposition_residual``
             (``|loss - (L_NC1 + L_NC2/3 + L_LS⊥)|``) and every key of
-            :func:`collapselab.measure` with ``W, b, lam`` (``mse_ls_loss`` = ``L_LS``,
-            ``mse_nc1_term``, ``mse_nc23_term``, ``mse_ls_perp``, ``mse_ls_perp_ratio``,
-            ``nc1``, ``nc1_snr`` when ``Sigma_W`` is nonsingular, ``nc2_*``, ``nc3_*``,
-            ``nc4_ncc_mismatch``, ...). Every series has length ``T``; a key missing at
-            a record (``nc1_snr`` at a singular ``Sigma_W``) is NaN there.
+            :func:`~collapselab.metrics.matrix.matrix_metrics` with ``W, b, lam``
+            (``mse_ls_loss`` = ``L_LS``, ``mse_nc1_term``, ``mse_nc23_term``,
+            ``mse_ls_perp``, ``mse_ls_perp_ratio``, ``nc1``, ``nc1_snr`` when ``Sigma_W`` is
+            nonsingular, ``nc2_*``, ``nc3_*``, ``nc4_ncc_mismatch``, ...). Every series has
+            length ``T``; a key missing at a record (``nc1_snr`` at a singular ``Sigma_W``)
+            is NaN there.
         W, b, H: the final point. problem: the :class:`UFMMSE`. lr: the step size.
     """
 
@@ -406,14 +407,8 @@ def verify_ufm_mse(
     below = np.flatnonzero(ratio <= perp_threshold)
     order = np.flatnonzero(m["mse_nc23_term"] < m["mse_nc1_term"])
     sol = ufm_mse_minimise(problem, seed=seed)
-    conv = measure(
-        sol.H,
-        problem.labels,
-        sol.W,
-        sol.b,
-        lam=problem.lam,
-        n_classes=problem.n_classes,
-        mode="dense",
+    conv = matrix_metrics(
+        sol.H, problem.labels, sol.W, sol.b, lam=problem.lam, n_classes=problem.n_classes
     )
     return UFMMSEVerification(
         decomposition_error=float(m["decomposition_residual"].max()),

@@ -1,6 +1,6 @@
-"""Pass-1 features kept for pass 2 of a Monitor sweep, within a byte budget.
+"""Pass-1 features kept for pass 2 of a Monitor's data pass, within a byte budget.
 
-A sweep needs the class means before it can accumulate the within-class scatter, so it
+A data pass needs the class means before it can accumulate the within-class scatter, so it
 reads every feature twice. Running the model a second time costs a whole forward pass; when
 the features of every measured layer fit in ``budget`` bytes, pass 1 keeps them and pass 2
 reads them back instead. The kept tensors are the very outputs the layers returned (no

@@ -1,6 +1,7 @@
-r"""One sweep of a model over a split's data: the captured signals fed to a Collection.
+r"""A data pass: a model run over a split's data, its captured signals fed to a Collection.
 
-A sweep measures every requested layer of a model at once (DESIGN.md, principles 2-4):
+A data pass measures every requested layer of a model at once (docs/monitoring.md), in at
+most two passes over the batches:
 
 1. **pass 1**: one forward pass per batch, in eval mode under ``torch.no_grad`` (or with
    autograd when a family reads per-sample gradients), with forward hooks capturing every
@@ -38,11 +39,11 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass
-class SweepSettings:
-    """What a sweep needs to know of its monitor.
+class PassSettings:
+    """What a data pass needs to know of its monitor.
 
     Attributes:
-        model: the network (in eval mode during the sweep).
+        model: the network (in eval mode during the data pass).
         layers: the measured layers, in forward order.
         gated: the ReLU-type layers among them whose input gives gates.
         n_classes: classes ``C``.
@@ -51,10 +52,10 @@ class SweepSettings:
         loss: per-sample loss for the gradients.
         cache_bytes: the budget of features kept for pass 2.
         copy_outputs: keep copies of layer outputs (a later in-place operation overwrote a
-            kept output in an earlier sweep).
+            kept output in an earlier data pass).
         distributed: reduce over the ``torch.distributed`` group.
         linear_layers: ``nn.Linear`` layers whose per-sample weight-gradient factors the
-            gradient pass also captures for a model procedure (:attr:`Sweep.factors`).
+            gradient pass also captures for a model procedure (:attr:`DataPass.factors`).
     """
 
     model: nn.Module
@@ -74,16 +75,16 @@ def _bytes(tensors: dict[str, torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
-class Sweep:
+class DataPass:
     """Pass 1 and pass 2 of one split over a loader, into a Collection.
 
     Args:
         settings: the monitor's settings.
         collection: where the signals go.
         on_first_batch: called with the features of every layer after the first batch of
-            the monitor's first sweep (it learns the dimensions and sets the families up);
+            the monitor's first data pass (it learns the dimensions and sets the families up);
             returns the layers to keep for cross-layer families from then on.
-        kept: the layers kept until the end of each batch (known after the first sweep).
+        kept: the layers kept until the end of each batch (known after the first data pass).
 
     After :meth:`run`, :attr:`factors` holds the factors of ``settings.linear_layers``, one
     :class:`~collapselab.probe.LinearFactors` per batch, when the gradient pass captured
@@ -92,7 +93,7 @@ class Sweep:
 
     def __init__(
         self,
-        settings: SweepSettings,
+        settings: PassSettings,
         collection: Collection,
         on_first_batch: Callable[[dict[str, torch.Tensor]], list[str]] | None,
         kept: list[str],
@@ -275,7 +276,7 @@ class Sweep:
                 x, labels["y"] = self._batch(batch)
                 self.settings.model(x)
 
-    # ------------------------------------------------------------------ the whole sweep
+    # ------------------------------------------------------------------ the whole data pass
     def run(self, loader: Any, classifier: Any) -> None:
         """Both passes over ``loader`` (reductions included); the collection is then final."""
         s, coll = self.settings, self.collection

@@ -3,8 +3,8 @@ r"""The Monitor: scheduled, exact, per-layer measurement of a network during tra
 A :class:`Monitor` measures metric families (:mod:`collapselab.families.builtin`, or any
 registered :class:`~collapselab.families.family.Family`) on every requested layer of a model,
 on a schedule. It owns the schedule, the probes, the loop over the families and the writing;
-the families say what they need and compute their keys. A measurement is one *sweep* per
-split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks on every layer
+the families say what they need and compute their keys. A measurement is one *data pass*
+per split (:mod:`collapselab.track.data_pass`): a forward pass per batch with hooks on every layer
 (pass 1), and, for the layers whose keys need a within-class scatter or decisions, pass 2
 over the features kept in memory (within ``cache_bytes``) or a second forward pass. Only
 what the requested keys need is collected.
@@ -12,7 +12,7 @@ what the requested keys need is collected.
 Each family may carry a schedule of its own (``Family(schedule=...)``, a
 :class:`~collapselab.track.Schedule`; ``None``: the Monitor's). The Monitor measures at every
 event where its own schedule or some family's is due, and there only the families due, in
-one sweep that collects what they need (Cockpit-style). Under ``torch.distributed`` it
+one data pass that collects what they need (Cockpit-style). Under ``torch.distributed`` it
 enforces each family's distributed mode (:attr:`~collapselab.families.Family.distributed`:
 reduced, replicated, rank 0, or refused; :mod:`collapselab.families.processes`).
 
@@ -66,8 +66,9 @@ from collapselab.store import Run
 from collapselab.store.mirrors import attach_mirrors, check_mirror_available
 from collapselab.store.zero_error import ACCURACY, ZERO_ERROR_METRIC, first_zero_error
 from collapselab.track import _dist
-from collapselab.track.data_pass import Sweep, SweepSettings
+from collapselab.track.data_pass import DataPass, PassSettings
 from collapselab.track.schedule import Schedule
+from collapselab.train.losses import per_sample_loss
 
 Results = dict[str, dict[str, dict[str, float]]]
 """``results[split][layer][metric] -> value``; model-level values under ``layer = ""``."""
@@ -83,7 +84,6 @@ def _loss_function(loss: LossArg) -> Callable[[torch.Tensor, torch.Tensor], torc
         return loss
     if loss not in ("ce", "mse"):
         raise ValueError(f"loss must be 'ce', 'mse' or a callable, got {loss!r}")
-    from collapselab.train.losses import per_sample_loss
 
     def fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return per_sample_loss(logits, labels, loss=loss)
@@ -177,8 +177,8 @@ class Monitor:
             1 GiB), which saves the second forward pass; beyond it pass 2 runs the model
             again. The values are the same either way. Layer outputs are kept without a
             copy; one that is modified in place after its layer ran (e.g. by
-            ``nn.ReLU(inplace=True)``) is detected, that sweep runs the model again, and
-            later sweeps keep copies. ``0``: always run the model twice.
+            ``nn.ReLU(inplace=True)``) is detected, that data pass runs the model again,
+            and later ones keep copies. ``0``: always run the model twice.
         mirrors: trackers that also receive every row the monitor's run writes
             (:class:`collapselab.store.Mirror` objects, or ``"tensorboard"``, ``"mlflow"``,
             ``"wandb"``); attached to the run at the monitor's first write, detached (and
@@ -434,7 +434,7 @@ class Monitor:
         return self.classifier.weight.detach(), None if bias is None else bias.detach()
 
     # ------------------------------------------------------------------ measuring
-    def _sweep(
+    def _data_pass(
         self,
         split: str,
         loader: Any,
@@ -448,7 +448,7 @@ class Monitor:
                 options.weighting, options.mode, options.dense_max_dim, chunk_bytes=0
             )
         collection = Collection(request, split, self._provisional_layout(), options, reference)
-        settings = SweepSettings(
+        settings = PassSettings(
             model=self.model,
             layers=self.layers,
             gated=self.gated,
@@ -463,13 +463,13 @@ class Monitor:
         )
         first = partial(self._on_first_batch, request=request) if self.layout is None else None
         kept = request.kept_layers() if self.layout is not None else []
-        sweep = Sweep(settings, collection, first, kept)
-        sweep.run(loader, self._classifier())
+        data_pass = DataPass(settings, collection, first, kept)
+        data_pass.run(loader, self._classifier())
         if split == "train":
-            self._factors = sweep.factors
-        self._cache_copies = self._cache_copies or sweep.overwritten
+            self._factors = data_pass.factors
+        self._cache_copies = self._cache_copies or data_pass.overwritten
         collection.layout = self.layout  # with the dimensions learnt on the first batch
-        return collection, sweep.confusion
+        return collection, data_pass.confusion
 
     def measure_now(
         self,
@@ -486,7 +486,7 @@ class Monitor:
         own schedule is due at this event: at the end of ``epoch`` with ``epoch_end``
         (:meth:`~collapselab.track.Schedule.at_epoch`), else at ``step``
         (:meth:`~collapselab.track.Schedule.at_step`); a measurement with neither measures
-        every family. Runs the sweep of every split (train, then test against the train
+        every family. Runs the data pass of every split (train, then test against the train
         means) in eval mode (every submodule's train/eval flag is restored afterwards),
         collecting what those families need, and computes their keys for every layer; a
         family undefined for a layer in its present state (zero between-class scatter in a
@@ -534,22 +534,22 @@ class Monitor:
         loaders = {"train": self.train_loader}
         if self.test_loader is not None:
             loaders["test"] = self.test_loader
-        sweeps: dict[str, tuple[Collection, ConfusionCounts]] = {}
+        passes: dict[str, tuple[Collection, ConfusionCounts]] = {}
         with eval_mode(self.model):
             if self._takes_gradients(request):
                 check_independent_rows(self.model, allow_batch_coupling=False)
             try:
                 for split, loader in loaders.items():
-                    reference = sweeps["train"][0] if split != "train" else None
-                    sweeps[split] = self._sweep(split, loader, reference, device, request)
+                    reference = passes["train"][0] if split != "train" else None
+                    passes[split] = self._data_pass(split, loader, reference, device, request)
                 model_values = self._model_procedures(request, loaders, device, epoch, step)
             finally:
-                self._factors = None  # the sweep's factors serve this measurement only
-        counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in sweeps.items()}
+                self._factors = None  # the data pass's factors serve this measurement only
+        counts = {split: conf.counts.sum(dim=1) for split, (_, conf) in passes.items()}
         self._warn_imbalanced(counts)
         classifier = self._classifier()
         results: Results = {}
-        for split, (collection, confusion) in sweeps.items():
+        for split, (collection, confusion) in passes.items():
             per_layer = collection.results(classifier, on_error="warn")
             for layer, values in model_values.get(split, {}).items():
                 per_layer.setdefault(layer, {}).update(values)

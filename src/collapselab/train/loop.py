@@ -56,12 +56,13 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from collapselab.data.dataset import DataSplits
+from collapselab.store import Run
 from collapselab.store.mirrors import attach_mirrors
 from collapselab.store.zero_error import first_zero_error
 from collapselab.train._rng import epoch_permutation, get_rng_state, seed_everything, set_rng_state
@@ -69,9 +70,6 @@ from collapselab.train.callbacks import Callback, TrainState
 from collapselab.train.config import TrainConfig
 from collapselab.train.evaluate import _evaluate_tensors, _model_dtype, resolve_device
 from collapselab.train.losses import training_loss
-
-if TYPE_CHECKING:
-    from collapselab.store import Run
 
 _CHECKPOINT_FORMAT = 1
 FLUSH_SECONDS = 10.0
@@ -168,8 +166,6 @@ def _call(callbacks: Sequence[Any], hook: str, state: TrainState) -> None:
 
 
 def _validate(model: Any, data: Any, config: Any, callbacks: Any, run: Any) -> list[Any]:
-    from collapselab.store import Run
-
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):

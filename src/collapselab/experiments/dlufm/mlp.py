@@ -44,9 +44,11 @@ from collapselab.experiments.claims import Claim, RunResults
 from collapselab.experiments.dlufm._common import claim
 from collapselab.experiments.dlufm.snapshots import layer_snapshot
 from collapselab.experiments.registry import RunContext
+from collapselab.families.curvature import Curvature
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import DeepReLUUFM, UFMParameters
+from collapselab.track import Monitor
 from collapselab.train import TrainConfig, seed_everything, train
 
 __all__ = [
@@ -216,9 +218,6 @@ def _curvature_family(
     the UFM's per-sample loss ``½‖f − y‖²`` averaged over the samples: the same Hessian as
     App. F's formula, computed by Lanczos on the network's own Hessian-vector products."""
     from torch.utils.data import DataLoader, TensorDataset
-
-    from collapselab.families.curvature import Curvature
-    from collapselab.track import Monitor
 
     network = copy.deepcopy(model).double().eval()
     names = [n for n, m in network.named_modules() if isinstance(m, torch.nn.Linear)]

@@ -47,9 +47,8 @@ from collapselab.metrics.diversity import (
     residual_trajectory,
 )
 from collapselab.models import MLP
-from collapselab.probe import capture_mlp_state, single_sample_feature_changes
+from collapselab.probe import MLPState, capture_mlp_state, single_sample_feature_changes
 from collapselab.store import Run
-from collapselab.theory import MLPState
 from collapselab.theory.diversity_trap import (
     common_direction_of_window,
     delta_v_feature_cosine,

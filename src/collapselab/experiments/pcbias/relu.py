@@ -34,9 +34,9 @@ from collapselab.experiments.claims import Claim, Erratum, RunResults
 from collapselab.experiments.pcbias._common import log_steps, members, verdict
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
+from collapselab.metrics.pc_frame import principal_frame
 from collapselab.models import TwoLayerReLU
 from collapselab.store import Run
-from collapselab.theory.pcbias import principal_frame
 from collapselab.theory.pcbias_relu import VARIANTS, relu_gd_step, relu_pc_ratio
 
 __all__ = ["FOLLOWS", "RELU_CLAIMS", "relu_member", "run_relu", "symmetric_data"]

@@ -53,10 +53,10 @@ from collapselab.experiments.pcbias.projections import (
 )
 from collapselab.experiments.pcbias.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
+from collapselab.metrics.pc_frame import principal_frame
 from collapselab.metrics.pcbias import pc_ensemble_std
 from collapselab.models import StVGG, compact_representation
 from collapselab.store import Run
-from collapselab.theory.pcbias import principal_frame
 
 __all__ = ["STVGG_CLAIMS", "linearised_matrix", "run_stvgg", "stvgg_dry_run", "stvgg_member"]
 

@@ -25,15 +25,10 @@ import torch
 
 from collapselab.experiments.pcbias._common import log_steps, one_hot, read_dataset
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
+from collapselab.metrics.pc_frame import PCFrame, principal_frame
 from collapselab.metrics.pcbias import gradient_scale_statistics
 from collapselab.models import DeepLinear
-from collapselab.theory.pcbias import (
-    PCFrame,
-    compact_matrix,
-    expected_scales,
-    gradient_scale_matrices,
-    principal_frame,
-)
+from collapselab.theory.pcbias import compact_matrix, expected_scales, gradient_scale_matrices
 
 __all__ = [
     "classified_correctly",

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from collapselab.store import to_jsonable
+from collapselab.train import seed_everything
 
 Task = Callable[[dict[str, Any]], Mapping[str, Any]]
 """``task(config) -> {name: float | int | str | list | np.ndarray}``: a module-level function."""
@@ -102,8 +103,6 @@ def run_member(task: Task, job: Job) -> dict[str, Any]:
     returns the normalised result (exceptions propagate)."""
     import torch
     from threadpoolctl import threadpool_limits
-
-    from collapselab.train import seed_everything
 
     before = torch.get_num_threads()
     torch.set_num_threads(job.threads)
