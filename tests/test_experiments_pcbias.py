@@ -10,6 +10,7 @@ import torch
 
 from collapselab._threads import serial_threads
 from collapselab.experiments import experiments_for_paper, get_experiment, reproduce
+from collapselab.experiments.pcbias._common import pcb_data
 from collapselab.experiments.pcbias.training import initial_weights, pc_gd_step
 from collapselab.metrics.pc_frame import principal_frame
 from collapselab.models import DeepLinear
@@ -114,12 +115,12 @@ def test_convergence_claims_at_tiny(runs):
 def test_scales_store_thm3_deviations_recomputed_from_the_initial_weights(runs):
     """At step 0 the stored relative diagonal deviation of A_l, B_l equals the one recomputed
     here from member 0's initial weights (drawn again with its seed), in input coordinates."""
-    from collapselab.experiments.pcbias.training import data_frame
+    from collapselab.experiments.pcbias.training import GDMember, data_frame
 
     run = runs["pcbias-scales"]
-    config = {**run.config, "seed": 0, "data_seed": 0, "data_dir": None}
-    frame, _ = data_frame(config)
-    widths = [frame.n_pcs, *config["hidden"], frame.n_outputs]
+    preset = get_experiment("pcbias-scales").config("tiny")
+    frame, _ = data_frame(GDMember.of(preset, init="def3"))
+    widths = [frame.n_pcs, *preset.hidden, frame.n_outputs]
     ws = initial_weights(widths, "def3", 0, frame.basis)
     ws[0] = ws[0] @ frame.basis.T  # back to input coordinates
     a, b = gradient_scale_matrices(ws)
@@ -155,10 +156,10 @@ def test_init_stores_the_closed_form_learning_curves_of_fig12(runs):
     accuracy that of W(s) = Σ_j [λ_j^s W⁰u_j + (1 − λ_j^s) m_j/d_j] u_jᵀ, recomputed here
     by loops over the PCs from numpy's eigh of XᵀX and the initial weights drawn again
     (c = Σα_lβ_l as stored); under Def. 3 the prediction is within 5% of the measured loss."""
-    from collapselab.experiments.pcbias._common import read_dataset
+    from collapselab.experiments.pcbias._common import read_inputs
 
     run = runs["pcbias-init"]
-    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    data = read_inputs(get_experiment("pcbias-init").config("tiny").data, None, 0)
     x, targets = data.x, np.eye(10)[data.y]
     values, vectors = np.linalg.eigh(x.T @ x)
     keep = values > 1e-8 * values.max()
@@ -278,11 +279,10 @@ def test_the_stvgg_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path
     built = result.built
     assert (built["n_train"], built["n_test"], built["input_dim"]) == (pair, test_pair, 784)
     assert built["pcs"] == [1, 10, 100, 784] and built["width_multiplier"] == 1.0
-    config = {**get_experiment("pcbias-stvgg").config("paper"), "pcs": [785]}
+    config = get_experiment("pcbias-stvgg").config("paper").replace(pcs=(785,))
     with pytest.raises(ValueError, match=r"pcs \[785\] must lie in \[1, q = 784\]"):
         stvgg_dry_run(config, tmp_path)
-    points = {**config, "pcs": [1], "datasets": {"main": {"name": "frequency", "n_train": 30,
-                                                          "n_test": 10}}}  # fmt: skip
+    points = config.replace(pcs=(1,), data=pcb_data("frequency", {"n_train": 30, "n_test": 10}))
     with pytest.raises(ValueError, match="single-channel square images; the data has 2 "):
         stvgg_dry_run(points, None)
 
@@ -319,12 +319,12 @@ def test_amplified_images_are_renormalised_per_channel():
     top PCs of the per-channel standardised training pixels (eigh of the centred covariance)
     multiplied by 10, then one mean and one std for the whole channel (not per pixel),
     fitted on the training split and applied to both."""
-    from collapselab.experiments.pcbias._common import read_dataset
+    from collapselab.experiments.pcbias._common import data_variant, read_inputs
 
-    spec = {"name": "digits", "n_per_class": 30, "test_fraction": 0.25, "flatten": False}
-    plain = read_dataset(spec, None, 0)
+    spec = pcb_data("digits", {"n_per_class": 30, "test_fraction": 0.25, "flatten": False})
+    plain = read_inputs(spec, None, 0)
     amplify = {"fraction": 0.03, "factor": 10.0, "which": "top"}
-    got = read_dataset({**spec, "amplify": amplify}, None, 0)
+    got = read_inputs(data_variant(spec, amplify=amplify), None, 0)
     x, x_test = plain.x, plain.x_test  # (n, 64), standardised per channel
     mean = x.mean(0)
     values, vectors = np.linalg.eigh((x - mean).T @ (x - mean))
@@ -398,7 +398,7 @@ def test_projections_store_critical_pcs_and_discriminability_of_the_data(runs):
     """The stored critical PCs and raw discriminability are those of the tiny preset's
     digits (recomputed from the data), in their ranges; the per-epoch projected accuracies
     are fractions of the test set; the binned curve is recomputed from the stored vectors."""
-    from collapselab.experiments.pcbias._common import read_dataset
+    from collapselab.experiments.pcbias._common import read_inputs
     from collapselab.metrics.pcbias import (
         binned_correlation,
         critical_principal_component,
@@ -407,7 +407,7 @@ def test_projections_store_critical_pcs_and_discriminability_of_the_data(runs):
 
     run = runs["pcbias-projections"]
     d = run.load_array("projections")
-    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    data = read_inputs(get_experiment("pcbias-projections").config("tiny").data, None, 0)
     critical = critical_principal_component(data.x, data.y, data.n_classes)
     np.testing.assert_array_equal(d["critical_pc"], critical)
     assert critical.min() >= 1 and critical.max() <= data.x.shape[1] + 1
@@ -422,15 +422,27 @@ def test_projections_store_critical_pcs_and_discriminability_of_the_data(runs):
 
 
 def _stored_members(run, label: str = "ensembles") -> list[tuple[dict, dict]]:
-    """``(config, arrays)`` of every sweep member stored under the run, read from its files."""
+    """``(config, arrays)`` of every sweep member stored under the run, read from its files
+    (``config``: the fields of the member, the sweep config's ``network``)."""
     import json
 
     out = []
     for path in sorted((run.path / "members" / label).glob("member-*.json")):
         record = json.loads(path.read_text())
         with np.load(path.with_suffix(".npz")) as arrays:
-            out.append((record["config"], {k: arrays[k] for k in arrays.files}))
+            out.append((record["config"]["network"], {k: arrays[k] for k in arrays.files}))
     return out
+
+
+def _whitened(data: dict) -> bool:
+    """Whether a member's recorded data spec has a ZCA step (recorded by its field ``eps``)."""
+    return any("eps" in step for step in data["steps"])
+
+
+def _padded_digits(n_per_class: int):
+    """scikit-learn's digits zero-padded to 16 x 16, standardised, flattened."""
+    options = {"n_per_class": n_per_class, "test_fraction": 0.25, "flatten": False}
+    return pcb_data("digits", options, pad=16)
 
 
 def _mean_over(correct: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
@@ -474,7 +486,7 @@ def test_stored_test_accessibility_averages_the_members_test_correctness(runs):
                 for c, a in stored
                 if c["seed"] == k
                 and c.get("activation", "none") == "none"  # Fig. 7a's linear nets
-                and ("whiten" in c["datasets"]["main"]) == (condition == "whitened")
+                and _whitened(c["data"]) == (condition == "whitened")
             ]
             assert len(correct) == runs["pcbias-loc"].config["members"]
             np.testing.assert_allclose(loc[f"test_accessibility_{condition}"][k],
@@ -580,11 +592,11 @@ def test_fig1_stores_top_pc_reconstructions_and_lowpass_images(runs):
     training inputs' centred covariance (numpy eigh); the low-pass is np.fft with a mask
     built by hand (signed frequencies, radius² <= 5: 21 bins, 21 >= 20 real coefficients);
     the figure is drawn."""
-    from collapselab.experiments.pcbias._common import read_dataset
+    from collapselab.experiments.pcbias._common import read_inputs
 
     run = runs["pcbias-projections"]
     d = run.load_array("pca_images")
-    data = read_dataset(run.config["datasets"]["main"], None, 0)
+    data = read_inputs(get_experiment("pcbias-projections").config("tiny").data, None, 0)
     picks = [int(np.flatnonzero(data.y_test == c)[0]) for c in range(4)]
     assert d["indices"].tolist() == picks and d["labels"].tolist() == [0, 1, 2, 3]
     images = data.x_test[picks]
@@ -607,7 +619,7 @@ def test_fig1_stores_top_pc_reconstructions_and_lowpass_images(runs):
 
 def test_image_shapes_are_read_from_the_feature_count():
     """Grey squares, colour squares (channels first, CIFAR's 3 x 32 x 32) or not images."""
-    from collapselab.experiments.pcbias.images import image_shape, pca_vs_lowpass
+    from collapselab.experiments.pcbias.projections import image_shape, pca_vs_lowpass
 
     assert image_shape(196) == (1, 14, 14) and image_shape(784) == (1, 28, 28)
     assert image_shape(3072) == (3, 32, 32) and image_shape(20) is None
@@ -790,7 +802,7 @@ def test_fig7b_claims_on_fixed_numbers(values, less, halved):
     """The two Fig. 7b claims on hand-set LOC values: the verdicts and the ratio as
     computed by hand (0.5 bounds both, inclusive)."""
     from collapselab.experiments.claims import evaluate_claim
-    from collapselab.experiments.pcbias.learning_order import LOC_CLAIMS
+    from collapselab.experiments.pcbias.claims import LOC_CLAIMS
 
     results = _loc_fixture(
         pearson_natural=values["natural"], pearson_whitened=values["whitened"],
@@ -811,7 +823,7 @@ def test_fig7b_claims_on_fixed_numbers(values, less, halved):
 
 def test_fig7b_claims_are_not_evaluable_on_a_run_from_before_fig7b():
     from collapselab.experiments.claims import evaluate_claim
-    from collapselab.experiments.pcbias.learning_order import LOC_CLAIMS
+    from collapselab.experiments.pcbias.claims import LOC_CLAIMS
 
     results = _loc_fixture(pearson_natural=0.9, pearson_whitened=0.5)
     for claim in LOC_CLAIMS:
@@ -825,19 +837,18 @@ def test_stvgg_projected_accuracies_equal_a_per_image_float64_reference():
     equals an independent recomputation. The network at epoch 0 is rebuilt from the member's
     seed; the PCs come from numpy's SVD of the centred training images in float64, and every
     projected test image is classified on its own. P = q must give the plain test accuracy."""
-    from collapselab.experiments.pcbias._common import read_dataset
-    from collapselab.experiments.pcbias.stvgg import stvgg_member
+    from collapselab.experiments.pcbias._common import read_inputs
+    from collapselab.experiments.pcbias.stvgg import StVGGMember, stvgg_member
     from collapselab.models import StVGG
 
-    spec = {"name": "digits", "n_per_class": 20, "test_fraction": 0.25, "flatten": False,
-            "pad": 16}  # fmt: skip
+    spec = _padded_digits(20)
     pcs = [1, 3, 30, 256]
-    config = {"datasets": {"main": spec}, "width_multiplier": 0.125, "lr": 0.1,
-              "batch_size": 20, "epochs": 0, "member": 1, "seed": 2, "pcs": pcs}  # fmt: skip
+    config = StVGGMember(data=spec, width_multiplier=0.125, lr=0.1, batch_size=20, epochs=0,
+                         member=1, seed=2, pcs=tuple(pcs))  # fmt: skip
     out = stvgg_member(config)
     assert out["projected"].shape == (1, len(pcs))
 
-    data = read_dataset(spec, None, 0)
+    data = read_inputs(spec, None, 0)
     torch.manual_seed(1000 * 2 + 1)
     net = StVGG(data.n_classes, 1, input_size=16, width_multiplier=0.125).eval()
     train = data.x.astype(np.float64)
@@ -888,7 +899,7 @@ def test_stvgg_fig5_claims_on_hand_set_curves(curves, peaks_first, declines):
     """The st-VGG's two Fig. 5a claims read (epoch, P) curves (here one network, epochs
     0-2, P = 1, 10, 100) with pcbias-projections' rules: the smallest P's peak before the
     largest P's; some P <= 10 ends at least 0.02 below its peak. Dyadic values: exact."""
-    from collapselab.experiments.pcbias.stvgg import STVGG_CLAIMS
+    from collapselab.experiments.pcbias.claims import STVGG_CLAIMS
 
     claims = {c.name: c for c in STVGG_CLAIMS}
     results = _stvgg_fixture(np.asarray(curves)[None])
@@ -903,7 +914,7 @@ def test_stvgg_fig5_claims_are_not_evaluable_on_a_run_from_before_them():
     """A stored pcbias-stvgg run without projected accuracies: both Fig. 5a claims are not
     evaluable and say why; Fig. 4d's claim is unaffected."""
     from collapselab.experiments.claims import evaluate_claim
-    from collapselab.experiments.pcbias.stvgg import STVGG_CLAIMS
+    from collapselab.experiments.pcbias.claims import STVGG_CLAIMS
 
     results = _stvgg_fixture()
     found = {c.name: evaluate_claim(c, results) for c in STVGG_CLAIMS}
@@ -918,11 +929,9 @@ def test_an_stvgg_member_whose_outputs_overflow_says_so():
     linearisation ``f(e_j) − f(0)`` is not finite: the member stops with that cause and the
     epoch instead of handing NaN to the ensemble statistics (a ``ValueError`` on ``w``
     there, before)."""
-    from collapselab.experiments.pcbias.stvgg import stvgg_member
+    from collapselab.experiments.pcbias.stvgg import StVGGMember, stvgg_member
 
-    spec = {"name": "digits", "n_per_class": 20, "test_fraction": 0.25, "flatten": False,
-            "pad": 16}  # fmt: skip
-    config = {"datasets": {"main": spec}, "width_multiplier": 0.125, "lr": 1000.0,
-              "batch_size": 100, "epochs": 1, "member": 1, "seed": 0}  # fmt: skip
+    config = StVGGMember(data=_padded_digits(20), width_multiplier=0.125, lr=1000.0,
+                         batch_size=100, epochs=1, member=1, seed=0)  # fmt: skip
     with pytest.raises(FloatingPointError, match="linearised network is not finite after epoch 1"):
         stvgg_member(config)

@@ -1,4 +1,4 @@
-"""Fig. 13's claim of ``pcbias-frequency`` (:mod:`collapselab.experiments.pcbias.boundaries`):
+"""Fig. 13's claim of ``pcbias-frequency`` (:mod:`collapselab.experiments.pcbias.frequency`):
 the boundary's number of sine terms against brute force, and the stored claim against the
 stored decision regions."""
 
@@ -10,7 +10,7 @@ import pytest
 from collapselab._threads import serial_threads
 from collapselab.data.frequency import PAPER_KAPPA, PAPER_PHI, frequency_function
 from collapselab.experiments import run_experiment
-from collapselab.experiments.pcbias.boundaries import boundary_agreement, boundary_terms
+from collapselab.experiments.pcbias.frequency import boundary_agreement, boundary_terms
 from collapselab.store import Run
 from tests._experiments import stored_claims
 

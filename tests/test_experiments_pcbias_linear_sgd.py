@@ -4,12 +4,15 @@ order, and the rate search's choice."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
-from collapselab.experiments.pcbias._common import read_dataset
+from collapselab.experiments.pcbias._common import pcb_data, read_inputs
 from collapselab.experiments.pcbias.linear_sgd import (
+    LinearSGDMember,
     linear_sgd_member,
     minibatches,
     select_rate,
@@ -81,12 +84,12 @@ def test_a_full_batch_run_without_dropout_follows_a_numpy_gradient_descent_loop(
     recorded training loss and accuracy at the log-spaced checkpoints equal a float64 numpy
     loop from the same initial weights (float32 training: to 1e-5), and so does which test
     images it classifies correctly (wherever the top two logits differ by > 1e-4)."""
-    spec = {"name": "digits", "n_per_class": 20, "test_fraction": 0.25}
-    config = {"datasets": {"main": spec}, "hidden": [16], "init": "glorot_uniform",
-              "dropout": 0.0, "lr": 0.05, "batch_size": 10_000, "epochs": 40,
-              "checkpoints": 8, "seed": 2, "member": 1, "record_correct": True}  # fmt: skip
+    spec = pcb_data("digits", {"n_per_class": 20, "test_fraction": 0.25})
+    config = LinearSGDMember(data=spec, hidden=(16,), init="glorot_uniform", dropout=0.0,
+                             lr=0.05, batch_size=10_000, epochs=40, checkpoints=8, seed=2,
+                             member=1, record_correct=True)  # fmt: skip
     out = linear_sgd_member(config)
-    data = read_dataset(spec, None, 0)
+    data = read_inputs(spec, None, 0)
     torch.manual_seed(2 * 2001)  # the member's init: seed 1000 * 2 + 1
     ws = [layer.weight.detach().double().numpy() for layer in
           DeepLinear([64, 16, 10], init="glorot_uniform").layers]  # fmt: skip
@@ -118,13 +121,12 @@ def test_a_full_batch_run_without_dropout_follows_a_numpy_gradient_descent_loop(
 
 
 def test_a_diverging_rate_is_reported_only_when_allowed():
-    spec = {"name": "digits", "n_per_class": 10, "test_fraction": 0.25}
-    config = {"datasets": {"main": spec}, "hidden": [8, 8], "init": "glorot_uniform",
-              "dropout": 0.5, "lr": 1e6, "batch_size": 10, "epochs": 5, "checkpoints": 4,
-              "member": 0}  # fmt: skip
+    spec = pcb_data("digits", {"n_per_class": 10, "test_fraction": 0.25})
+    config = LinearSGDMember(data=spec, hidden=(8, 8), init="glorot_uniform", dropout=0.5,
+                             lr=1e6, batch_size=10, epochs=5, checkpoints=4, member=0)  # fmt: skip
     with pytest.raises(FloatingPointError, match="lr too large"):
         linear_sgd_member(config)
-    out = linear_sgd_member({**config, "allow_divergence": True})
+    out = linear_sgd_member(dataclasses.replace(config, allow_divergence=True))
     assert out == {"diverged": True, "test_error": 1.0, "lr": 1e6}
 
 

@@ -11,15 +11,14 @@ import pytest
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.pcbias._common import read_dataset
 from collapselab.experiments.pcbias.evaluation import (
     eval_transform,
     set_accuracies,
     transformed_sets,
 )
 from collapselab.experiments.pcbias.presets import INIT, PROJECTIONS
-from collapselab.experiments.pcbias.projections import sgd_member
-from collapselab.experiments.pcbias.training import deep_linear_member, sgd_epoch
+from collapselab.experiments.pcbias.projections import MLPMember, sgd_member
+from collapselab.experiments.pcbias.training import GDMember, deep_linear_member, sgd_epoch
 from collapselab.models import MLP, DeepLinear
 
 # Fig. 5's projected accuracies (fractions of the 80 test images) sgd_member returned on
@@ -32,9 +31,8 @@ BEFORE_PROJECTED_NONLINEAR = [[0.1, 0.0625, 0.1], [0.1625, 0.0875, 0.15],
 
 
 def _tiny_projections(**extra):
-    config = {**PROJECTIONS["tiny"], "seed": 0, "data_seed": 0, "data_dir": None}
-    config.pop("eval_transforms")  # the tiny preset's: the test says what it evaluates
-    return {**config, **extra}
+    # not the tiny preset's eval_transforms: the test says what it evaluates
+    return MLPMember.of(PROJECTIONS["tiny"], pcs=PROJECTIONS["tiny"].pcs, **extra)
 
 
 def test_sgd_member_returns_the_projected_accuracies_it_returned_before_the_refactoring():
@@ -109,14 +107,14 @@ def test_sgd_member_test_correctness_and_whitened_accuracy_of_a_retrained_networ
     numpy-whitened test set (the recorded ``zca`` column); the ``pca:8`` column equals the
     ``P = 8`` column of ``projected``."""
     config = _tiny_projections(kind="nonlinear", member=1,
-                               eval_transforms=["pca:8", "zca"])  # fmt: skip
+                               eval_transforms=("pca:8", "zca"))  # fmt: skip
     with serial_threads():
         out = sgd_member(config)
-    data = read_dataset(config["datasets"]["main"], None, 0)
+    data = config.inputs()
     x = torch.from_numpy(data.x).float()
     torch.manual_seed(1)  # 1000 * seed + member
     net = MLP(x.shape[1], 10, width=32, depth=3, bias=True, activation="relu")
-    optimiser = torch.optim.SGD(net.parameters(), lr=config["lr"])
+    optimiser = torch.optim.SGD(net.parameters(), lr=config.lr)
     order = torch.Generator().manual_seed(1)
     x_test = data.x_test.astype(np.float32).astype(np.float64)
     mean, values, vectors = _centred_eigh(data.x.astype(np.float32).astype(np.float64))
@@ -124,8 +122,8 @@ def test_sgd_member_test_correctness_and_whitened_accuracy_of_a_retrained_networ
     v = vectors[:, keep]
     whitened = ((x_test - mean) @ v / np.sqrt(values[keep] + 1e-5) @ v.T).astype(np.float32)
     checked = 0
-    assert out["test_correct"].shape == (config["epochs"] + 1, len(data.y_test))
-    for epoch in range(config["epochs"] + 1):
+    assert out["test_correct"].shape == (config.epochs + 1, len(data.y_test))
+    for epoch in range(config.epochs + 1):
         if epoch:
             sgd_epoch(net, x, torch.from_numpy(data.y).long(), optimiser, 100, order)
         checked += _agree_off_ties(_logits(net, x_test), data.y_test, out["test_correct"][epoch])
@@ -141,10 +139,10 @@ def test_deep_linear_member_test_correctness_from_an_input_space_gd_loop():
     full-batch GD on ½‖W X − Y‖² in input coordinates (numpy, float64, the member's μ); at
     every checkpoint an explicit loop over the test images gives the recorded
     ``test_correct``, and the stored compact matrix rotated back gives the same network."""
-    config = {**INIT["tiny"], "seed": 0, "data_seed": 0, "data_dir": None, "init": "def3",
-              "member": 1, "record_correct": True, "eval_transforms": ["pca:5"]}  # fmt: skip
+    config = GDMember.of(INIT["tiny"], init="def3", member=1, record_correct=True,
+                         eval_transforms=("pca:5",))  # fmt: skip
     out = deep_linear_member(config)
-    data = read_dataset(config["datasets"]["main"], None, 0)
+    data = config.inputs()
     torch.manual_seed(1)
     ws = [layer.weight.detach().double().numpy() for layer in
           DeepLinear([64, 256, 10], init="def3").layers]  # fmt: skip
@@ -170,8 +168,7 @@ def test_a_diverging_deep_linear_member_says_so():
     """At a rate far beyond the stable one the layers overflow to NaN within a few GD steps:
     the member stops with the divergence and the step, not with compact_matrix's input
     check on the non-finite layer (which is what it raised before)."""
-    config = {**INIT["tiny"], "seed": 0, "data_seed": 0, "data_dir": None, "lr": 100.0,
-              "init": "glorot_uniform", "member": 1}  # fmt: skip
+    config = GDMember.of(INIT["tiny"], lr=100.0, init="glorot_uniform", member=1)
     with pytest.raises(FloatingPointError, match=r"diverged by step \d+ \(lr too large\)"):
         deep_linear_member(config)
 

@@ -1,69 +1,113 @@
-"""Helpers shared by paper 002's experiment modules (private to the package): the data of a
-configuration, the ensembles, the claims' verdicts."""
+"""What paper 002's experiment modules share (private to the package): the data as the
+networks see it, and the ensembles.
+
+**Data.** Every dataset is a :class:`~collapselab.data.DataSpec` read by
+:func:`~collapselab.data.load_data`. :func:`pcb_data` builds a preset's spec with the paper's
+preprocessing (§4: images zero-padded, average-pooled, every channel standardised with the
+training statistics, then flattened; one channel for grey images, one per feature for
+vectors), :func:`data_variant` adds the manipulations an experiment trains on (shuffled
+labels, amplified PCs, ZCA whitening, P-separable labels) at their places in the pipeline,
+and :func:`read_inputs` reads a spec as float64 NumPy arrays, cached per process (the
+members of an ensemble run in a few worker processes and all read the same data).
+
+**Ensembles.** A network of an ensemble is a :class:`Member` (a picklable frozen dataclass:
+its data, its seeds and what its kind of training needs); :func:`run_ensembles` runs several
+ensembles as one sweep (:func:`~collapselab.experiments.sweeps.run_members`), each member
+through :func:`train_member`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
-import torch
 
-from collapselab.data import DataSplits, LabeledData, load_dataset
-from collapselab.data.pca import PCAmplification, SeparableRelabel, ZCAWhitening
-from collapselab.data.transforms import Standardize, pad_to_size, shuffle_labels
-from collapselab.experiments.claims import ClaimResult
+from collapselab.data import DataSpec, load_data
+from collapselab.data.steps import (
+    AmplifyPCs,
+    Cast,
+    Flatten,
+    Pad,
+    Pool,
+    RelabelSeparable,
+    ShuffleLabels,
+    StandardizeChannels,
+    Step,
+    WhitenZCA,
+)
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 
-PAPER = "002"
-
-Task = Callable[[dict[str, Any]], dict[str, Any]]
-"""A module-level function of one member's configuration returning its result dict."""
-
-
-def run_ensembles(
-    task: Task, ensembles: Mapping[str, dict[str, Any]], run: Run, context: RunContext
-) -> dict[str, list[dict[str, Any]]]:
-    """Several ensembles (``label -> config`` with ``members`` members each) as one sweep (one
-    process pool for all, stored under ``members/ensembles``); the results by label."""
-    configs, owners = [], []
-    for label, config in ensembles.items():
-        batch = members(config, int(config["members"]))
-        configs += batch
-        owners += [label] * len(batch)
-    results = run_members(task, configs, run, context, label="ensembles")
-    return {label: [r for r, o in zip(results, owners, strict=True) if o == label]
-            for label in ensembles}  # fmt: skip
-
-
-def stacked(results: Sequence[Mapping[str, Any]], key: str) -> np.ndarray | None:
-    """The members' ``key`` stacked along a new first axis, or ``None`` when a member lacks
-    it (a member stored by an earlier version, reloaded when a run resumes)."""
-    if not results or any(key not in r for r in results):
-        return None
-    return np.stack([np.asarray(r[key]) for r in results])
-
-
-def member_base(context: RunContext, **extra: Any) -> dict[str, Any]:
-    """A run's configuration as its members see it: the preset's config, the run's seed as
-    the members' ``seed`` and ``data_seed``, the data directory as text (members are
-    pickled to worker processes), and ``extra``."""
-    return {**context.config, "seed": context.seed, "data_seed": context.seed,
-            "data_dir": context.data_dir_text, **extra}  # fmt: skip
-
-
-def members(config: Mapping[str, Any], n: int, **fields: Any) -> list[dict[str, Any]]:
-    """``n`` member configurations: ``config`` with ``fields`` and ``member`` 0..n-1 (each
-    member's initialisation seed is derived from it)."""
-    return [{**config, **fields, "member": i} for i in range(n)]
-
-
 # ---------------------------------------------------------------------------------- data
+
+
+def pcb_data(
+    name: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    pad: int | None = None,
+    pool: int = 1,
+    fallback: DataSpec | None = None,
+) -> DataSpec:
+    """The dataset ``name`` (its loader's ``options``) as paper 002's networks see it: images
+    zero-padded to ``pad x pad`` (:class:`~collapselab.data.steps.Pad`), cast to float64,
+    average-pooled by ``pool`` (:class:`~collapselab.data.steps.Pool`, only when ``pool >
+    1``), every channel standardised with the training split's mean and standard deviation
+    (:class:`~collapselab.data.steps.StandardizeChannels`), flattened to rows."""
+    steps: list[Step] = [] if pad is None else [Pad(pad)]
+    steps.append(Cast("float64"))
+    if pool > 1:
+        steps.append(Pool(pool))
+    steps += [StandardizeChannels(), Flatten()]
+    return DataSpec(name, dict(options or {}), tuple(steps), fallback)
+
+
+def data_variant(
+    spec: DataSpec,
+    *,
+    shuffle: float = 0.0,
+    amplify: Mapping[str, Any] | None = None,
+    whiten: float | None = None,
+    separable: int | None = None,
+) -> DataSpec:
+    """``spec`` (one of :func:`pcb_data`) with the manipulations an experiment trains on,
+    each at its place in the pipeline (its fallback likewise):
+
+    * ``shuffle``: that fraction of the labels shuffled first
+      (:class:`~collapselab.data.steps.ShuffleLabels`, before anything else);
+    * ``amplify``: the arguments of :class:`~collapselab.data.pca.PCAmplification`, applied
+      to the standardised inputs in their images' shape, so that its renormalisation is per
+      channel as the paper's (002 App. D.1; per feature for vectors), before flattening;
+    * ``whiten``: ZCA whitening with regulariser ``eps`` of the flat inputs;
+    * ``separable``: ``P``, the labels of both splits replaced by those of a least-squares
+      separator on the top ``P`` PCs (:class:`~collapselab.data.pca.SeparableRelabel`),
+      last (after any shuffling).
+    """
+    steps = list(spec.steps)
+    if Flatten() not in steps:
+        raise ValueError(f"data_variant needs a spec with a Flatten step, got {spec.describe()}")
+    flat = steps.index(Flatten())
+    before = [AmplifyPCs(dict(amplify))] if amplify is not None else []
+    after = [WhitenZCA(whiten)] if whiten is not None else []
+    steps = steps[:flat] + before + [steps[flat]] + after + steps[flat + 1 :]
+    if shuffle:
+        steps.insert(0, ShuffleLabels(shuffle))
+    if separable is not None:
+        steps.append(RelabelSeparable(separable))
+    fallback = (
+        None
+        if spec.fallback is None
+        else data_variant(
+            spec.fallback, shuffle=shuffle, amplify=amplify, whiten=whiten, separable=separable
+        )
+    )
+    return dataclasses.replace(spec, steps=tuple(steps), fallback=fallback)
 
 
 @dataclass(frozen=True)
@@ -78,73 +122,35 @@ class Inputs:
     name: str
 
 
-def _flat(split: LabeledData) -> torch.Tensor:
-    return split.x.reshape(split.x.shape[0], -1).double()
+@dataclass(frozen=True)
+class _Request:
+    """What :func:`read_inputs` caches on: the spec's recorded form, folder and seed (a
+    :class:`DataSpec` holds mappings, so it is compared by its JSON text)."""
+
+    key: str
+    spec: DataSpec = dataclasses.field(compare=False)
+    data_dir: str | None = dataclasses.field(compare=False)
+    seed: int = dataclasses.field(compare=False)
 
 
-def _pool(x: torch.Tensor, factor: int) -> torch.Tensor:
-    """Average-pool square single-channel images (flattened or not) by ``factor``."""
-    if factor == 1:
-        return x
-    if x[0].numel() != x[0].shape[-1] ** 2 and x[0].shape[0] != 1:
-        raise ValueError(f"pool needs single-channel square images, got {tuple(x.shape[1:])}")
-    side = round(x[0].numel() ** 0.5)
-    images = x.reshape(x.shape[0], 1, side, side)
-    return torch.nn.functional.avg_pool2d(images, factor)
-
-
-def read_dataset(spec: Mapping[str, Any], data_dir: str | None, seed: int) -> Inputs:
-    """The dataset of ``spec`` (``name`` and its loader's options; ``pool``: average-pooling
-    factor for images; ``pad``: images zero-padded to this size first; ``shuffle``: the
-    fraction of training labels shuffled; ``whiten``: ZCA-whiten with training statistics,
-    ``eps``; ``amplify``: the arguments of :class:`~collapselab.data.pca.PCAmplification`,
-    fitted on the training inputs and applied to both splits, on the images' shape so that
-    its renormalisation is per channel as the paper's (002 App. D.1, §4; per feature for
-    generated vectors); ``separable``: ``P``, the labels of both splits replaced by a
-    least-squares separator's on the top ``P`` PCs, :class:`~collapselab.data.pca.
-    SeparableRelabel`, after any shuffling), inputs standardised per channel with training
-    statistics (paper 002 §4: one channel for grey images, one per feature for generated
-    vectors), cached per process."""
-    key = json.dumps({"spec": dict(spec), "data_dir": data_dir, "seed": seed}, sort_keys=True)
-    return _read_cached(key)
+def read_inputs(spec: DataSpec, data_dir: str | None, seed: int) -> Inputs:
+    """The data of ``spec`` (:func:`~collapselab.data.load_data` with ``data_dir`` and
+    ``seed``) as float64 NumPy arrays, cached per process. The dataset must have a test
+    split."""
+    key = json.dumps([spec.to_dict(), data_dir, seed], sort_keys=True)
+    return _read_cached(_Request(key, spec, data_dir, seed))
 
 
 @functools.lru_cache(maxsize=8)
-def _read_cached(key: str) -> Inputs:
-    request = json.loads(key)
-    spec = dict(request["spec"])
-    name = spec.pop("name")
-    pool = int(spec.pop("pool", 1))
-    pad = spec.pop("pad", None)
-    whiten = spec.pop("whiten", None)
-    shuffle = float(spec.pop("shuffle", 0.0))
-    amplify = spec.pop("amplify", None)
-    separable = spec.pop("separable", None)
-    splits: DataSplits = load_dataset(
-        name, data_dir=request["data_dir"], seed=request["seed"], **spec
-    )
+def _read_cached(request: _Request) -> Inputs:
+    splits = load_data(request.spec, request.data_dir, request.seed)
     if splits.test is None:
-        raise ValueError(f"dataset {name!r} must have a test split (give its test size)")
-    if shuffle:
-        splits = shuffle_labels(splits, shuffle, seed=request["seed"])
-    if pad is not None:
-        splits = pad_to_size(splits, int(pad))
-    train_x, test_x = _pool(splits.train.x.double(), pool), _pool(splits.test.x.double(), pool)
-    standard = Standardize().fit(train_x)
-    train_x, test_x = standard.apply(train_x), standard.apply(test_x)
-    if amplify is not None:  # on the images' shape: renormalised per channel, not per pixel
-        gain = PCAmplification(**amplify).fit(train_x)
-        train_x, test_x = gain.apply(train_x), gain.apply(test_x)
-    train_x, test_x = train_x.reshape(len(train_x), -1), test_x.reshape(len(test_x), -1)
-    if whiten is not None:
-        zca = ZCAWhitening(eps=float(whiten)).fit(train_x)
-        train_x, test_x = zca.apply(train_x), zca.apply(test_x)
-    train_y, test_y = splits.train.y, splits.test.y
-    if separable is not None:
-        relabel = SeparableRelabel(int(separable)).fit(train_x, train_y, splits.n_classes)
-        train_y, test_y = relabel.train_labels, relabel.predict(test_x)
-    return Inputs(train_x.numpy(), train_y.numpy(), test_x.numpy(), test_y.numpy(),
-                  splits.n_classes, splits.train.name)  # fmt: skip
+        raise ValueError(
+            f"dataset {request.spec.name!r} must have a test split (give its test size)"
+        )
+    train, test = splits.train, splits.test
+    return Inputs(train.x.numpy(), train.y.numpy(), test.x.numpy(), test.y.numpy(),
+                  splits.n_classes, train.name)  # fmt: skip
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -152,22 +158,87 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return np.eye(n_classes)[np.asarray(y, dtype=np.int64)]
 
 
-def whitened(spec: Mapping[str, Any], eps: float) -> dict[str, Any]:
-    """``spec`` with ZCA whitening (regulariser ``eps``) after the standardisation."""
-    return {**spec, "whiten": float(eps)}
-
-
-# --------------------------------------------------------------------------------- claims
-
-
-def verdict(
-    ok: bool, values: Mapping[str, float], threshold: float | None, detail: str
-) -> ClaimResult:
-    """A claim's result from its decision, the numbers, the numeric threshold, a sentence."""
-    return ClaimResult("holds" if ok else "does not hold", dict(values), threshold, detail)
-
-
 def log_steps(steps: int, n: int) -> np.ndarray:
     """About ``n`` checkpoints ``0 <= s <= steps``, log-spaced after 0 (unique, sorted)."""
     marks = np.unique(np.geomspace(1, steps, n).round().astype(np.int64))
     return np.concatenate([[0], marks])
+
+
+# ----------------------------------------------------------------------------- ensembles
+
+M = TypeVar("M", bound="Member")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member:
+    """One network of an ensemble, as the worker process that trains it receives it.
+
+    Attributes:
+        data: its dataset (read with ``data_dir`` and ``data_seed``, :meth:`inputs`).
+        seed: the ensemble's seed; the network's initial weights are drawn after seeding
+            torch with ``1000 seed + member``.
+        member: its index in the ensemble.
+        data_seed: the seed of the data (subsets, shuffled labels): the run's seed.
+        data_dir: the folder of dataset files, as text (``None``: the usual places).
+
+    Subclasses add what their kind of training needs and define :meth:`train`.
+    """
+
+    data: DataSpec
+    seed: int = 0
+    member: int = 0
+    data_seed: int = 0
+    data_dir: str | None = None
+
+    def inputs(self) -> Inputs:
+        """The member's data (:func:`read_inputs`)."""
+        return read_inputs(self.data, self.data_dir, self.data_seed)
+
+    def train(self) -> dict[str, Any]:
+        """Train the network; its measurements (names to arrays and numbers)."""
+        raise NotImplementedError
+
+    def ensemble(self: M, n: int) -> list[M]:
+        """``n`` members like this one, ``member`` ``0 .. n-1``."""
+        return [dataclasses.replace(self, member=i) for i in range(n)]
+
+
+def run_fields(context: RunContext) -> dict[str, Any]:
+    """A run's fields of its members: the run's seed as ``seed`` and ``data_seed``, its data
+    folder as text (members are hashed and pickled to worker processes)."""
+    return {"seed": context.seed, "data_seed": context.seed, "data_dir": context.data_dir_text}
+
+
+def train_member(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The sweep task of every ensemble: train ``config["network"]``, a :class:`Member`
+    (the sweep's contract is a function of a dict; the member store records and hashes the
+    member's fields)."""
+    return config["network"].train()
+
+
+def run_ensemble(
+    members: Sequence[Member], run: Run, context: RunContext, label: str
+) -> list[dict[str, Any]]:
+    """One ensemble as a sweep stored under ``members/<label>``; the results in order."""
+    configs = [{"network": member} for member in members]
+    return run_members(train_member, configs, run, context, label=label)
+
+
+def run_ensembles(
+    ensembles: Mapping[str, Sequence[Member]], run: Run, context: RunContext
+) -> dict[str, list[dict[str, Any]]]:
+    """Several ensembles (``label -> members``) as one sweep (one process pool for all,
+    stored under ``members/ensembles``); the results by label."""
+    owners = [label for label, batch in ensembles.items() for _ in batch]
+    members = [member for batch in ensembles.values() for member in batch]
+    results = run_ensemble(members, run, context, "ensembles")
+    return {label: [r for r, o in zip(results, owners, strict=True) if o == label]
+            for label in ensembles}  # fmt: skip
+
+
+def stacked(results: Sequence[Mapping[str, Any]], key: str) -> np.ndarray | None:
+    """The members' ``key`` stacked along a new first axis, or ``None`` when a member lacks
+    it (a member stored by an earlier version, reloaded when a run resumes)."""
+    if not results or any(key not in r for r in results):
+        return None
+    return np.stack([np.asarray(r[key]) for r in results])

@@ -5,7 +5,7 @@ evaluation split passed through a transform fitted on the **training** inputs: t
 projection onto the top ``P`` PCs (:class:`~collapselab.data.pca.PCAProjection`,
 reconstructed in input space; Fig. 5) or ZCA whitening
 (:class:`~collapselab.data.pca.ZCAWhitening`). A transform is named by a short string, the
-form the members' configurations take (``eval_transforms``):
+form the presets and members take (their ``eval_transforms`` field):
 
 * ``"pca:<P>"``: the top-``P`` projection, ``P >= 1`` (centred PCs);
 * ``"zca"``: ZCA whitening with the library's default regulariser ``eps = 1e-5``;

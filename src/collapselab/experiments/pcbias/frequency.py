@@ -2,7 +2,7 @@ r"""``pcbias-frequency``: the spectral bias on the frequency dataset (paper 002 
 Fig. 13, Fig. 16; note 002 §5 item 10).
 
 An ensemble of ReLU MLPs (the paper: 100 st-VGGs; 2-D inputs call for an MLP) is trained by
-minibatch SGD (:func:`~collapselab.experiments.pcbias.projections.sgd_member`) on the frequency
+minibatch SGD (:class:`~collapselab.experiments.pcbias.projections.MLPMember`) on the frequency
 dataset (:func:`~collapselab.data.frequency_dataset`: ``x_1 ~ U[−1, 1]``,
 ``x_2 ~ U[−2π, 2π]``, ``y = 1[x_2 <= λ(x_1)]``, the paper's κ and φ), inputs standardised per
 feature. From :mod:`collapselab.metrics.pcbias`: every training point's accessibility (over
@@ -24,9 +24,20 @@ the raw training points, ``kappa`` the frequencies ``κ_j``, ``domain_x1`` ``(40
 on the raw domain). Fig. 16 draws the points whose critical frequency is ``κ_1 = 0`` and
 ``κ_2 = 1`` (``critical`` counts terms: 1 and 2); a run stored before these arrays existed
 draws Figs. 8 and 13 only.
+
+Fig. 13's claim reads how many sine terms the learned decision boundary uses (App. C.2: "the
+decision function incorporates low frequencies at the beginning of the learning, adding the
+higher frequencies only later on"): the network's decision regions on the grid are compared
+with every partial-sum classifier ``1[x_2 <= λ_j(x_1)]``, ``λ_j = Σ_{i<=j} sin(2π κ_i x_1 +
+φ_i)``, ``j = 1..m`` (:func:`boundary_agreement`); the boundary's number of terms is the
+``j`` that agrees with the network on most grid points (:func:`boundary_terms`). A boundary
+that adds higher frequencies over training moves to larger ``j``.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -34,43 +45,40 @@ import torch
 from collapselab._threads import serial_threads
 from collapselab.data import (
     PAPER_KAPPA,
+    PAPER_PHI,
     frequency_function,
     frequency_partial_sums,
-    load_dataset,
+    load_data,
 )
 from collapselab.data.transforms import Standardize
-from collapselab.experiments.claims import Claim, RunResults
-from collapselab.experiments.pcbias._common import run_ensembles, stacked, verdict
-from collapselab.experiments.pcbias.boundaries import BOUNDARY_TERMS_CLAIM
-from collapselab.experiments.pcbias.projections import NEIGHBOURS, sgd_member
+from collapselab.experiments.pcbias._common import run_ensembles, stacked
+from collapselab.experiments.pcbias.presets import FrequencyPreset
+from collapselab.experiments.pcbias.projections import NEIGHBOURS, MLPMember
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pcbias import (
     accessibility,
     binned_correlation,
-    correlation,
     critical_frequency,
     discriminability,
 )
 from collapselab.store import Run
 
-__all__ = ["FREQUENCY_CLAIMS", "run_frequency"]
-
-STRONG = -0.5
-"""Largest (most negative allowed) binned Pearson correlation counted as the paper's
-negative relation (the paper: −0.93 and −0.8)."""
+__all__ = ["boundary_agreement", "boundary_terms", "run_frequency"]
 
 
 def run_frequency(run: Run, context: RunContext) -> None:
     """Train the ensemble; store accessibility, critical frequency, discriminability and the
     decision regions."""
-    c = context.config
-    spec = c["datasets"]["main"]
-    base = {**c, "seed": context.seed, "data_seed": context.seed, "data_dir": None,
-            "kind": "nonlinear", "discriminability": False, "pcs": []}  # fmt: skip
+    preset: FrequencyPreset = context.config
+    # generated data: no folder (the members' records do not depend on the machine)
+    member = MLPMember.of(preset, kind="nonlinear", discriminability=False,
+                          boundary_epochs=preset.boundary_epochs,
+                          boundary_grid=preset.boundary_grid, seed=context.seed,
+                          data_seed=context.seed)  # fmt: skip
+    ensemble = {"frequency": member.ensemble(preset.members)}
     with serial_threads():
-        results = run_ensembles(sgd_member, {"frequency": base}, run, context)["frequency"]
-    options = {k: v for k, v in spec.items() if k != "name"}
-    raw = load_dataset("frequency", seed=context.seed, **options).train
+        results = run_ensembles(ensemble, run, context)["frequency"]
+    raw = load_data(dataclasses.replace(preset.data, steps=()), seed=context.seed).train
     x, y = raw.x.double().numpy(), raw.y.numpy()
     correct = np.stack([r["correct"] for r in results])
     access = accessibility(correct[:, 1:])
@@ -85,7 +93,7 @@ def run_frequency(run: Run, context: RunContext) -> None:
     z = np.linspace(-1.0, 1.0, 400)
     curve = standard.apply(torch.from_numpy(np.stack([z, frequency_function(z)], 1))).numpy()
     partial = frequency_partial_sums(z).T  # (m, 400)
-    size = int(c["boundary_grid"])
+    size = preset.boundary_grid
     run.save_array(
         "frequency",
         accessibility=access,
@@ -95,7 +103,7 @@ def run_frequency(run: Run, context: RunContext) -> None:
         access_means=by_access.means,
         disc_means=by_disc.means,
         boundary=results[0]["boundary"].reshape(-1, size, size),
-        boundary_epochs=np.asarray(c["boundary_epochs"]),
+        boundary_epochs=np.asarray(preset.boundary_epochs),
         box=np.array([[x[:, 0].min(), x[:, 0].max()], [x[:, 1].min(), x[:, 1].max()]]),
         standardised_box=standard.apply(torch.from_numpy(
             np.array([[x[:, 0].min(), x[:, 1].min()], [x[:, 0].max(), x[:, 1].max()]])
@@ -116,39 +124,27 @@ def run_frequency(run: Run, context: RunContext) -> None:
     run.flush()
 
 
-def _binned(key: str, what: str):
-    def evaluate(results: RunResults):
-        critical = results.array("frequency", "critical")
-        values = results.array("frequency", key)
-        binned = binned_correlation(critical, values, width=1)
-        raw = correlation(critical, values)
-        r = binned.correlation.pearson
-        detail = (
-            f"{what} vs critical frequency: Pearson of the {binned.scores.size} per-value means "
-            f"{r:.3g} (p {binned.correlation.pearson_p:.2g}); per point Pearson {raw.pearson:.3g}, "
-            f"Spearman {raw.spearman:.3g} (binned <= {STRONG:g})"
-        )
-        values_out = {"binned_pearson": r, "pearson": raw.pearson, "spearman": raw.spearman}
-        return verdict(r <= STRONG, values_out, STRONG, detail)
-
-    return evaluate
+# ------------------------------------------------------------ the decision boundary's terms
 
 
-FREQUENCY_CLAIMS: list[Claim] = [
-    Claim(
-        "critical-frequency-vs-accessibility",
-        "Fig. 8a: points with a lower critical frequency are learned earlier (r = −0.93).",
-        "002 §5.2, Fig. 8a",
-        f"Pearson of the critical frequency with the mean accessibility per value <= {STRONG:g}",
-        _binned("accessibility", "accessibility"),
-    ),
-    Claim(
-        "critical-frequency-vs-discriminability",
-        "Fig. 8b: discriminability falls with the critical frequency (r = −0.8).",
-        "002 §5.3, Fig. 8b",
-        f"Pearson of the critical frequency with the mean discriminability per value <= {STRONG:g}",
-        _binned("discriminability", "discriminability (k-NN, raw inputs)"),
-    ),
-    BOUNDARY_TERMS_CLAIM,
-]
-"""The claims of ``pcbias-frequency``."""
+def boundary_agreement(
+    regions: np.ndarray,
+    x1: np.ndarray,
+    x2: np.ndarray,
+    kappa: Sequence[float] = PAPER_KAPPA,
+    phi: Sequence[float] = PAPER_PHI,
+) -> np.ndarray:
+    r"""Agreement of predicted class-1 regions ``(..., G1, G2)`` (entry ``[i, k]`` at
+    ``(x1[i], x2[k])``) with each partial-sum classifier ``1[x_2 <= λ_j(x_1)]``: the
+    fraction of grid points where they agree, ``(..., m)`` for ``j = 1..m``."""
+    k = np.asarray(kappa, dtype=np.float64)
+    p = np.asarray(phi, dtype=np.float64)
+    partial = np.cumsum(np.sin(2 * np.pi * np.asarray(x1)[:, None] * k + p), axis=1)  # (G1, m)
+    rules = np.asarray(x2)[None, None, :] <= partial.T[:, :, None]  # (m, G1, G2)
+    predicted = np.asarray(regions).astype(bool)[..., None, :, :]
+    return (predicted == rules).mean(axis=(-2, -1))
+
+
+def boundary_terms(agreement: np.ndarray) -> np.ndarray:
+    """The best-agreeing number of terms ``j`` (1-based) per snapshot."""
+    return np.asarray(agreement).argmax(-1) + 1

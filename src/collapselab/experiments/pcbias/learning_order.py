@@ -69,33 +69,26 @@ from typing import Any
 import numpy as np
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
 from collapselab.experiments.pcbias._common import (
-    member_base,
-    members,
-    read_dataset,
+    data_variant,
+    read_inputs,
+    run_ensemble,
     run_ensembles,
+    run_fields,
     stacked,
-    verdict,
-    whitened,
 )
 from collapselab.experiments.pcbias.linear_sgd import (
-    linear_sgd_member,
+    LinearSGDMember,
     select_rate,
     sgd_checkpoints,
 )
+from collapselab.experiments.pcbias.presets import LocPreset
 from collapselab.experiments.registry import RunContext
-from collapselab.experiments.sweeps import run_members
-from collapselab.metrics.pcbias import (
-    accessibility,
-    checkpoint_weights,
-    convergence_epoch,
-    loc_correlation,
-)
+from collapselab.metrics.pcbias import accessibility, checkpoint_weights, loc_correlation
 from collapselab.models import DeepLinear, DeepReLU
 from collapselab.store import Run
 
-__all__ = ["CONDITIONS", "LOC_CLAIMS", "SETUPS", "loc_dry_run", "run_loc"]
+__all__ = ["CONDITIONS", "FASTEST", "LOC_SETUPS", "SETUPS", "loc_dry_run", "run_loc"]
 
 CONDITIONS = ("natural", "whitened")
 
@@ -113,70 +106,53 @@ PHASE = 0.95
 FASTEST = 0.2
 """The fastest fraction of examples (Fig. 7's "20% fastest learned")."""
 
-HIGH = 0.7
-"""Smallest LOC (Pearson) on natural data counted as high."""
 
-DROP = 0.2
-"""Smallest drop of the LOC (Pearson) from natural to whitened data counted as a drop."""
-
-CONVERGED = 0.9
-"""Fraction of its final gain in training accuracy (over step 0) whose first crossing times
-convergence (the accuracy, not the loss: the claims compare how fast the examples are
-classified, and the loss of shuffled labels is dominated by its noise floor)."""
-
-SLOWER = 2.0
-"""Smallest ratio of shuffled to real labels' convergence steps counted as slower."""
-
-SAME = 1.5
-"""Largest such ratio counted as no gap."""
-
-MUCH_LESS = 0.5
-"""Largest ratio of the non-linear nets' LOC drop to the linear nets' counted as "much
-less" (Fig. 7b)."""
-
-HALVED = 0.5
-"""Largest ratio of the whitened to the natural LOC on the fastest 20% counted as halved
-(Fig. 7b: "the drop is much larger and very significant (half)")."""
+def _hidden(preset: LocPreset, setup: str) -> tuple[int, ...]:
+    return () if setup == "loc" else preset.hidden_labels
 
 
-def _spec(config: dict[str, Any], condition: str, shuffle: bool = False) -> dict[str, Any]:
-    spec = dict(config["datasets"]["main"])
-    if shuffle:
-        spec["shuffle"] = 1.0
-    return spec if condition == "natural" else whitened(spec, float(config["zca_eps"]))
+def _member(
+    preset: LocPreset,
+    context: RunContext,
+    setup: str,
+    condition: str,
+    *,
+    shuffle: bool = False,
+    **fields: Any,
+) -> LinearSGDMember:
+    """Member 0 of an ensemble of ``setup`` on ``condition``'s data (``shuffle``: on
+    shuffled training labels); ``fields``: its rate, what it records and its ``seed`` (in
+    place of the run's; the data keep the run's seed)."""
+    whiten = preset.zca_eps if condition == "whitened" else None
+    data = data_variant(preset.data, shuffle=1.0 if shuffle else 0.0, whiten=whiten)
+    return LinearSGDMember(
+        data=data, hidden=_hidden(preset, setup),
+        activation="relu" if setup == "nonlinear" else "none", init=preset.init,
+        dropout=preset.dropout, batch_size=preset.batch_size, epochs=preset.epochs,
+        checkpoints=preset.checkpoints, eval_transforms=preset.eval_transforms,
+        **{**run_fields(context), **fields},
+    )  # fmt: skip
 
 
-def _hidden(config: dict[str, Any], setup: str) -> list[int]:
-    return [] if setup == "loc" else [int(w) for w in config["hidden_labels"]]
-
-
-def _setup(base: dict[str, Any], setup: str, condition: str, **extra: Any) -> dict[str, Any]:
-    return {**base, "hidden": _hidden(base, setup),
-            "activation": "relu" if setup == "nonlinear" else "none",
-            "datasets": {"main": _spec(base, condition, extra.pop("shuffle", False))},
-            **extra}  # fmt: skip
-
-
-def _search_rates(base: dict[str, Any], run: Run, context: RunContext) -> dict[str, Any]:
+def _search_rates(preset: LocPreset, run: Run, context: RunContext) -> dict[str, Any]:
     """The grid search: one network per (setup, condition, rate), trained on the real
     labels, its test error after the last epoch; the chosen rate per setup and condition."""
-    rates = [float(r) for r in base["rates"]]
-    configs, keys = [], []
+    probes, keys = [], []
     for setup in SETUPS:
         for condition in CONDITIONS:
-            for rate in rates:  # one seed for the whole grid: the rates see the same init
-                probe = _setup(base, setup, condition, lr=rate, seed=4 * base["seed"] + 3,
-                               allow_divergence=True)  # fmt: skip
-                configs += members(probe, 1)
+            for rate in preset.rates:  # one seed for the whole grid: the rates see the same init
+                probe = _member(preset, context, setup, condition, lr=rate,
+                                seed=4 * context.seed + 3, allow_divergence=True)  # fmt: skip
+                probes.append(probe)
                 keys.append(f"{setup}_{condition}")
     with serial_threads():
-        found = run_members(linear_sgd_member, configs, run, context, label="rates")
+        found = run_ensemble(probes, run, context, "rates")
     out: dict[str, Any] = {}
     for key in dict.fromkeys(keys):
         errors = [r["test_error"] for r, k in zip(found, keys, strict=True) if k == key]
-        out[f"{key}_rates"] = np.asarray(rates)
+        out[f"{key}_rates"] = np.asarray(preset.rates)
         out[f"{key}_errors"] = np.asarray(errors)
-        out[f"{key}_chosen"] = np.float64(select_rate(rates, errors))
+        out[f"{key}_chosen"] = np.float64(select_rate(preset.rates, errors))
     return out
 
 
@@ -184,23 +160,25 @@ def run_loc(run: Run, context: RunContext) -> None:
     """The rate search, then two one-layer linear and two non-linear ensembles per condition
     for LOC (Figs. 7a, 7b) and a real- and a shuffled-label two-layer ensemble per condition
     for Fig. 10."""
-    base = member_base(context)
-    chosen = _search_rates(base, run, context)
+    preset: LocPreset = context.config
+    chosen = _search_rates(preset, run, context)
     run.save_array("rates", **chosen)
     seed = 4 * context.seed
-    ensembles = {}
+    first = {}
     for condition in CONDITIONS:
         for setup in LOC_SETUPS:
+            rate = float(chosen[f"{setup}_{condition}_chosen"])
             for k in range(2):
-                ensembles[f"{setup}_{condition}_{k}"] = _setup(
-                    base, setup, condition, lr=float(chosen[f"{setup}_{condition}_chosen"]),
-                    seed=seed + k, record_correct=True)  # fmt: skip
+                first[f"{setup}_{condition}_{k}"] = _member(
+                    preset, context, setup, condition, lr=rate, seed=seed + k, record_correct=True
+                )
         for kind in ("real", "shuffled"):
-            ensembles[f"labels_{condition}_{kind}"] = _setup(
-                base, "labels", condition, lr=float(chosen[f"labels_{condition}_chosen"]),
-                seed=seed + 2, shuffle=kind == "shuffled")  # fmt: skip
+            first[f"labels_{condition}_{kind}"] = _member(
+                preset, context, "labels", condition, shuffle=kind == "shuffled",
+                lr=float(chosen[f"labels_{condition}_chosen"]), seed=seed + 2)  # fmt: skip
+    ensembles = {label: member.ensemble(preset.members) for label, member in first.items()}
     with serial_threads():
-        found = run_ensembles(linear_sgd_member, ensembles, run, context)
+        found = run_ensembles(ensembles, run, context)
     labels = {f"{condition}_{kind}": _curves(found[f"labels_{condition}_{kind}"])
               for condition in CONDITIONS for kind in ("real", "shuffled")}  # fmt: skip
     loc = {}
@@ -282,185 +260,23 @@ def _learning_order(
 
 
 def loc_dry_run(
-    config: dict[str, Any], data_dir: str | Path | None = None, seed: int = 0
+    config: LocPreset, data_dir: str | Path | None = None, seed: int = 0
 ) -> dict[str, Any]:
     """What ``pcbias-loc`` would train, without training (the paper preset's check on local
     files): the data read, standardised and whitened, one network of each setup built."""
-    base = {**config, "seed": seed, "data_seed": seed,
-            "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
-    inputs = read_dataset(_spec(base, "whitened"), base["data_dir"], seed)
+    folder = None if data_dir is None else str(data_dir)
+    inputs = read_inputs(data_variant(config.data, whiten=config.zca_eps), folder, seed)
     q, k = inputs.x.shape[1], inputs.n_classes
-    built = {setup: [q, *_hidden(base, setup), k] for setup in SETUPS}
+    built = {setup: [q, *_hidden(config, setup), k] for setup in SETUPS}
     nets = [(DeepReLU if setup == "nonlinear" else DeepLinear)(
-                w, init=str(config["init"]), dropout=float(config["dropout"]))
+                w, init=config.init, dropout=config.dropout)
             for setup, w in built.items()]  # fmt: skip
-    marks, per_epoch = sgd_checkpoints(base, len(inputs.y))
-    return {"dataset": config["datasets"]["main"]["name"], "n_train": int(inputs.x.shape[0]),
+    marks, per_epoch = sgd_checkpoints(config.epochs, config.batch_size, config.checkpoints,
+                                       len(inputs.y))  # fmt: skip
+    return {"dataset": config.data.name, "n_train": int(inputs.x.shape[0]),
             "n_test": int(inputs.x_test.shape[0]), "widths": built["loc"],
             "widths_labels": built["labels"], "widths_nonlinear": built["nonlinear"],
             "parameters": [sum(p.numel() for p in net.parameters()) for net in nets],
-            "members": int(config["members"]), "epochs": int(config["epochs"]),
+            "members": config.members, "epochs": config.epochs,
             "steps": int(marks[-1]), "steps_per_epoch": per_epoch,
-            "rates": [float(r) for r in config["rates"]]}  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------
-# claims
-
-
-def _loc(results: RunResults, condition: str, fastest: bool = False, prefix: str = "") -> float:
-    key = f"{prefix}pearson_{condition}" + ("_fastest" if fastest else "")
-    value = float(results.array("loc", key))
-    if not np.isfinite(value):
-        raise NotEvaluable(f"the LOC correlation {key} is undefined (constant accessibility)")
-    return value
-
-
-def _natural_high(results: RunResults):
-    value = _loc(results, "natural")
-    detail = f"Pearson LOC between two natural-data ensembles {value:.3g} (>= {HIGH:g})"
-    return verdict(value >= HIGH, {"pearson": value}, HIGH, detail)
-
-
-def _whitening_drops(results: RunResults):
-    natural, white = _loc(results, "natural"), _loc(results, "whitened")
-    detail = (
-        f"Pearson LOC natural {natural:.3g}, whitened {white:.3g}: drop {natural - white:.3g} "
-        f"(>= {DROP:g})"
-    )
-    values = {"natural": natural, "whitened": white, "drop": natural - white}
-    return verdict(natural - white >= DROP, values, DROP, detail)
-
-
-def _fastest_drops_more(results: RunResults):
-    drop_all = _loc(results, "natural") - _loc(results, "whitened")
-    nat, white = _loc(results, "natural", True), _loc(results, "whitened", True)
-    drop = nat - white
-    detail = (
-        f"fastest {FASTEST:.0%}: Pearson LOC natural {nat:.3g}, whitened {white:.3g}, drop "
-        f"{drop:.3g}; all examples: drop {drop_all:.3g} (fastest's drop larger?)"
-    )
-    values = {"natural_fastest": nat, "whitened_fastest": white, "drop_fastest": drop,
-              "drop_all": drop_all}  # fmt: skip
-    return verdict(drop > drop_all, values, None, detail)
-
-
-def _nonlinear_drops_less(results: RunResults):
-    linear = _loc(results, "natural") - _loc(results, "whitened")
-    nat, white = (_loc(results, c, prefix="nonlinear_") for c in CONDITIONS)
-    if linear <= 0:
-        raise NotEvaluable(f"the linear nets' LOC does not drop ({linear:.3g}): nothing to be "
-                           "less than")  # fmt: skip
-    ratio = (nat - white) / linear
-    detail = (
-        f"Pearson LOC drop natural − whitened: non-linear nets {nat:.3g} − {white:.3g} = "
-        f"{nat - white:.3g}, linear nets {linear:.3g}; ratio {ratio:.3g} (<= {MUCH_LESS:g})"
-    )
-    values = {"nonlinear_natural": nat, "nonlinear_whitened": white,
-              "nonlinear_drop": nat - white, "linear_drop": linear, "ratio": ratio}  # fmt: skip
-    return verdict(ratio <= MUCH_LESS, values, MUCH_LESS, detail)
-
-
-def _nonlinear_fastest_halved(results: RunResults):
-    nat_all, white_all = (_loc(results, c, prefix="nonlinear_") for c in CONDITIONS)
-    nat, white = (_loc(results, c, True, prefix="nonlinear_") for c in CONDITIONS)
-    drop, drop_all = nat - white, nat_all - white_all
-    halved = nat > 0 and white <= HALVED * nat
-    detail = (
-        f"non-linear nets, fastest {FASTEST:.0%}: Pearson LOC natural {nat:.3g}, whitened "
-        f"{white:.3g}, drop {drop:.3g} (all examples: drop {drop_all:.3g}); drop larger than on "
-        f"all examples and whitened <= {HALVED:g} x natural?"
-    )
-    values = {"natural_fastest": nat, "whitened_fastest": white, "drop_fastest": drop,
-              "drop_all": drop_all}  # fmt: skip
-    return verdict(drop > drop_all and halved, values, HALVED, detail)
-
-
-def _converged(results: RunResults, key: str) -> float:
-    steps = results.array("labels", f"{key}_steps")
-    accuracy = results.array("labels", f"{key}_accuracy").mean(0)
-    target = accuracy[0] + CONVERGED * (accuracy[-1] - accuracy[0])
-    step = float(convergence_epoch(accuracy, target, "above", epochs=steps, interpolate=True))
-    return step if np.isfinite(step) else float("inf")
-
-
-def _label_ratio(condition: str, slower: bool):
-    def evaluate(results: RunResults):
-        real = _converged(results, f"{condition}_real")
-        shuffled = _converged(results, f"{condition}_shuffled")
-        ratio = shuffled / real if real > 0 else float("inf")
-        bound = SLOWER if slower else SAME
-        ok = ratio >= SLOWER if slower else ratio <= SAME
-        detail = (
-            f"{condition} data: step where the mean train accuracy has first made {CONVERGED:g} "
-            f"of its final gain (interpolated between checkpoints): real "
-            f"labels {real:.4g}, shuffled {shuffled:.4g}; ratio {ratio:.3g} "
-            f"({'>=' if slower else '<='} {bound:g})"
-        )
-        return verdict(ok, {"real_step": real, "shuffled_step": shuffled, "ratio": ratio},
-                       bound, detail)  # fmt: skip
-
-    return evaluate
-
-
-LOC_CLAIMS: list[Claim] = [
-    Claim(
-        "loc-natural-high",
-        "Linear networks trained on natural data learn the examples in a constant order "
-        "(LOC), which the PC-bias explains.",
-        "002 §4.1, Fig. 7a",
-        f"Pearson correlation of two independent ensembles' accessibility (learning phase) "
-        f">= {HIGH:g}",
-        _natural_high,
-    ),
-    Claim(
-        "whitening-drops-loc",
-        "Fig. 7a: after ZCA whitening LOC 'plummets' for linear networks.",
-        "002 §4.1, Fig. 7a",
-        f"Pearson LOC natural − whitened >= {DROP:g}",
-        _whitening_drops,
-    ),
-    Claim(
-        "whitening-drops-loc-fastest",
-        "Fig. 7a: the drop is larger on the 20% fastest-learned examples.",
-        "002 §4.1, Fig. 7",
-        "drop of the Pearson LOC on the fastest 20% (ranked by the first ensemble's "
-        "accessibility) > drop on all examples",
-        _fastest_drops_more,
-    ),
-    Claim(
-        "nonlinear-whitening-drops-loc-less",
-        "Fig. 7b: for non-linear networks the elimination of the PC-bias by whitening affects "
-        "the LOC much less than for linear ones.",
-        "002 §4.3, Fig. 7b",
-        f"Pearson LOC drop (natural − whitened, all examples) of the ReLU nets <= {MUCH_LESS:g} "
-        "x that of the one-layer linear nets",
-        _nonlinear_drops_less,
-    ),
-    Claim(
-        "nonlinear-whitening-halves-loc-fastest",
-        "Fig. 7b: at the beginning of learning the drop is much larger for non-linear "
-        "networks too, and very significant (half).",
-        "002 §4.3, Fig. 7b",
-        f"ReLU nets, fastest 20% (ranked by the first ensemble): drop > drop on all examples, "
-        f"and whitened LOC <= {HALVED:g} x natural",
-        _nonlinear_fastest_halved,
-    ),
-    Claim(
-        "shuffled-labels-slower",
-        "Fig. 10: linear networks converge more slowly with shuffled labels.",
-        "002 §6.2, Fig. 10",
-        f"steps to {CONVERGED:g} of the final train-accuracy gain, shuffled / real >= "
-        f"{SLOWER:g} (natural data)",
-        _label_ratio("natural", slower=True),
-    ),
-    Claim(
-        "whitening-removes-label-gap",
-        "Fig. 10: after whitening the gap between real and shuffled labels disappears.",
-        "002 §6.2, Fig. 10",
-        f"steps to {CONVERGED:g} of the final train-accuracy gain, shuffled / real <= "
-        f"{SAME:g} (whitened data)",
-        _label_ratio("whitened", slower=False),
-    ),
-]
-"""The claims of ``pcbias-loc``."""
+            "rates": list(config.rates)}  # fmt: skip

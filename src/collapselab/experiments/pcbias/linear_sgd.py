@@ -6,7 +6,7 @@ the output layer", "an SGD optimizer, without momentum or L_2 regularization", t
 cross-entropy loss (§3.1: "in this empirical evaluation we use the more prevalent
 cross-entropy loss"), the learning rate "coarsely grid-searched to minimize a validation
 error" per experimental setup (§3.1, App. D). The batch size of the linear nets is not
-given; the configuration's ``batch_size`` (100, the batch the paper gives for st-VGG).
+given; the preset's ``batch_size`` (100, the batch the paper gives for st-VGG).
 
 The network is :class:`~collapselab.models.DeepLinear` (its dropout sits before the last
 layer: on the hidden output for ``L = 2``, on the inputs for ``L = 1``, where the output
@@ -37,21 +37,54 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from collapselab.checks import check_choice
-from collapselab.experiments.pcbias._common import log_steps, read_dataset
+from collapselab.experiments.pcbias._common import Member, log_steps
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
 from collapselab.experiments.pcbias.training import sgd_step
 from collapselab.models import DeepLinear, DeepReLU
 
-__all__ = ["ACTIVATIONS", "linear_sgd_member", "minibatches", "select_rate", "sgd_checkpoints"]
+__all__ = ["LinearSGDMember", "linear_sgd_member", "minibatches", "select_rate", "sgd_checkpoints"]
 
-ACTIVATIONS = ("none", "relu")
-"""The members' ``activation``: the linear net, or its ReLU counterpart."""
+
+@dataclass(frozen=True, kw_only=True)
+class LinearSGDMember(Member):
+    """One linear FC net (or its ReLU counterpart) trained by SGD (:func:`linear_sgd_member`).
+
+    Attributes:
+        hidden: hidden widths (``()``: one layer); activation: ``"none"`` (the linear net) or
+            ``"relu"`` (:class:`~collapselab.models.DeepReLU`).
+        init, dropout: the init and the dropout before the output layer.
+        lr, batch_size, epochs: SGD; checkpoints: about that many log-spaced checkpoints.
+        record_correct: also record which examples are classified correctly.
+        eval_transforms: transformed test sets scored at every checkpoint
+            (:mod:`~collapselab.experiments.pcbias.evaluation`).
+        allow_divergence: a non-finite loss ends the training with ``diverged`` (a rate of
+            the grid search) instead of raising.
+    """
+
+    hidden: tuple[int, ...] = ()
+    activation: Literal["none", "relu"] = "none"
+    init: str
+    dropout: float
+    lr: float
+    batch_size: int
+    epochs: int
+    checkpoints: int
+    record_correct: bool = False
+    eval_transforms: tuple[str, ...] = ()
+    allow_divergence: bool = False
+
+    def __post_init__(self) -> None:
+        check_choice("activation", self.activation, ("none", "relu"))
+
+    def train(self) -> dict[str, Any]:
+        return linear_sgd_member(self)
 
 
 def minibatches(n: int, batch_size: int, order: torch.Generator) -> Iterator[torch.Tensor]:
@@ -61,11 +94,14 @@ def minibatches(n: int, batch_size: int, order: torch.Generator) -> Iterator[tor
         yield from torch.randperm(n, generator=order).split(int(batch_size))
 
 
-def sgd_checkpoints(config: dict[str, Any], n: int) -> tuple[np.ndarray, int]:
-    """Log-spaced steps (:func:`log_steps`, ``checkpoints`` of them) up to ``epochs`` epochs
-    of ``ceil(n / batch_size)`` steps, and the steps per epoch."""
-    per_epoch = math.ceil(n / int(config["batch_size"]))
-    return log_steps(int(config["epochs"]) * per_epoch, int(config["checkpoints"])), per_epoch
+def sgd_checkpoints(
+    epochs: int, batch_size: int, checkpoints: int, n: int
+) -> tuple[np.ndarray, int]:
+    """Log-spaced steps (:func:`~collapselab.experiments.pcbias._common.log_steps`,
+    ``checkpoints`` of them) up to ``epochs`` epochs of ``ceil(n / batch_size)`` steps, and
+    the steps per epoch."""
+    per_epoch = math.ceil(n / batch_size)
+    return log_steps(epochs * per_epoch, checkpoints), per_epoch
 
 
 def _score(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, float]:
@@ -75,13 +111,11 @@ def _score(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[np.n
         return (logits.argmax(1) == y).numpy(), float(loss)
 
 
-def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
-    """Train member ``config["member"]`` (widths ``[q, *hidden, K]``, ``init``, ``dropout``,
-    ``lr``, ``batch_size``, ``epochs``; ``activation`` ``"none"`` or ``"relu"``) by SGD;
-    returns, at the checkpoints ``steps``: ``train_accuracy``, ``train_loss`` (mean
-    cross-entropy, evaluation mode), ``test_accuracy``; with ``record_correct``
-    ``correct`` ``(S, n)`` and ``test_correct`` ``(S, n_test)``, which training and test
-    examples the network classifies correctly;
+def linear_sgd_member(member: LinearSGDMember) -> dict[str, Any]:
+    """Train ``member`` (widths ``[q, *hidden, K]``) by SGD; returns, at the checkpoints
+    ``steps``: ``train_accuracy``, ``train_loss`` (mean cross-entropy, evaluation mode),
+    ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)`` and ``test_correct``
+    ``(S, n_test)``, which training and test examples the network classifies correctly;
     with ``eval_transforms`` (:mod:`~collapselab.experiments.pcbias.evaluation`)
     ``eval_accuracy`` ``(S, len)``, the test accuracies on the transformed copies; and
     ``test_error``, one minus the last test accuracy (the validation error of the rate
@@ -92,21 +126,20 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     different ``seed`` differ in all three. With ``allow_divergence`` a non-finite loss ends
     the training and returns ``diverged`` true and ``test_error`` 1 (a rate of the grid
     search that is too large); otherwise it raises."""
-    data = read_dataset(config["datasets"]["main"], config.get("data_dir"),
-                        int(config.get("data_seed", 0)))  # fmt: skip
+    data = member.inputs()
     x, y = torch.from_numpy(data.x).float(), torch.from_numpy(data.y).long()
     x_test, y_test = torch.from_numpy(data.x_test).float(), torch.from_numpy(data.y_test).long()
-    extra_test = transformed_sets(config.get("eval_transforms", []), x, x_test, y_test)
-    seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
+    extra_test = transformed_sets(member.eval_transforms, x, x_test, y_test)
+    seed = 1000 * member.seed + member.member
     torch.manual_seed(2 * seed)
-    widths = [x.shape[1], *[int(w) for w in config.get("hidden", [])], data.n_classes]
-    activation = check_choice("activation", config.get("activation", "none"), ACTIVATIONS)
-    network = DeepReLU if activation == "relu" else DeepLinear
-    net = network(widths, init=str(config["init"]), dropout=float(config["dropout"]))
-    optimiser = torch.optim.SGD(net.parameters(), lr=float(config["lr"]))
+    widths = [x.shape[1], *member.hidden, data.n_classes]
+    network = DeepReLU if member.activation == "relu" else DeepLinear
+    net = network(widths, init=member.init, dropout=member.dropout)
+    optimiser = torch.optim.SGD(net.parameters(), lr=member.lr)
     order = torch.Generator().manual_seed(2 * seed + 1)
-    batches = minibatches(len(y), int(config["batch_size"]), order)
-    marks, per_epoch = sgd_checkpoints(config, len(y))
+    batches = minibatches(len(y), member.batch_size, order)
+    marks, per_epoch = sgd_checkpoints(member.epochs, member.batch_size, member.checkpoints,
+                                       len(y))  # fmt: skip
     record: dict[str, list] = {}
     step = 0
     for mark in marks:
@@ -117,15 +150,15 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
                 sgd_step(net, x[idx], y[idx], optimiser)
                 step += 1
         except FloatingPointError:
-            if not config.get("allow_divergence"):
+            if not member.allow_divergence:
                 raise
-            return {"diverged": True, "test_error": 1.0, "lr": float(config["lr"])}
+            return {"diverged": True, "test_error": 1.0, "lr": member.lr}
         net.eval()
         correct, loss = _score(net, x, y)
         test_correct = _score(net, x_test, y_test)[0]
         values = {"train_accuracy": float(correct.mean()), "train_loss": loss,
                   "test_accuracy": float(test_correct.mean())}  # fmt: skip
-        if config.get("record_correct"):
+        if member.record_correct:
             values["correct"] = correct
             values["test_correct"] = test_correct
         if extra_test:
@@ -135,7 +168,7 @@ def linear_sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: np.asarray(v) for k, v in record.items()}
     error = 1.0 - float(out["test_accuracy"][-1])
     return {**out, "steps": marks, "steps_per_epoch": per_epoch, "diverged": False,
-            "test_error": error, "lr": float(config["lr"])}  # fmt: skip
+            "test_error": error, "lr": member.lr}  # fmt: skip
 
 
 def select_rate(rates: Sequence[float], errors: Sequence[float]) -> float:

@@ -23,51 +23,71 @@ len(P))``, ``accessibility_<kind>`` ``(n,)`` for ``kind`` in ``nonlinear``/``lin
 ``critical_pc``, ``disc_raw``, ``disc_penultimate`` ``(n,)``, ``binned_scores``,
 ``binned_smoothed``, ``train_accuracy_<kind>`` ``(N, E+1)``, ``test_accessibility_<kind>``
 ``(n_test,)`` the same accessibility on the test split (no claim reads it); with
-``eval_transforms`` in the configuration, ``eval_<kind>`` ``(N, E+1, len)`` the test
+``eval_transforms`` in the preset, ``eval_<kind>`` ``(N, E+1, len)`` the test
 accuracies on those transformed copies, :mod:`~collapselab.experiments.pcbias.evaluation`,
 and ``eval_transforms`` their names); for image data ``arrays/pca_images.npz`` (Fig. 1:
-:func:`~collapselab.experiments.pcbias.images.pca_vs_lowpass`, a few test images, their top-20
-PC reconstruction and their Fourier low-pass); rows of split ``projected`` (``layer``
+:func:`pca_vs_lowpass`, a few test images, their top-20 PC reconstruction and their Fourier
+low-pass); rows of split ``projected`` (``layer``
 ``P=<p>``: ensemble-mean accuracy per epoch).
+
+The networks are :class:`MLPMember` s (:func:`sgd_member`), shared with
+``pcbias-amplification``, ``pcbias-separable`` and ``pcbias-frequency``.
+
+Fig. 1 (R32): images projected onto their top ``P`` principal components look like low-pass
+filtered images. A few test images of the experiment's own inputs (standardised as the
+networks see them) are shown three ways: as they are, reconstructed from the top ``P`` PCs
+of the training inputs (:class:`~collapselab.data.pca.PCAProjection`: ``m + U_P U_Pᵀ (x −
+m)``, centred PCs, ``P = 20`` unless the preset's ``image_pcs`` says otherwise), and
+low-pass filtered by a 2-D DFT (:func:`~collapselab.data.fourier.fourier_lowpass`, per
+channel). The low-pass keeps at least as many real coefficients per image as the projection
+keeps PCs: ``ceil(P / C)`` frequency bins per channel (``C`` channels), rounded up to whole
+rings of equal frequency (``P = 20`` on grey images keeps 21).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
-from collapselab.experiments.claims import Claim, ClaimResult, RunResults
+from collapselab.checks import check_choice, check_int
+from collapselab.data.fourier import fourier_lowpass, lowpass_mask
+from collapselab.data.pca import PCAProjection
 from collapselab.experiments.pcbias._common import (
-    member_base,
-    read_dataset,
+    Member,
+    read_inputs,
     run_ensembles,
+    run_fields,
     stacked,
-    verdict,
 )
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
-from collapselab.experiments.pcbias.images import IMAGE_PCS, pca_vs_lowpass
+from collapselab.experiments.pcbias.presets import MLPPreset, ProjectionsPreset
 from collapselab.experiments.pcbias.training import sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pcbias import (
     accessibility,
     binned_correlation,
-    correlation,
     critical_principal_component,
     discriminability,
-    early_stopping_benefit,
 )
 from collapselab.models import MLP
 from collapselab.store import Run
 
 __all__ = [
+    "IMAGE_PCS",
     "KINDS",
-    "PROJECTION_CLAIMS",
+    "NEIGHBOURS",
+    "N_IMAGES",
+    "MLPMember",
+    "image_shape",
     "log_projected",
-    "projection_decline",
-    "projection_peaks_first",
+    "mlp_dry_run",
+    "pca_vs_lowpass",
     "projections_dry_run",
     "run_projections",
     "sgd_member",
@@ -78,26 +98,55 @@ KINDS = ("nonlinear", "linear")
 NEIGHBOURS = 10
 """k of the k-NN discriminability."""
 
-DECLINE = 0.02
-"""Smallest early-stopping benefit (peak minus final accuracy) counted as a decline."""
 
-AGREE = 0.5
-"""Smallest Pearson correlation of linear and non-linear accessibility counted as agreement."""
+@dataclass(frozen=True, kw_only=True)
+class MLPMember(Member):
+    """One MLP trained by minibatch SGD on cross-entropy (:func:`sgd_member`).
 
-CRITICAL = -0.5
-"""Largest binned Pearson correlation of accessibility with the critical PC."""
+    Attributes:
+        kind: ``"nonlinear"`` (ReLU) or ``"linear"`` (its twin: every activation the
+            identity, a LeakyReLU of slope 1); width, depth: the MLP (biases on).
+        lr, batch_size, epochs: SGD (no momentum, no weight decay).
+        pcs: the ``P`` of the top-``P`` projections of the test set scored after every epoch.
+        eval_transforms: further transformed test sets scored after every epoch
+            (:mod:`~collapselab.experiments.pcbias.evaluation`).
+        discriminability: keep the penultimate features' discriminability (non-linear only).
+        boundary_epochs, boundary_grid: for 2-D inputs, the epochs after which the decision
+            regions are kept on a ``boundary_grid x boundary_grid`` grid.
+    """
 
+    kind: Literal["nonlinear", "linear"]
+    width: int
+    depth: int
+    lr: float
+    batch_size: int
+    epochs: int
+    pcs: tuple[int, ...] = ()
+    eval_transforms: tuple[str, ...] = ()
+    discriminability: bool = True
+    boundary_epochs: tuple[int, ...] = ()
+    boundary_grid: int = 60
 
-def _inputs(config: dict[str, Any]):
-    return read_dataset(config["datasets"]["main"], config.get("data_dir"),
-                        int(config.get("data_seed", 0)))  # fmt: skip
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, KINDS)
 
+    @classmethod
+    def of(cls, preset: MLPPreset, **fields: Any) -> MLPMember:
+        """Member 0 of an ensemble of ``preset``: its data, MLP and SGD, and ``fields``
+        (``kind``, the run's seeds and folder, what differs from the preset)."""
+        base = {"data": preset.data, "width": preset.width, "depth": preset.depth, "lr": preset.lr,
+                "batch_size": preset.batch_size, "epochs": preset.epochs}  # fmt: skip
+        return cls(**{**base, **fields})
 
-def _network(config: dict[str, Any], q: int, k: int) -> MLP:
-    linear = config["kind"] == "linear"
-    return MLP(q, k, width=int(config["width"]), depth=int(config["depth"]), bias=True,
-               activation="leaky_relu" if linear else "relu",
-               negative_slope=1.0 if linear else 0.01)  # fmt: skip
+    def network(self, q: int, k: int) -> MLP:
+        """The untrained MLP for ``q`` inputs and ``k`` classes."""
+        linear = self.kind == "linear"
+        return MLP(q, k, width=self.width, depth=self.depth, bias=True,
+                   activation="leaky_relu" if linear else "relu",
+                   negative_slope=1.0 if linear else 0.01)  # fmt: skip
+
+    def train(self) -> dict[str, Any]:
+        return sgd_member(self)
 
 
 def _grid(x: np.ndarray, size: int) -> torch.Tensor:
@@ -108,8 +157,8 @@ def _grid(x: np.ndarray, size: int) -> torch.Tensor:
     return torch.from_numpy(np.stack([first.ravel(), second.ravel()], 1)).float()
 
 
-def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
-    """Train one network (``kind`` ``nonlinear`` or ``linear``) for ``epochs`` epochs of SGD;
+def sgd_member(member: MLPMember) -> dict[str, Any]:
+    """Train ``member`` (``kind`` ``nonlinear`` or ``linear``) for ``epochs`` epochs of SGD;
     return, after every epoch (and at epoch 0), ``correct`` ``(E+1, n)`` and
     ``test_correct`` ``(E+1, n_test)`` (which training and test examples it classifies
     correctly), ``projected`` ``(E+1, len(pcs))`` test accuracies on the top-``P``
@@ -120,19 +169,17 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     discriminability ``(n,)``; for 2-D inputs with ``boundary_epochs``, ``boundary``
     ``(len, G, G)``: the predicted class on a ``G x G`` grid over the inputs' bounding box
     after each of those epochs (``G = boundary_grid``)."""
-    data = _inputs(config)
+    data = member.inputs()
     x = torch.from_numpy(data.x).float()
     y = torch.from_numpy(data.y).long()
     x_test = torch.from_numpy(data.x_test).float()
     y_test = torch.from_numpy(data.y_test).long()
-    projected_test = transformed_sets([f"pca:{int(p)}" for p in config.get("pcs", [])],
-                                      x, x_test, y_test)  # fmt: skip
-    extra_test = transformed_sets(config.get("eval_transforms", []), x, x_test, y_test)
-    torch.manual_seed(1000 * int(config.get("seed", 0)) + int(config["member"]))
-    net = _network(config, x.shape[1], data.n_classes)
-    optimiser = torch.optim.SGD(net.parameters(), lr=float(config["lr"]))
-    batch = int(config["batch_size"])
-    order = torch.Generator().manual_seed(int(config["member"]))
+    projected_test = transformed_sets([f"pca:{p}" for p in member.pcs], x, x_test, y_test)
+    extra_test = transformed_sets(member.eval_transforms, x, x_test, y_test)
+    torch.manual_seed(1000 * member.seed + member.member)
+    net = member.network(x.shape[1], data.n_classes)
+    optimiser = torch.optim.SGD(net.parameters(), lr=member.lr)
+    order = torch.Generator().manual_seed(member.member)
     correct, test_correct, projected, extra, accuracy, test_accuracy = [], [], [], [], [], []
 
     def score() -> None:
@@ -146,12 +193,12 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
         projected.append(set_accuracies(net, projected_test))
         extra.append(set_accuracies(net, extra_test))
 
-    snapshots = [int(e) for e in config.get("boundary_epochs", [])]
-    grid = _grid(data.x, int(config.get("boundary_grid", 60))) if snapshots else None
+    snapshots = member.boundary_epochs
+    grid = _grid(data.x, member.boundary_grid) if snapshots else None
     boundary = []
     score()
-    for epoch in range(1, int(config["epochs"]) + 1):
-        sgd_epoch(net, x, y, optimiser, batch, order)
+    for epoch in range(1, member.epochs + 1):
+        sgd_epoch(net, x, y, optimiser, member.batch_size, order)
         score()
         if epoch in snapshots:
             with torch.no_grad():
@@ -164,7 +211,7 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
         out["eval_accuracy"] = np.asarray(extra)
     if boundary:
         out["boundary"] = np.stack(boundary)
-    if config["kind"] == "nonlinear" and config.get("discriminability", True):
+    if member.kind == "nonlinear" and member.discriminability:
         with torch.no_grad():
             features = net.flatten(x)
             for layer in net.layers:
@@ -173,23 +220,29 @@ def sgd_member(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def projections_dry_run(
-    config: dict[str, Any], data_dir: str | None = None, seed: int = 0
+def mlp_dry_run(
+    config: MLPPreset, data_dir: str | Path | None = None, seed: int = 0, pcs: tuple[int, ...] = ()
 ) -> dict[str, Any]:
     """Read and standardise the data, build both networks and pass a batch through them,
-    check every ``P`` against the input dimension; nothing is trained."""
-    member = {**config, "data_seed": seed, "data_dir": None if data_dir is None else str(data_dir)}
-    data = _inputs(member)
+    check every ``P`` of ``pcs`` against the input dimension; nothing is trained."""
+    data = read_inputs(config.data, None if data_dir is None else str(data_dir), seed)
     q = data.x.shape[1]
-    bad = [p for p in config.get("pcs", []) if not 1 <= int(p) <= q]
+    bad = [p for p in pcs if not 1 <= p <= q]
     if bad:
         raise ValueError(f"pcs {bad} must lie in [1, q = {q}] (the input dimension)")
-    batch = torch.from_numpy(data.x[: int(config["batch_size"])]).float()
+    batch = torch.from_numpy(data.x[: config.batch_size]).float()
     for kind in KINDS:
-        _network({**config, "kind": kind}, q, data.n_classes)(batch)
-    return {"dataset": config["datasets"]["main"]["name"], "n_train": int(data.x.shape[0]),
-            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(config.get("pcs", [])),
-            "members": int(config["members"]), "epochs": int(config["epochs"])}  # fmt: skip
+        MLPMember.of(config, kind=kind).network(q, data.n_classes)(batch)
+    return {"dataset": config.data.name, "n_train": int(data.x.shape[0]),
+            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(pcs),
+            "members": config.members, "epochs": config.epochs}  # fmt: skip
+
+
+def projections_dry_run(
+    config: ProjectionsPreset, data_dir: str | Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`mlp_dry_run` with the preset's ``pcs``."""
+    return mlp_dry_run(config, data_dir, seed, config.pcs)
 
 
 def _optional_records(
@@ -212,16 +265,18 @@ def _optional_records(
 def run_projections(run: Run, context: RunContext) -> None:
     """Train both ensembles; store the curves, accessibility, critical PCs and
     discriminability."""
-    c = context.config
-    base = member_base(context)
-    ensembles = {kind: {**base, "kind": kind} for kind in KINDS}
+    preset: ProjectionsPreset = context.config
+    first = {kind: MLPMember.of(preset, kind=kind, pcs=preset.pcs,
+                                eval_transforms=preset.eval_transforms, **run_fields(context))
+             for kind in KINDS}  # fmt: skip
+    ensembles = {kind: member.ensemble(preset.members) for kind, member in first.items()}
     with serial_threads():
-        found = run_ensembles(sgd_member, ensembles, run, context)
-        data = _inputs(base)
+        found = run_ensembles(ensembles, run, context)
+        data = first["nonlinear"].inputs()
         critical = critical_principal_component(data.x, data.y, data.n_classes)
         raw = discriminability(data.x, data.y, NEIGHBOURS)
-    arrays: dict[str, Any] = {"epochs": np.arange(int(c["epochs"]) + 1),
-                              "pcs": np.asarray(c["pcs"]), "critical_pc": critical,
+    arrays: dict[str, Any] = {"epochs": np.arange(preset.epochs + 1),
+                              "pcs": np.asarray(preset.pcs), "critical_pc": critical,
                               "disc_raw": raw}  # fmt: skip
     for kind in KINDS:
         results = found[kind]
@@ -229,13 +284,13 @@ def run_projections(run: Run, context: RunContext) -> None:
         arrays[f"accessibility_{kind}"] = accessibility(correct[:, 1:])
         arrays[f"projected_{kind}"] = np.stack([r["projected"] for r in results])
         arrays[f"train_accuracy_{kind}"] = np.stack([r["train_accuracy"] for r in results])
-        arrays |= _optional_records(results, kind, c.get("eval_transforms", []))
+        arrays |= _optional_records(results, kind, list(preset.eval_transforms))
     arrays["disc_penultimate"] = np.mean([r["penultimate"] for r in found["nonlinear"]], axis=0)
     binned = binned_correlation(critical, arrays["accessibility_nonlinear"], width=10)
     arrays |= {"binned_scores": binned.scores, "binned_smoothed": binned.smoothed,
                "binned_means": binned.means, "binned_sems": binned.sems}  # fmt: skip
     run.save_array("projections", **arrays)
-    images = pca_vs_lowpass(data.x, data.x_test, data.y_test, int(c.get("image_pcs", IMAGE_PCS)))
+    images = pca_vs_lowpass(data.x, data.x_test, data.y_test, preset.image_pcs)
     if images is not None:  # Fig. 1, for image data only
         run.save_array("pca_images", **images)
     log_projected(run, arrays["pcs"], arrays["projected_nonlinear"])
@@ -253,134 +308,58 @@ def log_projected(run: Run, pcs: np.ndarray, projected: np.ndarray) -> None:
                     layer=f"P={int(p)}")  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------
-# claims
+# ------------------------------------------------------------------------- Fig. 1's images
+
+IMAGE_PCS = 20
+"""The paper's ``P`` (Fig. 1: "the largest 20 PCs")."""
+
+N_IMAGES = 4
+"""Images shown: the first test image of each of the first classes."""
 
 
-def _curves(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
-    return results.array("projections", "pcs"), results.array(
-        "projections", "projected_nonlinear"
-    ).mean(0)
+def image_shape(n_features: int) -> tuple[int, int, int] | None:
+    """``(C, H, W)`` of flattened square images: one channel when ``n_features`` is a
+    square, three (channels first) when a third of it is; ``None`` for anything else."""
+    n = check_int("n_features", n_features, minimum=1)
+    for channels in (1, 3):
+        side = math.isqrt(n // channels)
+        if n % channels == 0 and side * side * channels == n:
+            return channels, side, side
+    return None
 
 
-def _small_peaks_first(results: RunResults):
-    return projection_peaks_first(*_curves(results))
+def _picks(y: np.ndarray, n: int) -> np.ndarray:
+    """Index of the first example of each of the ``n`` smallest labels present."""
+    return np.array([int(np.flatnonzero(y == label)[0]) for label in np.unique(y)[:n]])
 
 
-def _small_declines(results: RunResults):
-    return projection_decline(*_curves(results))
-
-
-def projection_peaks_first(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
-    """Fig. 5's order of the peaks: with ``mean`` ``(E+1, len(pcs))`` the ensemble-mean
-    test accuracy on each top-``P`` projection per epoch (``pcs`` increasing), the smallest
-    ``P`` peaks at an earlier epoch than the largest (first epoch of the maximum)."""
-    peaks = mean.argmax(0)
-    ok = int(peaks[0]) < int(peaks[-1])
-    detail = (
-        "epoch of the peak mean test accuracy per P: "
-        + ", ".join(f"P={int(p)}: {int(e)}" for p, e in zip(pcs, peaks, strict=True))
-        + f" (P={int(pcs[0])} before P={int(pcs[-1])}?)"
-    )
-    return verdict(ok, {f"peak_P{int(p)}": float(e) for p, e in zip(pcs, peaks, strict=True)},
-                   None, detail)  # fmt: skip
-
-
-def projection_decline(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
-    """Fig. 5's decline: the largest early-stopping benefit (peak minus final, of ``mean``
-    ``(E+1, len(pcs))``) over the projections with ``P <= 10`` (the smallest ``P`` when
-    there is none) is at least :data:`DECLINE`."""
-    small = [j for j, p in enumerate(pcs) if p <= 10]
-    if not small:
-        small = [0]
-    benefits = {int(pcs[j]): early_stopping_benefit(mean[:, j])[0] for j in small}
-    best = max(benefits.values())
-    detail = (
-        "peak minus final mean test accuracy for P <= 10: "
-        + ", ".join(f"P={p}: {b:.3g}" for p, b in benefits.items())
-        + f" (largest >= {DECLINE:g})"
-    )
-    return verdict(best >= DECLINE, {f"benefit_P{p}": b for p, b in benefits.items()},
-                   DECLINE, detail)  # fmt: skip
-
-
-def _linear_agrees(results: RunResults):
-    r = correlation(results.array("projections", "accessibility_nonlinear"),
-                    results.array("projections", "accessibility_linear"))  # fmt: skip
-    detail = (
-        f"accessibility of the ReLU vs the linear ensemble: Pearson {r.pearson:.3g} "
-        f"(p {r.pearson_p:.2g}), Spearman {r.spearman:.3g} over {r.n} examples (>= {AGREE:g})"
-    )
-    return verdict(r.pearson >= AGREE, {"pearson": r.pearson, "spearman": r.spearman},
-                   AGREE, detail)  # fmt: skip
-
-
-def _critical_pc(results: RunResults):
-    access = results.array("projections", "accessibility_nonlinear")
-    critical = results.array("projections", "critical_pc")
-    binned = binned_correlation(critical, access, width=10)
-    raw = correlation(critical, access)
-    detail = (
-        f"accessibility vs critical PC: binned (width-10 moving average over "
-        f"{binned.scores.size} PC values) Pearson {binned.correlation.pearson:.3g}; per example "
-        f"Pearson {raw.pearson:.3g}, Spearman {raw.spearman:.3g} (binned <= {CRITICAL:g})"
-    )
-    values = {"binned_pearson": binned.correlation.pearson, "pearson": raw.pearson,
-              "spearman": raw.spearman}  # fmt: skip
-    return verdict(binned.correlation.pearson <= CRITICAL, values, CRITICAL, detail)
-
-
-def _discriminability(results: RunResults):
-    access = results.array("projections", "accessibility_nonlinear")
-    raw = correlation(access, results.array("projections", "disc_raw")).pearson
-    deep = correlation(access, results.array("projections", "disc_penultimate")).pearson
-    detail = (
-        f"Pearson of accessibility with discriminability (k = {NEIGHBOURS}): raw inputs "
-        f"{raw:.3g}, penultimate layer {deep:.3g} (both > 0, penultimate > raw?)"
-    )
-    return verdict(0 < raw < deep, {"raw": raw, "penultimate": deep}, 0.0, detail)
-
-
-PROJECTION_CLAIMS: list[Claim] = [
-    Claim(
-        "small-p-peaks-first",
-        "Fig. 5: networks trained on the original data reach their best accuracy on data "
-        "projected onto few PCs early; on more PCs later.",
-        "002 §4.2, Fig. 5",
-        "epoch of the peak mean test accuracy on the smallest-P projection < on the largest P",
-        _small_peaks_first,
-    ),
-    Claim(
-        "small-p-declines",
-        "Fig. 5: for P = 1 and 10 the accuracy peaks after a few epochs and then declines.",
-        "002 §4.2, Fig. 5",
-        f"largest peak-minus-final mean test accuracy over P <= 10 >= {DECLINE:g}",
-        _small_declines,
-    ),
-    Claim(
-        "linear-nonlinear-accessibility",
-        "Fig. 6a: linear and non-linear networks learn the examples in a similar order "
-        "(r = 0.85 for st-VGG vs linear nets).",
-        "002 §4.2, Fig. 6a",
-        f"Pearson of the two ensembles' accessibility >= {AGREE:g}",
-        _linear_agrees,
-    ),
-    Claim(
-        "critical-pc-vs-accessibility",
-        "Fig. 6b: examples with a lower critical principal component are learned earlier "
-        "(binned correlation −0.93).",
-        "002 §4.2, Fig. 6b",
-        f"Pearson of the critical PC with the binned, smoothed accessibility <= {CRITICAL:g}",
-        _critical_pc,
-    ),
-    Claim(
-        "discriminability-vs-accessibility",
-        "Table 1: accessibility correlates with discriminability, more in the penultimate "
-        "layer than in the raw inputs (0.46 vs 0.85 on small mammals).",
-        "002 §5.3, Table 1",
-        "0 < Pearson(accessibility, raw discriminability) < Pearson(accessibility, "
-        "penultimate discriminability)",
-        _discriminability,
-    ),
-]
-"""The claims of ``pcbias-projections``."""
+def pca_vs_lowpass(
+    x_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, n_pcs: int = IMAGE_PCS
+) -> dict[str, np.ndarray] | None:
+    """Fig. 1's arrays for flattened images (``None`` when the rows are not images, see
+    :func:`image_shape`): ``original``, ``projected``, ``lowpass`` ``(k, C, H, W)``,
+    ``indices`` and ``labels`` ``(k,)`` of the test images shown, ``pcs`` the number of PCs
+    used (``n_pcs`` clipped to the training rank), ``lowpass_bins`` per channel,
+    ``lowpass_coefficients`` (``C`` times that) and ``mask`` ``(H, W)``."""
+    shape = image_shape(x_train.shape[1])
+    if shape is None:
+        return None
+    n_pcs = check_int("n_pcs", n_pcs, minimum=1, maximum=x_train.shape[1])
+    channels, height, width = shape
+    indices = _picks(np.asarray(y_test), N_IMAGES)
+    picked = torch.from_numpy(np.asarray(x_test, dtype=np.float64)[indices])
+    projection = PCAProjection(n_pcs).fit(torch.from_numpy(np.asarray(x_train, np.float64)))
+    bins = math.ceil(projection.n_components_used / channels)
+    mask = lowpass_mask(height, width, bins)
+    original = picked.numpy().reshape(-1, *shape)
+    return {
+        "original": original,
+        "projected": projection.apply(picked).numpy().reshape(-1, *shape),
+        "lowpass": fourier_lowpass(original, bins),
+        "indices": indices,
+        "labels": np.asarray(y_test)[indices],
+        "pcs": np.int64(projection.n_components_used),
+        "lowpass_bins": np.int64(mask.sum()),
+        "lowpass_coefficients": np.int64(channels * mask.sum()),
+        "mask": mask,
+    }

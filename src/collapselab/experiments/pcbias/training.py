@@ -11,11 +11,16 @@ is therefore trained in the principal coordinate system, where ``Σ_XX = D`` is 
 cost independent of the number of examples. The first layer is drawn in input
 coordinates by :class:`~collapselab.models.DeepLinear` (Def. 3, Glorot, ...) and rotated,
 ``W_1 U``, so the compact matrix is ``W̃ = W U`` from the first step.
+
+A member of such an ensemble is a :class:`GDMember` (``pcbias-convergence``,
+``pcbias-scales``, ``pcbias-init``). The module also holds the minibatch SGD step and epoch
+on cross-entropy that the SGD-trained networks of the other experiments share
+(:func:`sgd_step`, :func:`sgd_epoch`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +28,17 @@ import numpy as np
 import scipy.sparse.linalg
 import torch
 
-from collapselab.experiments.pcbias._common import log_steps, one_hot, read_dataset
+from collapselab.experiments.pcbias._common import Inputs, Member, log_steps, one_hot
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
+from collapselab.experiments.pcbias.presets import GDPreset
 from collapselab.metrics.pc_frame import PCFrame, principal_frame
 from collapselab.metrics.pcbias import gradient_scale_statistics
 from collapselab.models import DeepLinear
 from collapselab.theory.pcbias import compact_matrix, expected_scales, gradient_scale_matrices
 
 __all__ = [
+    "GDMember",
     "classified_correctly",
-    "data_frame",
     "deep_linear_member",
     "initial_weights",
     "linear_dry_run",
@@ -43,11 +49,49 @@ __all__ = [
 ]
 
 
-def data_frame(config: Mapping[str, Any]) -> tuple[PCFrame, Any]:
-    """The principal frame of the configuration's training data and the data itself."""
-    inputs = read_dataset(
-        config["datasets"]["main"], config.get("data_dir"), int(config.get("data_seed", 0))
-    )
+@dataclass(frozen=True, kw_only=True)
+class GDMember(Member):
+    """One deep linear network trained by exact full-batch GD (:func:`deep_linear_member`).
+
+    Attributes:
+        hidden: hidden widths; init: :class:`~collapselab.models.DeepLinear`'s init.
+        lr: ``μ = lr / (L d_1)``; steps, checkpoints: GD steps and about that many
+            log-spaced checkpoints (:func:`~collapselab.experiments.pcbias._common.log_steps`).
+        record_correct: also record which examples are classified correctly.
+        scale_layers: 1-based layers whose gradient-scale statistics are recorded.
+        eval_transforms: transformed test sets scored at every checkpoint
+            (:mod:`~collapselab.experiments.pcbias.evaluation`).
+    """
+
+    hidden: tuple[int, ...]
+    init: str
+    lr: float
+    steps: int
+    checkpoints: int
+    record_correct: bool = False
+    scale_layers: tuple[int, ...] = ()
+    eval_transforms: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, preset: GDPreset, **fields: Any) -> GDMember:
+        """Member 0 of an ensemble of ``preset``: its data, widths, rate and checkpoints,
+        and ``fields`` (``init``, the run's seeds and folder, what differs from the preset,
+        what to record)."""
+        base = {"data": preset.data, "hidden": preset.hidden, "lr": preset.lr,
+                "steps": preset.steps, "checkpoints": preset.checkpoints}  # fmt: skip
+        return cls(**{**base, **fields})
+
+    def widths(self, frame: PCFrame) -> list[int]:
+        """``[q, *hidden, K]`` of the data's frame."""
+        return [frame.n_pcs, *self.hidden, frame.n_outputs]
+
+    def train(self) -> dict[str, Any]:
+        return deep_linear_member(self)
+
+
+def data_frame(member: Member) -> tuple[PCFrame, Inputs]:
+    """The principal frame of the member's training data and the data itself."""
+    inputs = member.inputs()
     return principal_frame(inputs.x, one_hot(inputs.y, inputs.n_classes)), inputs
 
 
@@ -61,19 +105,9 @@ def initial_weights(widths: list[int], init: str, seed: int, basis: np.ndarray) 
     return ws
 
 
-def checkpoints(config: Mapping[str, Any]) -> np.ndarray:
-    """The checkpoints of ``config``: :func:`log_steps` of ``steps`` and ``checkpoints``, or
-    with ``spacing="linear"`` every ``steps / checkpoints`` steps (equal weight per step for
-    accessibility, an average over epochs)."""
-    steps, n = int(config["steps"]), int(config["checkpoints"])
-    if config.get("spacing", "log") == "linear":
-        return np.unique(np.linspace(0, steps, n + 1).round().astype(np.int64))
-    return log_steps(steps, n)
-
-
 def step_size(frame: PCFrame, n_layers: int, lr: float) -> float:
     """``μ = lr / (L d_1)``."""
-    return float(lr) / (n_layers * float(frame.eigenvalues[0]))
+    return lr / (n_layers * float(frame.eigenvalues[0]))
 
 
 def pc_gd_step(ws: list[np.ndarray], frame: PCFrame, mu: float) -> list[np.ndarray]:
@@ -114,12 +148,12 @@ def _linear_map(w: np.ndarray):
     return lambda x: x @ weight.T
 
 
-def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
-    """Train member ``config["member"]`` of an ensemble; returns, at the checkpoints
-    ``steps`` (log-spaced, :func:`log_steps` of ``steps``/``checkpoints``): ``w_pc``
-    ``(S, K, q)`` the compact matrix in PC coordinates, ``loss`` (Eq. 5), ``train_accuracy``
-    and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)`` and
-    ``test_correct`` ``(S, n_test)``, which training and test examples the network
+def deep_linear_member(member: GDMember) -> dict[str, Any]:
+    """Train ``member``; returns, at the checkpoints ``steps`` (log-spaced,
+    :func:`~collapselab.experiments.pcbias._common.log_steps` of ``steps``/``checkpoints``):
+    ``w_pc`` ``(S, K, q)`` the compact matrix in PC coordinates, ``loss`` (Eq. 5),
+    ``train_accuracy`` and ``test_accuracy``; with ``record_correct`` ``correct`` ``(S, n)``
+    and ``test_correct`` ``(S, n_test)``, which training and test examples the network
     classifies correctly; with ``scale_layers`` (1-based) the entry
     statistics of the gradient-scale matrices ``A_l`` and ``B_l`` (Eq. 7; ``B_l`` in input
     coordinates, ``U B̃_l Uᵀ``) against Thm 3's ``α_l``, ``β_l``
@@ -128,18 +162,17 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
     and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``); with
     ``eval_transforms`` (:mod:`~collapselab.experiments.pcbias.evaluation`) ``eval_accuracy``
     ``(S, len)``, the test accuracies on the transformed copies (float64)."""
-    frame, inputs = data_frame(config)
-    widths = [frame.n_pcs, *[int(w) for w in config["hidden"]], frame.n_outputs]
-    seed = 1000 * int(config.get("seed", 0)) + int(config["member"])
-    ws = initial_weights(widths, str(config["init"]), seed, frame.basis)
-    mu = step_size(frame, len(ws), float(config["lr"]))
-    marks = checkpoints(config)
+    frame, inputs = data_frame(member)
+    widths = member.widths(frame)
+    ws = initial_weights(widths, member.init, 1000 * member.seed + member.member, frame.basis)
+    mu = step_size(frame, len(ws), member.lr)
+    marks = log_steps(member.steps, member.checkpoints)
     x_train, x_test = inputs.x @ frame.basis, inputs.x_test @ frame.basis
-    layers = [int(ell) - 1 for ell in config.get("scale_layers", [])]
-    extra_test = transformed_sets(config.get("eval_transforms", []), torch.from_numpy(inputs.x),
+    layers = [ell - 1 for ell in member.scale_layers]
+    extra_test = transformed_sets(member.eval_transforms, torch.from_numpy(inputs.x),
                                   torch.from_numpy(inputs.x_test),
                                   torch.from_numpy(inputs.y_test))  # fmt: skip
-    alpha, beta = expected_scales(widths, str(config["init"]))
+    alpha, beta = expected_scales(widths, member.init)
     record: dict[str, list] = {}
     step = 0
     for mark in marks:
@@ -160,7 +193,7 @@ def deep_linear_member(config: dict[str, Any]) -> dict[str, Any]:
             "train_accuracy": float(np.mean(correct)),
             "test_accuracy": float(np.mean(test_correct)),
         }
-        if config.get("record_correct"):
+        if member.record_correct:
             values["correct"] = correct
             values["test_correct"] = test_correct
         if extra_test:
@@ -216,34 +249,30 @@ def sgd_step(
 
 
 def linear_dry_run(
-    config: Mapping[str, Any], data_dir: str | Path | None = None, seed: int = 0
+    config: GDPreset, data_dir: str | Path | None = None, seed: int = 0
 ) -> dict[str, Any]:
     """Build what a deep linear experiment of ``config`` would train, without training (the
-    paper preset's check on local files): read and standardise the data (and whiten it when
-    configured), compute the largest eigenvalue of ``Σ_XX`` (for ``μ``) and build one
-    member's network per init. Returns the data's size, the widths, the parameter count,
-    ``μ`` and ``d_1``."""
-    member = {**config, "member": 0, "seed": seed, "data_seed": seed,
-              "data_dir": None if data_dir is None else str(data_dir)}  # fmt: skip
-    inputs = read_dataset(member["datasets"]["main"], member["data_dir"], seed)
+    paper preset's check on local files): read and standardise the data, compute the largest
+    eigenvalue of ``Σ_XX`` (for ``μ``) and build one member's network per init. Returns the
+    data's size, the widths, the parameter count, ``μ`` and ``d_1``."""
+    folder = None if data_dir is None else str(data_dir)
+    inputs = Member(data=config.data, data_seed=seed, data_dir=folder).inputs()
     q, k = inputs.x.shape[1], inputs.n_classes
-    widths = [q, *[int(w) for w in config.get("hidden", [])], k]
-    inits = [str(config["init"])] if "init" in config else ["def3", "glorot_uniform"]
-    lr = float(config.get("lr", config.get("lr_natural", 0.0)))
+    widths = [q, *config.hidden, k]
     # the largest eigenvalue of Σ_XX only: a dry run does not diagonalise a q x q matrix
     d1 = float(scipy.sparse.linalg.svds(inputs.x, k=1, return_singular_vectors=False)[0]) ** 2
-    mu = lr / ((len(widths) - 1) * d1)
+    mu = config.lr / ((len(widths) - 1) * d1)
     torch.manual_seed(seed)
-    nets = [DeepLinear(widths, init=init) for init in inits]
+    nets = [DeepLinear(widths, init=init) for init in config.inits]
     return {
-        "dataset": config["datasets"]["main"]["name"],
+        "dataset": config.data.name,
         "n_train": int(inputs.x.shape[0]),
         "n_test": int(inputs.x_test.shape[0]),
         "widths": widths,
-        "inits": inits,
+        "inits": list(config.inits),
         "parameters": sum(p.numel() for p in nets[0].parameters()),
-        "members": int(config["members"]),
-        "steps": int(config["steps"]),
+        "members": config.members,
+        "steps": config.steps,
         "mu": mu,
         "largest_eigenvalue": d1,
     }
