@@ -457,7 +457,8 @@ def _measured_layers(arrays: dict[str, np.ndarray]) -> list[str]:
 
 
 def draw_network(run: Run) -> None:
-    """Draw :data:`FIGURES` from the stored arrays and rows (no training)."""
+    """The curvature networks' figures (:data:`NETWORK_CAPTIONS`), from the stored arrays
+    and rows (no training)."""
     steps = _curvature_steps(run)
     if not steps:
         return
