@@ -31,14 +31,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import _curvature_reference as ref
 
-from collapselab.experiments.curvature.networks import build_network, load_data
+from collapselab.data import load_data
+from collapselab.experiments import get_experiment
+from collapselab.experiments.dlufm import build_network
+from collapselab.experiments.dlufm.presets import NetworkPreset
+from collapselab.experiments.overrides import apply_overrides
 from collapselab.train import TrainConfig, seed_everything, stationarity
+
+
+def run_preset(manifest: dict) -> NetworkPreset:
+    """The run's preset: its experiment's registered preset with the fields the run changed
+    (``collapselab sweep --set``: where the manifest's ``config`` differs from it)."""
+    preset = get_experiment(manifest["experiment"]).config(manifest["preset"])
+    registered = json.loads(json.dumps(preset.to_dict()))
+    changed = {k: v for k, v in manifest["config"].items() if registered.get(k) != v}
+    return apply_overrides(preset, changed)
 
 
 def load_model(run: Path, step: str) -> tuple[torch.nn.Module, dict, object]:
     manifest = json.loads((run / "manifest.json").read_text())
-    config, seed = manifest["config"], int(manifest.get("seed", 0))
-    data, _ = load_data(config, None, seed)
+    config, seed = run_preset(manifest), int(manifest.get("seed", 0))
+    data = load_data(config.data, None, seed)
     seed_everything(seed)
     model = build_network(config, data)
     if step == "last":

@@ -192,11 +192,12 @@ def test_f_top_on_the_k2_outlier_space_is_one_at_collapse_and_matches_the_refere
 
 
 def test_the_curvature_presets_project_on_k2_for_mse_and_k_for_ce():
-    from collapselab.experiments.curvature.presets import presets
+    from collapselab.experiments import get_experiment
 
     for net in ("mlp", "conv"):
         for loss, k in (("mse", "K^2"), ("ce", "K")):
-            assert {p["fraction_k"] for p in presets(net, loss).values()} == {k}
+            presets = get_experiment(f"curvature-{net}-{loss}").presets
+            assert {p.fraction_k for p in presets.values()} == {k}
     with pytest.raises(ValueError, match="fraction_k"):
         Curvature(fraction_k="K^3")
 

@@ -1,16 +1,18 @@
-"""The terminal-phase criterion of the curvature experiments, on exact metric tables."""
+"""The terminal-phase criterion of the curvature experiments (collapselab.experiments.dlufm),
+on exact metric tables."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from collapselab.experiments.curvature.terminal import (
+from collapselab.experiments import get_experiment
+from collapselab.experiments.dlufm.networks import measurement_epochs
+from collapselab.experiments.dlufm.terminal import (
     NC1_FRACTION,
     terminal_phase,
     zero_error_from,
 )
-from collapselab.experiments.curvature.training import measurement_epochs
 
 
 def _table(accuracy: dict[int, float], nc1: dict[int, float], layer: str = "act3") -> pd.DataFrame:
@@ -70,6 +72,7 @@ def test_not_reached_when_nc1_does_not_fall_enough_or_accuracy_is_not_one():
 
 
 def test_nc_every_adds_epochs_to_the_curvature_ones():
-    config = {"curvature_epochs": [0, 3, 10], "epochs": 10}
+    tiny = get_experiment("curvature-mlp-ce").config("tiny")
+    config = tiny.replace(curvature_epochs=[0, 3, 10], epochs=10)
     assert measurement_epochs(config) == [3, 10]
-    assert measurement_epochs({**config, "nc_every": 4}) == [3, 4, 8, 10]
+    assert measurement_epochs(config.replace(nc_every=4)) == [3, 4, 8, 10]

@@ -1,4 +1,5 @@
-"""The curvature experiments at the tiny preset: end to end, claims, figures, data fallback."""
+"""The curvature experiments (paper 004's real networks, collapselab.experiments.dlufm) at the
+tiny preset: end to end, claims, figures, data fallback."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import json
 import pytest
 import torch
 
+from collapselab.data import load_data
 from collapselab.experiments import get_experiment, refresh_run, run_experiment
-from collapselab.experiments.curvature import CLAIMS, build_network, load_data
-from collapselab.experiments.curvature.presets import presets
 from collapselab.experiments.data_plan import plan_data
+from collapselab.experiments.dlufm import NETWORK_CLAIMS as CLAIMS
+from collapselab.experiments.dlufm import build_network
 from collapselab.train import TrainConfig, stationarity
 
 IDS = ["curvature-mlp-ce", "curvature-conv-mse"]
@@ -28,8 +30,8 @@ def test_four_experiments_are_registered():
             exp = get_experiment(f"curvature-{net}-{loss}")
             assert exp.paper == "004"
             assert set(exp.presets) == {"quick", "quick-bundled", "standard", "paper", "tiny"}
-            assert exp.presets["quick"]["dataset"] == "fashion_mnist"
-            assert exp.presets["quick-bundled"]["dataset"] == "digits"
+            assert exp.presets["quick"].data.name == "fashion_mnist"
+            assert exp.presets["quick-bundled"].data.name == "digits"
             assert exp.fallbacks == {"quick": "quick-bundled"}  # standard has none
             assert exp.runtime("quick") and exp.runtime("standard")
 
@@ -69,8 +71,9 @@ def test_tiny_runs_end_to_end_with_figures_spectra_and_claims(runs, experiment_i
     assert run.manifest["terminal_phase"] == tpt["summary"]
     # the distance to a critical point: train.stationarity on the final checkpoint's
     # network, rebuilt here in float64
-    config = run.manifest["config"]
-    data, _ = load_data(config, None, seed=0)
+    config = get_experiment(experiment_id).config(run.preset)
+    assert json.loads(json.dumps(config.to_dict())) == run.manifest["config"]
+    data = load_data(config.data, None, seed=0)
     model = build_network(config, data)
     model.load_state_dict(run.latest_checkpoint().load(weights_only=False)["model"])
     expected = stationarity(model.double(), data.train, TrainConfig(**run.manifest["train_config"]))
@@ -130,27 +133,28 @@ def test_quick_falls_back_to_bundled_digits_without_fashion_mnist(tmp_path):
     for experiment_id in ("curvature-mlp-ce", "curvature-conv-mse"):
         plan = plan_data(get_experiment(experiment_id), "quick")
         assert plan.preset == "quick-bundled" and plan.fell_back
-    data, used = load_data(presets("mlp", "ce")["quick-bundled"], None, seed=0)
-    assert used == {"dataset": "digits"}
+    spec = get_experiment("curvature-mlp-ce").config("quick-bundled").data
+    assert spec.name == "digits"
+    data = load_data(spec, None, seed=0)
     assert data.n_classes == 5 and data.input_shape == (64,)
 
 
 def test_standard_reads_three_fashion_mnist_classes_from_the_debian_files(fashion_mnist_dir):
     for net in ("mlp", "conv"):  # images (1, 28, 28); the MLP flattens them
-        config = presets(net, "ce")["standard"]
-        assert config["classes"] == [0, 1, 3]  # K = 3, paper 004's
+        config = get_experiment(f"curvature-{net}-ce").config("standard")
+        assert list(config.data.options["classes"]) == [0, 1, 3]  # K = 3, paper 004's
         plan = plan_data(get_experiment(f"curvature-{net}-ce"), "standard")
         assert plan.preset == "standard" and str(fashion_mnist_dir) in plan.summary()
-        data, used = load_data(config, None, seed=0)
-        assert used == {"dataset": "fashion_mnist"}
+        assert config.data.name == "fashion_mnist"
+        data = load_data(config.data, None, seed=0)
         assert data.n_classes == 3 and tuple(data.input_shape) == (1, 28, 28)
         counts = torch.bincount(data.train.y, minlength=3)
-        assert counts.tolist() == [config["n_train_per_class"]] * 3
+        assert counts.tolist() == [config.data.options["n_train_per_class"]] * 3
         # the measured layers are the classifier and the one before it, which the claims read
         model = build_network(config, data)
         weights = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
-        assert config["curvature_layers"] == weights[-2:]
-        assert config["nc_every"] and max(config["curvature_epochs"]) == config["epochs"]
+        assert list(config.curvature_layers) == weights[-2:]
+        assert config.nc_every and max(config.curvature_epochs) == config.epochs
 
 
 @pytest.mark.parametrize("loss", ["ce", "mse"])
@@ -158,13 +162,14 @@ def test_standard_mlps_descend_full_batch_and_conv_nets_keep_sgd(loss):
     """Paper 004's procedure where the hour allows it (docs/curvature.md, "Full-batch
     gradient descent for the standard MLPs"): one step per epoch over all 300 images at a
     constant rate; the conv nets keep SGD with its two decays."""
-    mlp, conv = presets("mlp", loss)["standard"], presets("conv", loss)["standard"]
-    n_train = mlp["n_train_per_class"] * len(mlp["classes"])
-    assert (mlp["batch_size"], mlp["milestones"], mlp["lr"]) == (n_train, [], 0.05)
-    assert mlp["epochs"] == 20_000 and mlp["curvature_epochs"] == [0, 6666, 20_000]
-    assert mlp["epochs"] % mlp["checkpoint_every"] == 0 and mlp["checkpoint_every"] > 1
-    assert conv["batch_size"] < n_train and conv["milestones"] == [150, 300]
-    assert conv["checkpoint_every"] == 1 and conv["epochs"] == 450
+    mlp = get_experiment(f"curvature-mlp-{loss}").config("standard")
+    conv = get_experiment(f"curvature-conv-{loss}").config("standard")
+    n_train = mlp.data.options["n_train_per_class"] * len(mlp.data.options["classes"])
+    assert (mlp.batch_size, list(mlp.milestones), mlp.lr) == (n_train, [], 0.05)
+    assert mlp.epochs == 20_000 and list(mlp.curvature_epochs) == [0, 6666, 20_000]
+    assert mlp.epochs % mlp.checkpoint_every == 0 and mlp.checkpoint_every > 1
+    assert conv.batch_size < n_train and list(conv.milestones) == [150, 300]
+    assert conv.checkpoint_every == 1 and conv.epochs == 450
 
 
 @pytest.mark.parametrize(
@@ -180,19 +185,19 @@ def test_the_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path, net,
     protocol is the one note 003 gives (350 epochs, decays at 116 and 233, batches of 128,
     weight decay 5e-4, rates 0.0679 CE and 0.0184 MSE). A measured layer that the network
     lacks is a clear error."""
-    from collapselab.experiments.curvature.training import curvature_dry_run
+    from collapselab.experiments.dlufm import network_dry_run
     from collapselab.experiments.dry_run import dry_run_experiment
     from tests._idx_files import write_idx_dataset
 
     arrays = write_idx_dataset(tmp_path, n_train=40, n_test=20)
     for loss, lr in (("ce", 0.0679), ("mse", 0.0184)):
-        config = presets(net, loss)["paper"]
-        assert (config["epochs"], config["milestones"], config["batch_size"]) == (
+        config = get_experiment(f"curvature-{net}-{loss}").config("paper")
+        assert (config.epochs, list(config.milestones), config.batch_size) == (
             350,
             [116, 233],
             128,
         )
-        assert (config["lr"], config["weight_decay"], config["momentum"]) == (lr, 5e-4, 0.9)
+        assert (config.lr, config.weight_decay, config.momentum) == (lr, 5e-4, 0.9)
         result = dry_run_experiment(
             get_experiment(f"curvature-{net}-{loss}"), "paper", data_dir=tmp_path
         )
@@ -203,6 +208,7 @@ def test_the_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path, net,
         )
         assert built["n_train"] == 40 and built["train_class_counts"] == counts.tolist()
         assert built["hessian_sizes"] == sizes and built["eigenpairs"] == 210
-    wrong = {**presets(net, "ce")["paper"], "curvature_layers": ["layers.9.linear"]}
+    paper = get_experiment(f"curvature-{net}-ce").config("paper")
+    wrong = paper.replace(curvature_layers=["layers.9.linear"])
     with pytest.raises(ValueError, match=r"\['layers.9.linear'\] are not weight layers of the"):
-        curvature_dry_run(wrong, tmp_path)
+        network_dry_run(wrong, tmp_path)

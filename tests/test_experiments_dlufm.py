@@ -12,6 +12,7 @@ import torch
 
 from collapselab._threads import serial_threads
 from collapselab.curvature import count_outliers as theory_count_outliers
+from collapselab.data import DataSpec, load_data
 from collapselab.experiments import (
     RunResults,
     evaluate_claims,
@@ -22,17 +23,12 @@ from collapselab.experiments import (
 )
 from collapselab.experiments.dlufm import (
     RELU_CLAIMS,
+    claims,
     classify,
     lambda_for_ratio,
     presets,
-    relu,
 )
-from collapselab.experiments.dlufm.mlp import (
-    as_deep_ufm,
-    bulk_outliers,
-    load_images,
-    mlp_dry_run,
-)
+from collapselab.experiments.dlufm.mlp import as_deep_ufm, bulk_outliers, mlp_dry_run
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import (
@@ -122,10 +118,11 @@ def test_regularisation_ratios_are_the_ratios_of_the_closed_form(runs):
     run = runs["dlufm-regularisation"]
     stored = run.load_array("regularisation")
     config = run.config
+    preset = get_experiment("dlufm-regularisation").config(run.preset)
     big_l = config["n_layers"]
     for ratio, lam, t_star in zip(stored["ratio"], stored["lambda"], stored["t_star"],
                                   strict=True):  # fmt: skip
-        assert lam == pytest.approx(lambda_for_ratio(config, ratio), rel=1e-14)
+        assert lam == pytest.approx(lambda_for_ratio(preset, ratio), rel=1e-14)
         model = DeepLinearUFM(config["n_classes"], config["n_per_class"], config["width"], lam,
                               lam, n_layers=big_l)  # fmt: skip
         form = closed_form(model)
@@ -190,19 +187,19 @@ def test_aligned_if_near_equal_is_the_smallest_alignment_near_equal_eigenvalues_
     of two eigenvectors whose eigenvalues differ by the relative spread ``NEAR_EQUAL`` (a fine
     grid of angles), and random vectors in the span of nine eigenvalues within that spread
     never fall below it."""
-    delta = relu.NEAR_EQUAL
+    delta = claims.NEAR_EQUAL
     hessian = np.diag([1.0, 1.0 - delta])
     theta = np.linspace(0.0, np.pi / 2, 200_001)
     v = np.stack([np.cos(theta), np.sin(theta)])
     hv = hessian @ v
     a = np.sum(v * hv, axis=0) / np.linalg.norm(hv, axis=0)
-    assert a.min() == pytest.approx(relu.ALIGNED_IF_NEAR_EQUAL, abs=1e-10)
+    assert a.min() == pytest.approx(claims.ALIGNED_IF_NEAR_EQUAL, abs=1e-10)
     rng = np.random.default_rng(0)
     eig = np.concatenate([[1.0, 1.0 - delta], rng.uniform(1.0 - delta, 1.0, 7)])
     v = rng.standard_normal((9, 10_000))
     hv = eig[:, None] * v
     a = np.sum(v * hv, axis=0) / (np.linalg.norm(hv, axis=0) * np.linalg.norm(v, axis=0))
-    assert a.min() >= relu.ALIGNED_IF_NEAR_EQUAL - 1e-15
+    assert a.min() >= claims.ALIGNED_IF_NEAR_EQUAL - 1e-15
 
 
 def run_widths(results):
@@ -243,7 +240,7 @@ def test_the_mlp_is_read_as_a_deep_relu_ufm_with_the_inputs_as_features(runs):
     spectrum is that of the autodiff Hessian of the MLP's own MSE loss in its last weight."""
     run = runs["dlufm-mlp"]
     config = run.config
-    data = load_images(config, None, 0)
+    data = load_data(get_experiment("dlufm-mlp").config(run.preset).data, None, 0)
     seed_everything(0)
     model = MLP(64, 10, width=config["width"], depth=config["depth"], bias=False)
     state = Run.open(run.path).latest_checkpoint().load()
@@ -362,26 +359,25 @@ def test_figures_are_redrawn_from_the_stored_results(runs):
 
 def test_presets_are_plain_data_and_the_quick_linear_configuration_is_note_a():
     quick = presets.LINEAR["quick"]
-    assert (quick["n_classes"], quick["n_per_class"], quick["width"], quick["n_layers"]) == (
-        3, 10, 10, 4,
-    )  # fmt: skip
-    assert quick["lambda_w"] == quick["lambda_h"] == 5e-3 and quick["layer"] == 3
-    json.dumps([presets.LINEAR, presets.RELU, presets.REGULARISATION, presets.LAYERS])
+    assert (quick.n_classes, quick.n_per_class, quick.width, quick.n_layers) == (3, 10, 10, 4)
+    assert quick.lambda_w == quick.lambda_h == 5e-3 and quick.layer == 3
+    tables = [presets.LINEAR, presets.RELU, presets.REGULARISATION, presets.LAYERS]
+    json.dumps([{tier: preset.to_dict() for tier, preset in table.items()} for table in tables])
 
 
 def test_the_mlp_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path):
     """The paper preset reads Fashion-MNIST's IDX files (fixtures in the real format) and
     builds its network; without the files it stops with a clear error."""
     config = get_experiment("dlufm-mlp").config("paper")
-    n = config["n_per_class"]
+    n = config.data.options["n_train_per_class"]
     write_idx_dataset(tmp_path / "fashion-mnist", n_train=10 * n, n_test=10 * n)
     summary = mlp_dry_run(config, data_dir=tmp_path)
-    width = config["width"]
+    width = config.width
     assert summary["dataset"] == "fashion_mnist" and summary["n_train"] == 10 * n
     assert summary["train_class_counts"] == [n] * 10 and summary["input_dim"] == 784
-    assert summary["dims"] == [784] + [width] * (config["depth"] - 1) + [10]
-    assert summary["hessian_sizes"] == {config["depth"] - 1: width * width,
-                                        config["depth"]: 10 * width}  # fmt: skip
+    assert summary["dims"] == [784] + [width] * (config.depth - 1) + [10]
+    assert summary["hessian_sizes"] == {config.depth - 1: width * width,
+                                        config.depth: 10 * width}  # fmt: skip
     with pytest.raises(FileNotFoundError, match="absent"):  # no stand-in data
         mlp_dry_run(config, data_dir=tmp_path / "absent")
     assert get_experiment("dlufm-mlp").dry_run is mlp_dry_run
@@ -392,18 +388,18 @@ def test_the_mlp_standard_preset_reads_paper_004s_three_classes(tmp_path):
     order, so its last layer has K = 3 outputs; a class list on a dataset without one is a
     clear error."""
     config = get_experiment("dlufm-mlp").config("standard")
-    assert config["classes"] == [0, 1, 3]
-    n = config["n_per_class"]
+    assert list(config.data.options["classes"]) == [0, 1, 3]
+    n = config.data.options["n_train_per_class"]
     write_idx_dataset(tmp_path / "fashion-mnist", n_train=10 * n, n_test=10 * n)
     summary = mlp_dry_run(config, data_dir=tmp_path)
     assert summary["n_train"] == 3 * n and summary["train_class_counts"] == [n] * 3
     assert summary["dims"][-1] == 3
-    assert summary["hessian_sizes"][config["depth"]] == 3 * config["width"]
+    assert summary["hessian_sizes"][config.depth] == 3 * config.width
     # relabelled 0, 1, 2 and sorted class-major, as the UFM's labels
-    data = load_images(config, tmp_path, 0)
+    data = load_data(config.data, tmp_path, 0)
     assert data.train.y.tolist() == [0] * n + [1] * n + [2] * n
-    with pytest.raises(ValueError, match=r"'classes'.*digits"):
-        load_images({**config, "dataset": "digits"}, None, 0)
+    with pytest.raises(ValueError, match=r"'digits'.*'classes'"):
+        DataSpec("digits", config.data.options, steps=config.data.steps)
 
 
 def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
@@ -414,7 +410,7 @@ def test_reproduce_004_paper_dry_run_on_the_command_line(tmp_path):
 
     from collapselab.cli.main import app
 
-    n = get_experiment("dlufm-mlp").config("paper")["n_per_class"]
+    n = get_experiment("dlufm-mlp").config("paper").data.options["n_train_per_class"]
     write_idx_dataset(tmp_path / "fashion-mnist", n_train=10 * n, n_test=10 * n)
     result = CliRunner().invoke(
         app, ["reproduce", "004", "--preset", "paper", "--dry-run", "--data-dir", str(tmp_path)]
@@ -440,7 +436,7 @@ def test_mlp_claims_report_the_premise_of_each_layer_from_its_input_features(run
     library's convention: ddof 0, class-balanced), computed here by loops over the samples."""
     run = runs["dlufm-mlp"]
     config = run.config
-    data = load_images(config, None, 0)
+    data = load_data(get_experiment("dlufm-mlp").config(run.preset).data, None, 0)
     seed_everything(0)
     model = MLP(64, 10, width=config["width"], depth=config["depth"], bias=False)
     model.load_state_dict(Run.open(run.path).latest_checkpoint().load()["model"])

@@ -96,13 +96,15 @@ def test_standard_dry_runs_from_the_debian_files(fashion_mnist_dir: Path):
 def test_a_changed_configuration_changes_no_preset_and_no_other_experiment():
     """``config`` returns a deep copy: the curvature networks and ``dlufm-mlp`` share one
     class list at ``standard``, and a caller's change to it reaches neither preset."""
-    mlp = get_experiment("dlufm-mlp").config("standard")
-    conv = get_experiment("curvature-conv-ce").config("standard")
-    assert mlp["classes"] == conv["classes"] == [0, 1, 3]
-    mlp["classes"].append(9)
-    conv["classes"][0] = 5
+    mlp = get_experiment("dlufm-mlp").config("standard").data.options
+    conv = get_experiment("curvature-conv-ce").config("standard").data.options
+    assert list(mlp["classes"]) == list(conv["classes"]) == [0, 1, 3]
+    mlp["classes"] = (0, 1, 3, 9)
+    conv["classes"] = (5, 1, 3)
     for experiment_id in ("dlufm-mlp", "curvature-conv-ce", "curvature-mlp-mse"):
-        assert get_experiment(experiment_id).config("standard")["classes"] == [0, 1, 3]
-    quick = get_experiment("curvature-mlp-ce").config("quick")
-    quick["classes"].clear()
-    assert get_experiment("curvature-mlp-ce").config("quick")["classes"] == [0, 1, 3, 5, 8]
+        options = get_experiment(experiment_id).config("standard").data.options
+        assert list(options["classes"]) == [0, 1, 3]
+    quick = get_experiment("curvature-mlp-ce").config("quick").data.options
+    quick["classes"] = ()
+    options = get_experiment("curvature-mlp-ce").config("quick").data.options
+    assert list(options["classes"]) == [0, 1, 3, 5, 8]

@@ -13,7 +13,7 @@ import torch
 
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.experiments.claims import NotEvaluable, RunResults
-from collapselab.experiments.curvature.terminal import zero_error_from
+from collapselab.experiments.dlufm.terminal import zero_error_from
 from collapselab.experiments.mse_nc.results import StoredArms
 from collapselab.metrics.nc import weighted_accuracy
 from collapselab.models import MLP

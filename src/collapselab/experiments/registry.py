@@ -44,7 +44,6 @@ BUILTIN_PACKAGES: tuple[str, ...] = (
     "collapselab.experiments.pcbias",
     "collapselab.experiments.mse_nc",
     "collapselab.experiments.dlufm",
-    "collapselab.experiments.curvature",
 )
 """Modules imported (when present) to register the built-in experiments, one per paper."""
 

@@ -52,32 +52,30 @@ import numpy as np
 
 from collapselab._threads import serial_threads
 from collapselab.curvature import count_outliers
-from collapselab.experiments.claims import Claim, NotEvaluable, RunResults
-from collapselab.experiments.dlufm._common import (
+from collapselab.experiments.dlufm.presets import ReluPreset
+from collapselab.experiments.dlufm.ufm import (
     build_model,
-    claim,
     descend,
+    layer_snapshot,
     overlaps,
     relative_spread,
+    stack,
 )
-from collapselab.experiments.dlufm.snapshots import layer_snapshot, stack
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
 from collapselab.store import Run
 from collapselab.theory.dlufm_layerwise import preactivation_signs
 
 __all__ = [
-    "ALIGNED_IF_NEAR_EQUAL",
     "FRAME_TOL",
     "LOWER_RANK",
-    "NEAR_EQUAL",
     "RANK_RTOL",
-    "RELU_CLAIMS",
     "SYMMETRIC_ACTIVE",
     "SYMMETRIC_CONSTANT",
-    "UNEQUAL",
     "classify",
     "regime",
+    "relu_endpoint",
+    "run_name",
     "run_relu",
 ]
 
@@ -87,42 +85,9 @@ RANK_RTOL = 1e-3
 FRAME_TOL = 0.05
 """Orthogonal-frame distance of the output class means at which they form a frame."""
 
-NEAR_EQUAL = 0.05
-"""Relative spread ``(max − min)/max`` at which a group of outliers counts as equal."""
 
-UNEQUAL = 0.05
-"""Relative spread of the Hessian's top ``K²`` at or above which they are *not* equal."""
-
-ALIGNED_IF_NEAR_EQUAL = 2 * np.sqrt(1 - NEAR_EQUAL) / (2 - NEAR_EQUAL)
-r"""The smallest ``a(v)`` of a vector in the span of eigenvectors whose eigenvalues lie within
-:data:`NEAR_EQUAL` of each other (Kantorovich's inequality:
-:math:`a(v) \geq 2\sqrt{\kappa}/(1 + \kappa)`, :math:`\kappa = 1 - \text{NEAR\_EQUAL}` the
-smallest ratio of two of them): ``0.99967``. With outliers equal to within ``NEAR_EQUAL``, this is
-what "the predicted vectors are eigenvectors" can mean at a point that is not a global
-optimum to round-off."""
-
-ALIGNED = 0.9
-"""Smallest ``a(v)`` of the predicted eigenvectors that counts as close to 1 (Table 1)."""
-
-COEFFICIENT = 0.05
-"""``|⟨g/‖g‖, u_j⟩|`` above which a true-eigenvector coefficient counts as non-zero (Table 2)."""
-
-NEAR_ONE = 0.999
-"""``a(v)`` from which a predicted vector is counted as aligned in the detail of
-``relu-alignment-close-to-one`` (reported, not judged)."""
-
-EXACTLY_ONE = 1e-9
-"""``a(v) >= 1 − EXACTLY_ONE`` counts as exactly 1 (Table 1's "not exactly 1" is below it)."""
-
-TABLE4_CONSTANT = 0.01
-"""Relative spread of Table 4's diagonal below which it counts as constant."""
-
-IDENTITY = 1e-9
-"""Relative difference below which two matrices that an identity makes equal count as equal
-(Tables 3 and 4 at a locally linear point; float64 round-off is ~1e-15)."""
-
-
-def _run_name(width: int, seed: int) -> str:
+def run_name(width: int, seed: int) -> str:
+    """The name of the sweep's run at ``width`` from ``seed`` (``d<width>_s<seed>``)."""
     return f"d{width}_s{seed}"
 
 
@@ -179,25 +144,26 @@ def run_relu(run: Run, context: RunContext) -> None:
     run's executor, :func:`relu_endpoint`), then the featured run's dynamics (its gradient
     descent run again here, deterministic from its seed, for the snapshots at every
     checkpoint)."""
-    c = context.config
-    layer, k = int(c["layer"]), int(c["n_classes"])
-    pairs = [(int(w), int(s)) for w in c["widths"] for s in c["seeds"]]
-    members = [{"config": dict(c), "width": width, "seed": seed} for width, seed in pairs]
+    c: ReluPreset = context.config
+    layer, k = c.layer, c.n_classes
+    pairs = [(width, seed) for width in c.widths for seed in c.seeds]
+    members = [{"preset": c, "width": width, "seed": seed} for width, seed in pairs]
     summary: dict[str, list[float]] = {}
     # one thread per member (threads=1), as collapselab._threads.serial_threads
     finals = run_members(relu_endpoint, members, run, context)
     for (width, seed), final in zip(pairs, finals, strict=True):
-        run.save_array(f"final_{_run_name(width, seed)}", **final)
+        run.save_array(f"final_{run_name(width, seed)}", **final)
         row = classify(final, k, layer) | {"width": float(width), "seed": float(seed)}
         for key, value in row.items():
             summary.setdefault(key, []).append(value)
-        run.log_dict(0, row, split="sweep", layer=_run_name(width, seed))
+        run.log_dict(0, row, split="sweep", layer=run_name(width, seed))
     run.save_array("sweep", **{key: np.asarray(v) for key, v in summary.items()})
     featured = _featured(pairs, summary)
     with serial_threads():
-        model = build_model(c, relu=True, width=featured[0])
-        with context.progress.task("featured run", int(c["steps"]), "steps") as progress:
-            traj = descend(model, c, progress, seed=featured[1])
+        model = build_model(c.at_width(featured[0]), relu=True)
+        with context.progress.task("featured run", c.steps, "steps") as progress:
+            traj = descend(model, c, steps=c.steps, checkpoints=c.checkpoints,
+                           seed=featured[1], progress=progress)  # fmt: skip
         snaps = []
         with context.progress.task("featured run spectra", len(traj.points), "checkpoints") as done:
             for i, point in enumerate(traj.points):
@@ -217,18 +183,19 @@ def run_relu(run: Run, context: RunContext) -> None:
         n_classes=np.int64(k),
         **dynamics,
     )
-    run.update_manifest(featured_run=_run_name(*featured))
+    run.update_manifest(featured_run=run_name(*featured))
     run.flush()
 
 
 def relu_endpoint(member: dict[str, Any]) -> dict[str, Any]:
-    """A sweep task: gradient descent of the ReLU UFM of ``member["width"]`` from the start
-    of ``member["seed"]``; the endpoint's full snapshot (without its top vectors) and where
-    its ReLUs act (:func:`~collapselab.theory.dlufm_layerwise.preactivation_signs`)."""
-    c = member["config"]
-    model = build_model(c, relu=True, width=int(member["width"]))
-    traj = descend(model, c, seed=int(member["seed"]))
-    final = layer_snapshot(model, traj.final, int(c["layer"]))
+    """A sweep task: gradient descent of the ReLU UFM of the preset ``member["preset"]`` at
+    ``member["width"]`` from the start of ``member["seed"]``; the endpoint's full snapshot
+    (without its top vectors) and where its ReLUs act
+    (:func:`~collapselab.theory.dlufm_layerwise.preactivation_signs`)."""
+    c: ReluPreset = member["preset"]
+    model = build_model(c.at_width(member["width"]), relu=True)
+    traj = descend(model, c, steps=c.steps, checkpoints=c.checkpoints, seed=member["seed"])
+    final = layer_snapshot(model, traj.final, c.layer)
     final.pop("top_vectors")
     signs = preactivation_signs(model, traj.final)
     final["preactivation_nonpositive"] = signs.nonpositive_fraction
@@ -247,345 +214,3 @@ def _featured(pairs: list[tuple[int, int]], summary: Mapping[str, list[float]]) 
         if summary["symmetric"][i]:
             return pair
     return pairs[-1]
-
-
-# ---------------------------------------------------------------------------------------
-# claims
-
-
-def _sweep(results: RunResults) -> dict[str, np.ndarray]:
-    keys = ("width", "seed", "symmetric", "masks_constant", "weight_rank", "output_frame",
-            "weight_spread", "hessian_spread", "hessian_outliers", "objective")  # fmt: skip
-    return {key: results.array("sweep", key) for key in keys}
-
-
-def _k(results: RunResults) -> int:
-    return int(results.array("dynamics", "n_classes"))
-
-
-_RUNS = {
-    None: "symmetric run(s)",
-    SYMMETRIC_ACTIVE: "symmetric ReLU-active run(s)",
-    SYMMETRIC_CONSTANT: "symmetric run(s) with sample-independent masks",
-}
-"""How a claim's detail names the runs it read: every symmetric run, or those of one regime
-(:func:`regime`)."""
-
-
-def _symmetric_runs(results: RunResults, relu: str | None = None) -> list[str]:
-    """The symmetric runs, or those of them in the regime ``relu``
-    (:data:`SYMMETRIC_ACTIVE`: a mixed unit after the analysed layer;
-    :data:`SYMMETRIC_CONSTANT`: none)."""
-    s = _sweep(results)
-    names = [
-        _run_name(int(w), int(seed))
-        for w, seed, sym, constant in zip(
-            s["width"], s["seed"], s["symmetric"], s["masks_constant"], strict=True
-        )
-        if sym and (relu is None or bool(constant) == (relu == SYMMETRIC_CONSTANT))
-    ]
-    if not names:
-        raise NotEvaluable(
-            "no run reached the symmetric solution"
-            + ("" if relu is None else f" with {relu.removeprefix('symmetric, ')}")
-            + "; see relu-symmetric-at-widest"
-        )
-    return names
-
-
-def _describe_runs(s: Mapping[str, np.ndarray]) -> str:
-    return "; ".join(
-        f"d={int(w)} seed {int(seed)}: "
-        f"{regime({'symmetric': sym, 'masks_constant': constant})} "
-        f"(F {obj:.6g}, weight rank {int(rank)}, frame {frame:.2g})"
-        for w, seed, sym, constant, obj, rank, frame in zip(
-            s["width"], s["seed"], s["symmetric"], s["masks_constant"], s["objective"],
-            s["weight_rank"], s["output_frame"], strict=True,
-        )
-    )  # fmt: skip
-
-
-def _symmetric_at_widest(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    s = _sweep(results)
-    widest = s["width"] == s["width"].max()
-    fraction = float(np.mean(s["symmetric"][widest]))
-    values = {"fraction_widest": fraction, "n_symmetric": float(s["symmetric"].sum())}
-    for w in np.unique(s["width"]):
-        values[f"fraction_d{int(w)}"] = float(np.mean(s["symmetric"][s["width"] == w]))
-    detail = (
-        f"{fraction:.0%} of the seeds at the largest width d={int(s['width'].max())} reached "
-        f"the symmetric solution (>= 2/3?). Every run: {_describe_runs(s)}"
-    )
-    return fraction >= 2 / 3, values, 2 / 3, detail
-
-
-def _final(results: RunResults, name: str, key: str) -> np.ndarray:
-    return results.array(f"final_{name}", key)
-
-
-def _per_symmetric_run(
-    results: RunResults, measure: Any, ok: Any, text: str, bound: float, relu: str | None = None
-) -> Any:
-    names = _symmetric_runs(results, relu)
-    measured = {name: measure(results, name) for name in names}
-    holds = all(ok(v) for v in measured.values())
-    detail = f"{text} in the {len(names)} {_RUNS[relu]}: " + ", ".join(
-        f"{name} {v:.4g}" for name, v in measured.items()
-    )
-    return holds, measured, bound, detail
-
-
-def _hessian_outliers(results: RunResults) -> Any:
-    k = _k(results)
-    return _per_symmetric_run(
-        results,
-        lambda r, n: float(count_outliers(_final(r, n, "hessian"))),
-        lambda v: v == k * k,
-        f"outliers of the layer-wise Hessian by the largest spectral gap (need K² = {k * k})",
-        float(k * k),
-    )
-
-
-def _hessian_unequal(results: RunResults) -> Any:
-    k = _k(results)
-    return _per_symmetric_run(
-        results,
-        lambda r, n: relative_spread(_final(r, n, "hessian")[: k * k]),
-        lambda v: v >= UNEQUAL,
-        f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}; the "
-        f"linear model's is ~1e-12)",
-        UNEQUAL,
-        SYMMETRIC_ACTIVE,
-    )
-
-
-def _weights_equal(results: RunResults) -> Any:
-    k = _k(results)
-
-    def spread(r: RunResults, n: str) -> float:
-        return max(relative_spread(v[np.isfinite(v)][:k]) for v in _final(r, n, "weights"))
-
-    return _per_symmetric_run(
-        results,
-        spread,
-        lambda v: v <= NEAR_EQUAL,
-        f"largest relative spread over layers of the top K eigenvalues of W_lW_lᵀ (need <= "
-        f"{NEAR_EQUAL:g})",
-        NEAR_EQUAL,
-    )
-
-
-def _knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None, str]:
-    k = _k(results)
-    expected = {"none": k * k, "within": k * k, "cross": k, "class": k * (k - 1)}
-    names = _symmetric_runs(results)
-    ok, values, parts = True, {}, []
-    for name in names:
-        counts = {p: count_outliers(_final(results, name, f"knockout_logit_{p}")) for p in expected}
-        ok &= counts == expected
-        values |= {f"{name}_{p}": float(v) for p, v in counts.items()}
-        parts.append(f"{name}: " + ", ".join(f"{p} {v}" for p, v in counts.items()))
-    detail = (
-        "gap-rule outliers of G and of G minus each part (none, within, cross, class; need "
-        f"{k * k}, {k * k}, {k}, {k * (k - 1)}): " + "; ".join(parts)
-    )
-    return ok, values, None, detail
-
-
-def _alignment(results: RunResults) -> Any:
-    holds, measured, bound, detail = _per_symmetric_run(
-        results,
-        lambda r, n: float(np.nanmin(_final(r, n, "alignment"))),
-        lambda v: ALIGNED <= v < 1 - EXACTLY_ONE,
-        f"smallest a(v_kk') (need in [{ALIGNED:g}, 1 − {EXACTLY_ONE:g}): close to but not "
-        "exactly 1)",
-        ALIGNED,
-        SYMMETRIC_ACTIVE,
-    )
-    # how the K² vectors split: a run can hold most of them at ~1 and a few far off
-    counts = {n: int(np.sum(_final(results, n, "alignment") >= NEAR_ONE)) for n in measured}
-    k2 = _k(results) ** 2
-    detail += f"; vectors with a(v) >= {NEAR_ONE:g} of the {k2}: " + ", ".join(
-        f"{name} {count}" for name, count in counts.items()
-    )
-    return holds, measured, bound, detail
-
-
-def _true_coefficients(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    k = _k(results)
-    names = _symmetric_runs(results, SYMMETRIC_ACTIVE)
-    ok, values, parts = True, {}, []
-    for name in names:
-        coef = np.abs(_final(results, name, "true_coefficients"))
-        big = np.sort(coef[coef > COEFFICIENT])[::-1]
-        unequal = big.size > 1 and relative_spread(big) >= 0.01
-        ok &= big.size == k and unequal
-        values |= {f"{name}_nonzero": float(big.size), f"{name}_spread": relative_spread(big)
-                   if big.size else float("nan")}  # fmt: skip
-        parts.append(f"{name}: {np.array2string(big, precision=3)}")
-    detail = (
-        f"|⟨g/‖g‖, u_j⟩| above {COEFFICIENT:g} on the top K² true eigenvectors (need exactly "
-        f"K = {k}, with relative spread >= 0.01) in the {len(names)} "
-        f"{_RUNS[SYMMETRIC_ACTIVE]}: " + "; ".join(parts)
-    )
-    return ok, values, float(k), detail
-
-
-def _table3(results: RunResults) -> Any:
-    layer = int(results.array("dynamics", "layer"))
-
-    def off(r: RunResults, n: str) -> float:
-        q = _final(r, n, "table3")[layer - 1]
-        diag = np.diag(q)
-        return max(relative_spread(diag), float(np.max(np.abs(q - np.diag(diag)))) / diag.mean())
-
-    return _per_symmetric_run(
-        results,
-        off,
-        lambda v: v <= 0.1,
-        f"W_{{L:{layer}}}W_{{L:{layer}}}ᵀ: max(diagonal spread, largest |off-diagonal| / mean "
-        "diagonal) (need <= 0.1: constant diagonal, small off-diagonal)",
-        0.1,
-    )
-
-
-def _table4(results: RunResults) -> Any:
-    layer = int(results.array("dynamics", "layer"))
-    return _per_symmetric_run(
-        results,
-        lambda r, n: relative_spread(np.diag(_final(r, n, "table4")[layer - 1])),
-        lambda v: v >= TABLE4_CONSTANT,
-        f"relative spread of the diagonal of (1/N) Σ B_iB_iᵀ at layer {layer} (need >= "
-        f"{TABLE4_CONSTANT:g}: not constant)",
-        TABLE4_CONSTANT,
-        SYMMETRIC_ACTIVE,
-    )
-
-
-def _constant_masks_linear(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    """The deep linear model's predictions in the symmetric runs whose ReLUs after
-    ``W_l..W_{L−1}`` have no mixed unit: there ``A_i = A`` for every sample and the
-    layer-``l`` Hessian is App. A's Kronecker product with ``A`` and the ReLU features. At
-    a critical point the weights out of a dead unit get no data gradient, so
-    weight decay sets them to 0 and ``A = W_{L:l+1}``: Table 4 equals Table 3."""
-    k, layer = _k(results), int(results.array("dynamics", "layer"))
-    names = _symmetric_runs(results, SYMMETRIC_CONSTANT)
-    ok, values, parts = True, {}, []
-    for name in names:
-        spread = relative_spread(_final(results, name, "hessian")[: k * k])
-        align = float(np.nanmin(_final(results, name, "alignment")))
-        t3 = _final(results, name, "table3")[layer - 1]
-        t4 = _final(results, name, "table4")[layer - 1]
-        gram_gap = float(np.max(np.abs(t4 - t3)) / np.max(np.abs(t3)))
-        ok &= spread <= NEAR_EQUAL and align >= ALIGNED_IF_NEAR_EQUAL and gram_gap <= IDENTITY
-        values |= {f"{name}_spread": spread, f"{name}_min_alignment": align,
-                   f"{name}_table4_vs_table3": gram_gap}  # fmt: skip
-        parts.append(
-            f"{name}: top-K² spread {spread:.4g}, 1 − min a(v) {1 - align:.3g}, "
-            f"|Table 4 − Table 3| / |Table 3| {gram_gap:.2g}"
-        )
-    detail = (
-        f"the linear model's predictions (top-K² relative spread <= {NEAR_EQUAL:g}, "
-        f"1 − min a(v) <= {1 - ALIGNED_IF_NEAR_EQUAL:.2g}, Table 4 = Table 3 to {IDENTITY:g}) "
-        f"in the {len(names)} {_RUNS[SYMMETRIC_CONSTANT]}: " + "; ".join(parts)
-    )
-    return ok, values, NEAR_EQUAL, detail
-
-
-_SOURCE = "004 §5.2"
-_ACTIVE_RUNS = (
-    "every symmetric run where the ReLU acts at the analysed layer (a mixed unit after "
-    "W_l..W_{L−1}: on for some samples, off for others)"
-)
-
-RELU_CLAIMS: list[Claim] = [
-    claim(
-        "relu-symmetric-at-widest",
-        "The deep ReLU UFM reaches the symmetric (DNC-like) solution the paper analyses; "
-        "at small widths gradient descent may end lower-rank (Súkeník et al.; note §5.2).",
-        f"{_SOURCE}; note 004 §5.2",
-        f"at least 2/3 of the seeds at the largest width end symmetric (every W_lW_lᵀ has "
-        f"exactly K eigenvalues above {RANK_RTOL:g} x its largest, the class means of layers "
-        f"2..L+1 orthogonal frames to {FRAME_TOL:g}); every run is reported",
-        _symmetric_at_widest,
-    ),
-    claim(
-        "relu-hessian-k2-outliers",
-        "Fig. 9: the layer-wise Hessian of the ReLU model has K² outliers.",
-        f"{_SOURCE}, Fig. 9",
-        "in every symmetric run, the largest spectral gap of the endpoint Hessian falls after "
-        "the K²-th eigenvalue",
-        _hessian_outliers,
-    ),
-    claim(
-        "relu-hessian-outliers-unequal",
-        "Fig. 9: the K² Hessian outliers approach each other but do not converge to equality.",
-        f"{_SOURCE}, Fig. 9",
-        f"in {_ACTIVE_RUNS}, (max − min)/max of the top K² eigenvalues >= {UNEQUAL:g}",
-        _hessian_unequal,
-    ),
-    claim(
-        "relu-knockouts",
-        "Fig. 10: knocking out Papyan's components removes the same numbers of outliers as in "
-        "the linear model (K² with G_within out, K with G_cross out, K(K−1) with G_class out).",
-        f"{_SOURCE}, Fig. 10",
-        "in every symmetric run (logit centring), gap-rule outlier counts of G, G−G_within, "
-        "G−G_cross, G−G_class are K², K², K, K(K−1)",
-        _knockouts,
-    ),
-    claim(
-        "relu-weight-outliers-equal",
-        "Fig. 11: the K outliers of every W_lW_lᵀ do converge to (near) equality.",
-        f"{_SOURCE}, Fig. 11",
-        f"in every symmetric run, every layer's top-K relative spread <= {NEAR_EQUAL:g}",
-        _weights_equal,
-    ),
-    claim(
-        "relu-alignment-close-to-one",
-        "Table 1: the predicted eigenvectors h̄^(l+1)_k ⊗ h̄^(l)_k' are close to, but not "
-        "exactly, eigenvectors.",
-        f"{_SOURCE}, Table 1",
-        f"in {_ACTIVE_RUNS}, {ALIGNED:g} <= min a(v) < 1 − {EXACTLY_ONE:g}",
-        _alignment,
-    ),
-    claim(
-        "relu-gradient-k-unequal-true-coefficients",
-        "Table 2: on the true top-K² eigenvectors the gradient has only K non-zero "
-        "coefficients, and they are unequal.",
-        f"{_SOURCE}, Table 2",
-        f"in {_ACTIVE_RUNS}, exactly K coefficients |⟨g/‖g‖, u_j⟩| > {COEFFICIENT:g}, with "
-        "relative spread >= 0.01",
-        _true_coefficients,
-    ),
-    claim(
-        "relu-table3-constant-diagonal",
-        "Table 3: W_{L:l}W_{L:l}ᵀ has a constant diagonal and small off-diagonal entries.",
-        f"{_SOURCE}, App. G.2, Table 3",
-        "in every symmetric run, diagonal spread and largest |off-diagonal| / mean diagonal <= 0.1",
-        _table3,
-    ),
-    claim(
-        "relu-table4-diagonal-not-constant",
-        "Table 4: the data-averaged (1/N) Σ A_iA_iᵀ has a non-constant diagonal.",
-        f"{_SOURCE}, App. G.2, Table 4",
-        f"in {_ACTIVE_RUNS}, relative spread of its diagonal >= {TABLE4_CONSTANT:g}",
-        _table4,
-    ),
-    claim(
-        "relu-constant-masks-follow-the-linear-model",
-        "Where no ReLU after W_l switches between samples (each unit on for every sample or "
-        "off for every sample, beyond float64 rounding), A_i is the same for every sample and "
-        "the layer-l Hessian is the Kronecker product of App. A (a deep linear model on layers "
-        "l..L with the dead units pruned, fed with the ReLU features; App. F): at the "
-        "symmetric solution its K² outliers (near) "
-        "equal, the predicted eigenvectors eigenvectors (a(v) near 1), Table 4 equal to "
-        "Table 3.",
-        f"{_SOURCE}; 004 Theorem 4.1, App. A, App. F",
-        f"in every symmetric run with sample-independent masks, top-K² relative spread <= "
-        f"{NEAR_EQUAL:g}, min a(v) >= {ALIGNED_IF_NEAR_EQUAL:.5f} (what outliers equal to "
-        f"{NEAR_EQUAL:g} allow, Kantorovich), max|Table 4 − Table 3| / max|Table 3| <= "
-        f"{IDENTITY:g}",
-        _constant_masks_linear,
-    ),
-]
-"""The claims of ``dlufm-relu``."""
