@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
 
-from collapselab.experiments import Experiment, register, unregister
+from collapselab.experiments import TIERS, Experiment, Preset, find_paper, register, unregister
+
+
+def typed(presets: dict[str, dict[str, Any]], paper: str | None = None) -> dict[str, Preset]:
+    """A test's presets, written as field values per tier, as typed presets: one
+    :class:`Preset` class whose fields are the names the tiers use (typed by their values,
+    ``None`` where a tier leaves one out). A tier the experiment must have and the test does
+    not give (``tiny``; ``standard`` and ``paper`` for one of the papers) is ``quick``."""
+    kinds: dict[str, Any] = {}
+    for values in presets.values():
+        for name, value in values.items():
+            kinds.setdefault(name, type(value))
+    fields = [(name, kind | None, dataclasses.field(default=None)) for name, kind in kinds.items()]
+    cls = dataclasses.make_dataclass(
+        "TestPreset", fields, bases=(Preset,), frozen=True, kw_only=True
+    )
+    table = {name: cls(**values) for name, values in presets.items()}
+    needed = TIERS if paper is not None and find_paper(paper) is not None else TIERS[:2]
+    for tier in needed:
+        table.setdefault(tier, table["quick"])
+    return table
 
 
 def experiment(exp_id: str, run: Any, paper: str | None = None, **fields: Any) -> Experiment:
-    """An experiment with a quick preset ``{}`` and a 1 s runtime unless ``fields`` say
-    otherwise; the paper defaults to the id."""
-    defaults: dict[str, Any] = {"title": exp_id, "presets": {"quick": {}}, "runtime_quick": "1 s"}
-    return Experiment(id=exp_id, paper=paper or exp_id, run=run, **(defaults | fields))
+    """An experiment with an empty quick preset and a 1 s runtime unless ``fields`` say
+    otherwise (``presets`` as field values per tier, :func:`typed`); the paper defaults to
+    the id."""
+    paper = paper or exp_id
+    presets = typed(fields.pop("presets", {"quick": {}}), paper)
+    defaults: dict[str, Any] = {"title": exp_id, "runtime_quick": "1 s"}
+    return Experiment(id=exp_id, paper=paper, run=run, presets=presets, **(defaults | fields))
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from collapselab.experiments import (
     value_above,
 )
 from collapselab.store import Run, query
+from tests._experiments import typed
 
 runner = CliRunner()
 COMMANDS = ("demo", "list", "run", "runs", "query", "reproduce", "report")
@@ -52,7 +53,7 @@ def cli_experiments() -> Iterator[None]:
                 id=exp_id,
                 paper=paper,
                 title=exp_id,
-                presets={"quick": {}},
+                presets=typed({"quick": {}}),
                 runtime_quick="0 s",
                 run=fn,
                 claims=[claim],

@@ -200,7 +200,9 @@ _SLOW = textwrap.dedent(
         callbacks = [LambdaCallback(on_epoch_end=tick), *context.callbacks]
         train(model, data, config, callbacks=callbacks, run=run)
 
-    register(Experiment(id="t-slow", paper="t-slow", title="slow", presets={"quick": {}},
+    from tests._experiments import typed
+
+    register(Experiment(id="t-slow", paper="t-slow", title="slow", presets=typed({"quick": {}}),
                         runtime_quick="1 s", run=run_slow))
     from collapselab.cli.main import main
     sys.argv = ["collapselab", *sys.argv[1:]]

@@ -5,7 +5,8 @@ other experiments not run), an unused --data-dir, erratum demonstrations counted
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -13,13 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from collapselab.cli.main import app
-from collapselab.data import load_dataset, locations
+from collapselab.data import DataSpec, load_dataset, locations
 from collapselab.experiments import (
     Claim,
     ClaimResult,
     Erratum,
     Experiment,
     MissingDataError,
+    Preset,
     RunContext,
     all_experiments,
     evaluate_claims,
@@ -27,12 +29,33 @@ from collapselab.experiments import (
     register,
     reproduce,
     run_experiment,
+    tiers,
     unregister,
 )
 from collapselab.experiments.claims import RunResults
 from collapselab.experiments.data_plan import DataDirError, config_datasets
 from collapselab.store import Run
+from tests._experiments import typed
 from tests._idx_files import write_idx_dataset
+
+FASHION = DataSpec("fashion_mnist", fallback=DataSpec("digits"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Images(Preset):
+    """Trains on Fashion-MNIST; its bundled fallback (quick-bundled) on the digits."""
+
+    data: DataSpec = FASHION
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arms(Preset):
+    """Several datasets, one twice."""
+
+    arms: Mapping[str, DataSpec] = field(default_factory=lambda: {
+        "a": DataSpec("fashion_mnist"), "b": DataSpec("mnist1d"), "c": DataSpec("mnist1d"),
+    })  # fmt: skip
+
 
 CALLS: list[str] = []
 
@@ -87,15 +110,10 @@ def experiments() -> Iterator[None]:
             id="t-plan-train",
             paper="t-paper-plan",
             title="trains on images",
-            presets={
-                "quick": {"dataset": "fashion_mnist"},
-                "quick-bundled": {"dataset": "digits"},
-                "standard": {"dataset": "fashion_mnist"},
-            },
+            presets=tiers(tiny=Images(), quick=Images(), standard=Images()),
             runtime_quick="1 s",
             run=_train,
             claims=[_fixed("holds"), _fixed("does not hold")],
-            fallbacks={"quick": "quick-bundled"},
         )
     )
     register(
@@ -103,7 +121,7 @@ def experiments() -> Iterator[None]:
             id="t-plan-theory",
             paper="t-paper-plan",
             title="simulates",
-            presets={"quick": {"n": 1}, "standard": {"n": 2}},
+            presets=typed({"quick": {"n": 1}, "standard": {"n": 2}}),
             runtime_quick="1 s",
             run=_simulate,
             claims=[_fixed("holds"), *ERRATA],
@@ -126,11 +144,10 @@ def debian_fashion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_config_datasets_reads_both_conventions():
-    assert config_datasets({"dataset": "digits"}) == ["digits"]
-    specs = {"a": {"name": "fashion_mnist"}, "b": {"name": "mnist1d"}, "c": {"name": "mnist1d"}}
-    assert config_datasets({"datasets": specs}) == ["fashion_mnist", "mnist1d"]
-    assert config_datasets({"n_classes": 5}) == []
+def test_config_datasets_reads_the_data_specs_of_a_preset():
+    assert config_datasets(Images()) == ["fashion_mnist"]
+    assert config_datasets(Arms()) == ["fashion_mnist", "mnist1d"]
+    assert config_datasets(typed({"quick": {"n_classes": 5}})["quick"]) == []
 
 
 def test_quick_falls_back_to_bundled_data_and_says_why(tmp_path, experiments):
@@ -188,7 +205,7 @@ def test_claims_of_a_failed_run_do_not_repeat_its_error(tmp_path, experiments):
             id="t-plan-fail",
             paper="t-paper-fail",
             title="fails",
-            presets={"quick": {}},
+            presets=typed({"quick": {}}),
             runtime_quick="1 s",
             run=fail,
             claims=[_fixed("holds"), _fixed("does not hold")],
@@ -251,7 +268,7 @@ def test_data_dir_given_to_a_preset_that_reads_no_files_says_so(tmp_path, experi
             id="t-plan-sim2",
             paper="t-paper-sims",
             title="simulates",
-            presets={"quick": {}},
+            presets=typed({"quick": {}}),
             runtime_quick="1 s",
             run=_simulate,
         )

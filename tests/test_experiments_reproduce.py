@@ -21,6 +21,7 @@ from collapselab.experiments import (
 from collapselab.experiments import registry as registry_module
 from collapselab.experiments.reproduce import select_experiments
 from collapselab.store import Run
+from tests._experiments import typed
 
 CALLS: dict[str, int] = {}
 
@@ -46,7 +47,7 @@ def two_experiments() -> Iterator[None]:
                 id=exp_id,
                 paper="t-paper-x",  # a paper no real package uses
                 title=f"{exp_id} title",
-                presets={"quick": {"n": 1}},
+                presets=typed({"quick": {"n": 1}}),
                 runtime_quick="1 s",
                 run=fn,
                 figure="Fig. 2",

@@ -33,6 +33,7 @@ from collapselab.experiments import (
 from collapselab.experiments import registry as registry_module
 from collapselab.report.plots import plot_metric
 from collapselab.store import Run
+from tests._experiments import typed
 
 EPOCHS = 6
 
@@ -77,7 +78,7 @@ def _make_experiment(exp_id: str, calls: dict[str, int], fail_first: int = 0) ->
         id=exp_id,
         paper="003",
         title="synthetic NC1 decay",
-        presets={"quick": {"epochs": EPOCHS}, "paper": {"epochs": 20}},
+        presets=typed({"quick": {"epochs": EPOCHS}, "paper": {"epochs": 20}}, "003"),
         runtime_quick="<1 s",
         run=run,
         figures=["nc1"],
@@ -253,8 +254,9 @@ def test_builtin_packages_register_on_import_and_missing_ones_are_skipped(
     package.mkdir()
     (package / "__init__.py").write_text(
         "from collapselab.experiments import Experiment, register\n"
+        "from tests._experiments import typed\n"
         "register(Experiment(id='t-fake-paper', paper='004', title='t', "
-        "presets={'quick': {}}, runtime_quick='0 s', run=lambda run, ctx: None))\n"
+        "presets=typed({'quick': {}}, '004'), runtime_quick='0 s', run=lambda run, ctx: None))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(

@@ -1,25 +1,26 @@
 """Which data a run will use, decided before it starts: the data plan of an experiment.
 
-An experiment configuration names its datasets under ``"dataset"`` (one name, paper 001's
-training experiments) or ``"datasets"`` (a mapping of specifications with a ``"name"``,
-paper 003's); :func:`config_datasets` reads both. Experiments that generate their own
-instances (the theory experiments) name none.
+A preset names its datasets as :class:`~collapselab.data.DataSpec` fields
+(:meth:`~collapselab.experiments.Preset.data_specs`); an experiment that reads none
+generates its own instances.
 
 :func:`plan_data` locates every dataset of the requested preset without loading it
-(:func:`collapselab.data.data_origin`). When a dataset's files are missing and the experiment
-declares a fallback for the preset (``Experiment.fallbacks``, e.g. ``quick`` ->
-``quick-bundled``: the same experiment on bundled or generated data), the fallback preset
-runs instead and the plan says why; without a fallback, :class:`MissingDataError` names every
-missing dataset, every place looked and how to install it, before anything is run.
+(:meth:`collapselab.data.DataSpec.origin`). When a dataset's files are missing and the
+experiment has a fallback for the preset (``Experiment.fallbacks``, derived when it is
+registered: ``quick`` -> ``quick-bundled``, the same preset on its datasets' bundled or
+generated fallbacks), the fallback preset runs instead and the plan says why; without a
+fallback, :class:`MissingDataError` names every missing dataset, every place looked and
+how to install it, before anything is run.
 
 The plan is recorded in the run manifest (``data``: :meth:`DataPlan.record`), shown in the
-report and the index, so that every run says which data it ran on.
+report and the index, so that every run says which data it ran on. :func:`reproduce` and
+the command line plan every experiment once, before the first runs, and hand the plan to
+:func:`~collapselab.experiments.run_experiment`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,26 +75,11 @@ def _dataset_of(error: DatasetFileError) -> str:
     return str(error.args[0]).split(":", 1)[0]
 
 
-def config_datasets(config: Preset | Mapping[str, Any]) -> list[str]:
-    """The dataset names a configuration reads, in order, without repeats.
-
-    A typed preset's :class:`~collapselab.data.DataSpec` fields
-    (:meth:`~collapselab.experiments.Preset.data_specs`); for a plain mapping,
-    ``config["dataset"]`` (a name) and ``config["datasets"][key]["name"]``. An experiment
-    that reads none generates its own instances.
-    """
-    if isinstance(config, Preset):
-        return list(dict.fromkeys(spec.name for spec in config.data_specs()))
-    names: list[str] = []
-    single = config.get("dataset")
-    if isinstance(single, str):
-        names.append(single)
-    specs = config.get("datasets")
-    if isinstance(specs, Mapping):
-        for spec in specs.values():
-            if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
-                names.append(spec["name"])
-    return list(dict.fromkeys(names))
+def config_datasets(config: Preset) -> list[str]:
+    """The dataset names a preset reads (its :class:`~collapselab.data.DataSpec` fields,
+    :meth:`~collapselab.experiments.Preset.data_specs`), in order, without repeats; an
+    experiment that reads none generates its own instances."""
+    return list(dict.fromkeys(spec.name for spec in config.data_specs()))
 
 
 @dataclass(frozen=True)
@@ -164,7 +150,7 @@ class DataPlan:
 
 
 def _origins(
-    config: Mapping[str, Any], data_dir: str | os.PathLike[str] | None
+    config: Preset, data_dir: str | os.PathLike[str] | None
 ) -> tuple[tuple[DataOrigin, ...], list[DatasetFileError]]:
     origins, missing = [], []
     for name in config_datasets(config):

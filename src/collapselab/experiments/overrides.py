@@ -21,45 +21,21 @@ MAX_TAG = 60
 
 
 def apply_overrides(
-    config: Preset | Mapping[str, Any], overrides: Mapping[str, Any] | None, where: str = "preset"
-) -> Preset | dict[str, Any]:
-    """``config`` with the values of ``overrides`` in place of its own.
+    config: Preset, overrides: Mapping[str, Any] | None, where: str = "preset"
+) -> Preset:
+    """``config`` with the values of ``overrides`` in place of its own
+    (:meth:`~collapselab.experiments.Preset.replace`: an int where the preset has a float is
+    taken as that float, a list as a tuple).
 
-    Every key must be a field of ``config``, and every value of the field's kind (an int
-    where the preset has a float is taken as that float). Raises ``KeyError`` naming the
-    known fields, ``ValueError`` naming the expected kind.
+    Raises ``KeyError`` naming the preset's fields, ``ValueError`` naming the expected kind;
+    both say ``where``.
     """
-    if isinstance(config, Preset):
-        try:
-            return config.replace(**dict(overrides or {}))
-        except KeyError as error:
-            raise KeyError(f"{where}: {error.args[0]}") from None
-        except PresetError as error:
-            raise ValueError(f"{where}: {error}") from None
-    result = dict(config)
-    for key, value in (overrides or {}).items():
-        if key not in config:
-            known = ", ".join(sorted(config)) or "none"
-            raise KeyError(f"{where} has no config key {key!r}; its keys: {known}")
-        result[key] = _like(config[key], value, key)
-    return result
-
-
-def _like(current: Any, value: Any, key: str) -> Any:
-    """``value`` as the kind of ``current``: ints widen to floats; other kinds must match."""
-    if isinstance(current, bool) or isinstance(value, bool):
-        if isinstance(current, bool) and isinstance(value, bool):
-            return value
-    elif isinstance(current, float) and isinstance(value, (int, float)):
-        return float(value)
-    elif current is None or type(value) is type(current):
-        return value
-    elif isinstance(current, (list, tuple)) and isinstance(value, (list, tuple)):
-        return list(value)
-    raise ValueError(
-        f"config key {key!r} takes a {type(current).__name__} like the preset's {current!r}, "
-        f"got {value!r}"
-    )
+    try:
+        return config.replace(**dict(overrides or {}))
+    except KeyError as error:
+        raise KeyError(f"{where}: {error.args[0]}") from None
+    except PresetError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def overrides_tag(overrides: Mapping[str, Any] | None) -> str:

@@ -61,7 +61,7 @@ class RunContext:
     """
 
     preset: str
-    config: Preset | dict[str, Any]
+    config: Preset
     seed: int = 0
     device: str = "cpu"
     data_dir: Path | None = None
@@ -126,7 +126,7 @@ class Experiment:
 
     id: str
     title: str
-    presets: dict[str, Preset] | dict[str, dict[str, Any]]
+    presets: dict[str, Preset]
     run: RunFunction
     paper: str = ""
     runtime_quick: str = ""
@@ -151,12 +151,7 @@ class Experiment:
         if not self.figures:
             self.figures = list(self.captions)
 
-    @property
-    def typed(self) -> bool:
-        """Whether its presets are :class:`~collapselab.experiments.Preset` objects."""
-        return any(isinstance(p, Preset) for p in self.presets.values())
-
-    def config(self, preset: str) -> Preset | dict[str, Any]:
+    def config(self, preset: str) -> Preset:
         """The configuration of ``preset``: a deep copy, so that a caller changing a nested
         value changes no preset and no other experiment's configuration sharing it."""
         if preset not in self.presets:
@@ -164,8 +159,7 @@ class Experiment:
                 f"experiment {self.id!r} has no preset {preset!r}; "
                 f"available presets: {', '.join(sorted(self.presets))}"
             )
-        chosen = self.presets[preset]
-        return copy.deepcopy(chosen if isinstance(chosen, Preset) else dict(chosen))
+        return copy.deepcopy(self.presets[preset])
 
     def info(self) -> dict[str, Any]:
         """What the runner records in the manifest (``experiment_info``) for reports."""
@@ -193,11 +187,8 @@ def register(experiment: Experiment) -> Experiment:
         raise TypeError(f"register expects an Experiment, got {type(experiment).__name__}")
     if experiment.id in _REGISTRY and _REGISTRY[experiment.id] is not experiment:
         raise ValueError(f"an experiment with id {experiment.id!r} is already registered")
-    if experiment.typed:
-        _check_tiers(experiment)
-        _derive_fallbacks(experiment)
-    elif "quick" not in experiment.presets:
-        raise ValueError(f"experiment {experiment.id!r} must define a 'quick' preset")
+    _check_tiers(experiment)
+    _derive_fallbacks(experiment)
     presets = tuple(experiment.presets)
     for preset, fallback in experiment.fallbacks.items():
         check_choice(f"{experiment.id}: fallbacks key", preset, presets)

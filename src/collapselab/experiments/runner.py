@@ -212,7 +212,7 @@ def _open_run(
     root: str | Path,
     experiment: Experiment,
     preset: str,
-    config: Preset | dict[str, Any],
+    config: Preset,
     seed: int,
     overrides: Mapping[str, Any] | None = None,
 ) -> Run:
@@ -227,8 +227,7 @@ def _open_run(
                 f"run {path} is damaged ({problem}); moved it to {moved} and starting it again",
                 stacklevel=3,
             )
-    record = config.to_dict() if isinstance(config, Preset) else config
-    return Run.open_or_create(root, experiment.id, preset, record, seed, run_id=run_id)
+    return Run.open_or_create(root, experiment.id, preset, config.to_dict(), seed, run_id=run_id)
 
 
 def _execute(run: Run, experiment: Experiment, context: RunContext) -> None:
