@@ -4,8 +4,12 @@ Public API:
 
 - :class:`TrainConfig`: hyper-parameters and conventions (loss reduction, weight decay,
   schedule, batching, checkpoints).
-- :func:`train`: SGD training with callbacks, metric rows in a :class:`collapselab.store.Run`,
-  checkpoints and bit-for-bit resume; returns a :class:`TrainResult`.
+- :func:`train`: SGD (or Adam) training with callbacks, metric rows in a
+  :class:`collapselab.store.Run`, checkpoints and bit-for-bit resume; returns a
+  :class:`TrainResult`.
+- :func:`train_ensemble`: E members of one architecture trained as one batched model, each
+  as :func:`train` would train it alone (to rounding), with its own run;
+  :class:`ArchitectureError` when the members cannot be batched together.
 - :func:`evaluate`: loss and accuracy over a dataset; :func:`resolve_device`: a device
   name as a ``torch.device``, with a clear error for an unknown or absent one.
 - :class:`Callback`, :class:`LambdaCallback`, :class:`TrainState`: the hook interface.
@@ -18,7 +22,9 @@ Public API:
 
 from collapselab.train._rng import seed_everything
 from collapselab.train.callbacks import Callback, LambdaCallback, TrainState
+from collapselab.train.batched import ArchitectureError
 from collapselab.train.config import TrainConfig
+from collapselab.train.ensemble import train_ensemble
 from collapselab.train.evaluate import evaluate, resolve_device
 from collapselab.train.loop import NON_FINITE_LOSS, TrainResult, train
 from collapselab.train.losses import per_sample_loss, training_loss
@@ -33,6 +39,7 @@ from collapselab.train.regularization import (
 
 __all__ = [
     "NON_FINITE_LOSS",
+    "ArchitectureError",
     "Callback",
     "LambdaCallback",
     "TrainConfig",
@@ -49,5 +56,6 @@ __all__ = [
     "seed_everything",
     "stationarity",
     "train",
+    "train_ensemble",
     "training_loss",
 ]
