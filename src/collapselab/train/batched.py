@@ -31,10 +31,11 @@ built, the batched forward is checked against every member's own forward on two 
 samples, so a forward that mixes the samples of a batch or a layer subclass that computes
 something else is caught before training.
 
-While batched, each member module's parameters and buffers are replaced by views of its
-slice of the stacked tensors (:meth:`BatchedModel.attach`): the module *is* the member, live,
-and anything that reads a model (the Monitor's families, ``state_dict``) reads it.
-:meth:`BatchedModel.release` puts the member's own tensors back, holding the trained values.
+While batched, each member's parameters and buffers hold views of its slice of the stacked
+tensors (:meth:`BatchedModel.attach` swaps their ``.data``; the tensor objects are the
+member's own): the module *is* the member, live, and anything that reads a model, a layer
+or a parameter (the Monitor's families, ``state_dict``) reads it. :meth:`BatchedModel.release`
+gives them storage of their own again, holding the trained values.
 """
 
 from __future__ import annotations
@@ -342,7 +343,7 @@ class BatchedModel:
         self.generators = generators
         self.module = _batch_template(self.members, generators)
         self.names = list(self.module.state_dict(keep_vars=True))
-        self._originals: list[dict[str, torch.Tensor]] | None = None
+        self._attached = False
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """The stacked parameters and buffers by name (each ``(E, ...)``)."""
@@ -355,35 +356,27 @@ class BatchedModel:
     # ----------------------------------------------------------------- members
     def attach(self) -> None:
         """Make each member's parameters and buffers views of its slice of the stacked
-        tensors (the members' own tensors are kept for :meth:`release`)."""
+        tensors. The tensor objects stay the members' own (their ``.data`` is swapped), so
+        anything holding a member, a layer or a parameter sees it live."""
         stacked = self.tensors()
-        self._originals = []
-        for i, member in enumerate(self.members):
-            kept: dict[str, torch.Tensor] = {}
-            for name in self.names:
-                owner, key, is_param = _slot(member, name)
-                kept[name] = getattr(owner, key)
-                view = stacked[name].detach()[i]
-                if is_param:
-                    owner._parameters[key] = nn.Parameter(view, kept[name].requires_grad)
-                else:
-                    owner._buffers[key] = view
-            self._originals.append(kept)
+        with torch.no_grad():
+            for i, member in enumerate(self.members):
+                for name in self.names:
+                    _tensor(member, name).data = stacked[name].detach()[i]
+        self._attached = True
 
     def release(self, values: dict[int, dict[str, torch.Tensor]] | None = None) -> None:
-        """Give the members their own tensors back, holding the current values (or, for
-        member ``i`` in ``values``, those values)."""
-        if self._originals is None:
+        """Give each member's tensors storage of their own again, holding the current values
+        (or, for member ``i`` in ``values``, those values)."""
+        if not self._attached:
             return
         values = values or {}
         with torch.no_grad():
-            for i, (member, kept) in enumerate(zip(self.members, self._originals, strict=True)):
+            for i, member in enumerate(self.members):
                 current = values.get(i) or self.member_values(i)
-                for name, original in kept.items():
-                    owner, key, is_param = _slot(member, name)
-                    original.copy_(current[name])
-                    (owner._parameters if is_param else owner._buffers)[key] = original
-        self._originals = None
+                for name in self.names:
+                    _tensor(member, name).data = current[name].detach().clone()
+        self._attached = False
 
     def member_values(self, i: int) -> dict[str, torch.Tensor]:
         """Views of member ``i``'s slice of every stacked tensor."""
@@ -441,10 +434,11 @@ class BatchedModel:
             )
 
 
-def _slot(member: nn.Module, name: str) -> tuple[nn.Module, str, bool]:
+def _tensor(member: nn.Module, name: str) -> torch.Tensor:
+    """The parameter or buffer ``name`` (a ``state_dict`` key) of ``member``."""
     path, _, key = name.rpartition(".")
     owner = member.get_submodule(path) if path else member
-    return owner, key, key in owner._parameters
+    return getattr(owner, key)
 
 
 def repeat_rows(x: torch.Tensor, size: int) -> torch.Tensor:
