@@ -384,30 +384,37 @@ class BatchedModel:
 
     # ------------------------------------------------------------------- checks
     def check_equivalent(self, x: torch.Tensor) -> None:
-        """Compare the batched forward with every member's own forward on the samples ``x``
-        (eval mode); raise :class:`ArchitectureError` where they differ beyond rounding."""
-        n = x.shape[0]
+        """Compare the batched forward with every member's own forward (eval mode) on the
+        samples ``x``, member ``e`` seeing them scaled by ``1 + e / E`` (so that a forward
+        mixing the rows of a batch mixes members); raise :class:`ArchitectureError` where
+        they differ beyond rounding."""
+        n, size = x.shape[0], self.size
+        scales = [1.0 + e / size for e in range(size)]
+        inputs = torch.stack([x * s for s in scales], dim=1)  # (n, E, ...)
         modes = [m.training for m in self.members]
         self.module.eval()
         with torch.no_grad():
-            batched = self.module(repeat_rows(x, self.size)).reshape(n, self.size, -1)
+            folded = inputs.reshape(n * size, *x.shape[1:])
+            batched = self.module(folded).reshape(n, size, -1)
             for i, member in enumerate(self.members):
                 member.eval()
-                alone = member(x).reshape(n, -1)
+                alone = member(inputs[:, i]).reshape(n, -1)
                 member.train(modes[i])
-                scale = float(alone.abs().max()) + 1.0
-                gap = float((batched[:, i] - alone).abs().max())
-                tolerance = 1e-3 if alone.dtype in (torch.float16, torch.bfloat16) else 1e-5
-                if alone.dtype == torch.float64:
-                    tolerance = 1e-10
-                if not gap <= tolerance * scale:
-                    raise ArchitectureError(
-                        f"the batched forward differs from member {i}'s own forward by {gap:.3g} "
-                        "on two training samples: the model's forward does something the "
-                        f"batched layers ({SUPPORTED}, samples treated independently) do not "
-                        "reproduce; train these members one by one"
-                    )
+                self._check_gap(i, float((batched[:, i] - alone).abs().max()), alone)
         self.module.train()
+
+    @staticmethod
+    def _check_gap(i: int, gap: float, alone: torch.Tensor) -> None:
+        tolerance = 1e-10 if alone.dtype == torch.float64 else 1e-5
+        if alone.dtype in (torch.float16, torch.bfloat16):
+            tolerance = 1e-2
+        if not gap <= tolerance * (float(alone.abs().max()) + 1.0):
+            raise ArchitectureError(
+                f"the batched forward differs from member {i}'s own forward by {gap:.3g} on "
+                "two training samples: the model's forward does something the batched layers "
+                f"({SUPPORTED}, samples treated independently) do not reproduce; train these "
+                "members one by one"
+            )
 
     def check_no_global_draws(self, x: torch.Tensor) -> None:
         """A training-mode forward must draw random numbers only through ``nn.Dropout``
