@@ -8,6 +8,7 @@ docs/training.md; final accuracies exactly.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from collapselab.train import (
     train,
     train_ensemble,
 )
+from collapselab.train.batched import BatchedModel
 
 F64_TOL = 1e-10
 F32_TOL = 2e-6
@@ -236,6 +238,39 @@ def test_float32_members_equal_one_by_one_to_rounding(build, data, configs, boun
         assert _history_gap(a, b) <= bound
         assert _weight_gap(a.model, b.model) <= bound
         assert b.final["train_accuracy"] == a.final["train_accuracy"]
+
+
+class _TwoBranch(nn.Module):
+    """Uses its input twice: the shared-input shortcut cannot apply (checked, then off)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(6, 3), nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x) + torch.tanh(self.b(x))
+
+
+def test_shared_inputs_are_taken_once_where_the_architecture_allows() -> None:
+    members = [_dropout_mlp(i) for i in range(3)]
+    batched = BatchedModel(members, [torch.Generator() for _ in members])
+    x = _data().train.x.double()
+    batched.check_equivalent(x[:2])
+    assert batched.shares_inputs
+    batched.module.eval()  # no dropout
+    shared = batched.forward_shared(x).reshape(len(x), 3, -1)
+    for i, member in enumerate(members):
+        member.eval()
+        assert float((shared[:, i] - member(x)).abs().max()) <= 1e-14
+    torch.manual_seed(0)
+    two = [_TwoBranch().double() for _ in range(2)]
+    batched = BatchedModel(two, [torch.Generator() for _ in two])
+    batched.check_equivalent(x[:2])
+    assert not batched.shares_inputs
+    configs = [TrainConfig(epochs=2, lr=0.1, batch_size=10, seed=i) for i in range(2)]
+    alone = [train(copy.deepcopy(m), _data(), c) for m, c in zip(two, configs, strict=True)]
+    for a, b in zip(alone, train_ensemble(two, _data(), configs), strict=True):
+        assert _history_gap(a, b) <= F64_TOL
 
 
 # --------------------------------------------------------- checkpoints and resume

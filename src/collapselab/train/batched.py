@@ -70,6 +70,19 @@ class ArchitectureError(ValueError):
     """Members that cannot be batched together (different architectures, unsupported layers)."""
 
 
+class _Shared:
+    """Whether the rows reaching the next batched layer are one set of samples shared by all
+    members (``(n, ...)``) rather than a folded batch (``(n E, ...)``); the first batched
+    layer to run consumes it."""
+
+    def __init__(self) -> None:
+        self.pending = False
+
+    def take(self) -> bool:
+        pending, self.pending = self.pending, False
+        return pending
+
+
 # ------------------------------------------------------------------------ layers
 def _stacked_tensors(leaves: Sequence[nn.Module]) -> list[tuple[str, bool, torch.Tensor]]:
     """``(name, is_parameter, stacked)`` for every tensor of a layer, in registration order
@@ -109,14 +122,17 @@ class StackedLinear(nn.Module):
     """E linear layers: ``weight (E, out, in)``, ``bias (E, out)`` (as the layer's parameters
     or buffers); ``z[b E + e] = x[b E + e] W_eᵀ + b_e`` by one batched product."""
 
-    def __init__(self, leaves: Sequence[nn.Linear]) -> None:
+    def __init__(self, leaves: Sequence[nn.Linear], shared: _Shared) -> None:
         super().__init__()
         self.size = len(leaves)
         self.in_features = leaves[0].in_features
         self.out_features = leaves[0].out_features
+        self.shared = shared
         _stack_into(self, leaves)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.shared.take():
+            return self._shared_forward(x)
         size, rows = self.size, x.shape[0] // self.size
         inner = x.shape[1:-1]
         # (B E, *inner, in) -> (E, B * inner, in): each member's rows together
@@ -130,17 +146,34 @@ class StackedLinear(nn.Module):
         out = out.reshape(size, rows, *inner, self.out_features).transpose(0, 1)
         return out.reshape(rows * size, *inner, self.out_features)
 
+    def _shared_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Rows shared by all members: one product with the members' weights side by side,
+        ``(n, in) x (in, E out)``, whose output ``(n, E out)`` is the folded batch."""
+        size, rows, inner = self.size, x.shape[0], x.shape[1:-1]
+        weight = self.weight.reshape(size * self.out_features, self.in_features)
+        bias = None if self.bias is None else self.bias.reshape(-1)
+        out = F.linear(x, weight, bias).reshape(rows, -1, size, self.out_features)
+        return out.transpose(1, 2).reshape(rows * size, *inner, self.out_features)
 
-def _batch_conv(conv: nn.Module, size: int) -> None:
+
+def _batch_conv(conv: nn.Module, size: int, shared: _Shared) -> None:
     """Make ``conv`` (holding stacked kernels) convolve each member's channels with its own
-    kernel: one convolution with ``size * groups`` groups on the folded batch."""
+    kernel: one convolution with ``size * groups`` groups on the folded batch; on rows
+    shared by all members (and ``groups = 1``) one convolution with the ``E C_out``
+    kernels side by side."""
     function = _CONV_FUNCTIONS[len(conv.kernel_size)]
 
     def conv_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):
+        bg = None if bias is None else bias.reshape(-1)
+        if shared.take():
+            if conv.groups == 1:
+                wide = weight.reshape(-1, *weight.shape[2:])
+                out = function(x, wide, bg, conv.stride, conv.padding, conv.dilation)
+                return out.reshape(x.shape[0] * size, -1, *out.shape[2:])
+            x = repeat_rows(x, size)
         rows = x.shape[0] // size
         xg = x.reshape(rows, size * x.shape[1], *x.shape[2:])
         wg = weight.reshape(size * weight.shape[1], *weight.shape[2:])
-        bg = None if bias is None else bias.reshape(-1)
         out = function(xg, wg, bg, conv.stride, conv.padding, conv.dilation, conv.groups * size)
         return out.reshape(rows * size, out.shape[1] // size, *out.shape[2:])
 
@@ -154,10 +187,11 @@ class StackedBatchNorm(nn.Module):
     channels are normalised by its own batch statistics (training) or running statistics
     (eval), as :class:`torch.nn.BatchNorm2d` does for one network."""
 
-    def __init__(self, leaves: Sequence[nn.Module]) -> None:
+    def __init__(self, leaves: Sequence[nn.Module], shared: _Shared) -> None:
         super().__init__()
         first = leaves[0]
         self.size = len(leaves)
+        self.shared = shared
         self.momentum, self.eps = first.momentum, first.eps
         self.track_running_stats = first.track_running_stats
         _stack_into(self, leaves)
@@ -166,6 +200,8 @@ class StackedBatchNorm(nn.Module):
                 setattr(self, name, None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.shared.take():
+            x = repeat_rows(x, self.size)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
@@ -196,12 +232,15 @@ class StackedDropout(nn.Module):
     """E dropouts, member ``e``'s mask drawn from ``generators[e]`` exactly as
     ``F.dropout`` draws it on the CPU: ``empty_like(x_e).bernoulli_(1 - p) / (1 - p)``."""
 
-    def __init__(self, p: float, generators: list[torch.Generator]) -> None:
+    def __init__(self, p: float, generators: list[torch.Generator], shared: _Shared) -> None:
         super().__init__()
         self.p = p
         self.generators = generators
+        self.shared = shared
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.shared.take():
+            x = repeat_rows(x, len(self.generators))
         if not self.training or self.p == 0:
             return x
         if self.p == 1:
@@ -289,22 +328,24 @@ def _replace(root: nn.Module, name: str, new: nn.Module) -> None:
     setattr(parent, child, new)
 
 
-def _batch_template(members: Sequence[nn.Module], generators: list[torch.Generator]) -> nn.Module:
+def _batch_template(
+    members: Sequence[nn.Module], generators: list[torch.Generator], shared: _Shared
+) -> nn.Module:
     """A copy of ``members[0]`` whose layers with tensors (and dropouts) are batched."""
     template = copy.deepcopy(members[0])
     for name, module in list(template.named_modules()):
         _check_leaf(name, module)
         leaves = [m.get_submodule(name) for m in members]
         if isinstance(module, nn.Linear):
-            new: nn.Module = StackedLinear(leaves)
+            new: nn.Module = StackedLinear(leaves, shared)
         elif isinstance(module, _CONVS):
             _stack_into(module, leaves)
-            _batch_conv(module, len(members))
+            _batch_conv(module, len(members), shared)
             continue
         elif isinstance(module, _NORMS):
-            new = StackedBatchNorm(leaves)
+            new = StackedBatchNorm(leaves, shared)
         elif type(module) is nn.Dropout:
-            new = StackedDropout(float(module.p), generators)
+            new = StackedDropout(float(module.p), generators, shared)
         else:
             continue
         if not name:
@@ -341,9 +382,27 @@ class BatchedModel:
         self.size = len(members)
         self.members = list(members)
         self.generators = generators
-        self.module = _batch_template(self.members, generators)
+        self._shared = _Shared()
+        self.module = _batch_template(self.members, generators, self._shared)
+        self.shares_inputs = True
         self.names = list(self.module.state_dict(keep_vars=True))
         self._attached = False
+
+    def forward_shared(self, x: torch.Tensor) -> torch.Tensor:
+        """The folded outputs ``(n E, ...)`` of every member on the same samples ``x``
+        ``(n, ...)``: the first batched layer takes ``x`` once for all members (one product
+        with their weights side by side) where the architecture allows it
+        (:attr:`shares_inputs`, checked when built), else ``x`` is repeated per member."""
+        if not self.shares_inputs:
+            return self.module(repeat_rows(x, self.size))
+        self._shared.pending = True
+        try:
+            out = self.module(x)
+        finally:
+            unused = self._shared.take()
+        if unused:
+            raise RuntimeError("no batched layer ran on the shared input")
+        return out
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """The stacked parameters and buffers by name (each ``(E, ...)``)."""
@@ -387,21 +446,41 @@ class BatchedModel:
         """Compare the batched forward with every member's own forward (eval mode) on the
         samples ``x``, member ``e`` seeing them scaled by ``1 + e / E`` (so that a forward
         mixing the rows of a batch mixes members); raise :class:`ArchitectureError` where
-        they differ beyond rounding."""
+        they differ beyond rounding. Then check :meth:`forward_shared` likewise, and fall
+        back to repeating shared inputs where it differs (a forward that uses its input
+        twice, say)."""
         n, size = x.shape[0], self.size
         scales = [1.0 + e / size for e in range(size)]
         inputs = torch.stack([x * s for s in scales], dim=1)  # (n, E, ...)
         modes = [m.training for m in self.members]
         self.module.eval()
-        with torch.no_grad():
-            folded = inputs.reshape(n * size, *x.shape[1:])
-            batched = self.module(folded).reshape(n, size, -1)
-            for i, member in enumerate(self.members):
-                member.eval()
-                alone = member(inputs[:, i]).reshape(n, -1)
-                member.train(modes[i])
-                self._check_gap(i, float((batched[:, i] - alone).abs().max()), alone)
-        self.module.train()
+        for member in self.members:
+            member.eval()
+        try:
+            with torch.no_grad():
+                folded = self.module(inputs.reshape(n * size, *x.shape[1:]))
+                alone = [m(inputs[:, i]).reshape(n, -1) for i, m in enumerate(self.members)]
+                for i, out in enumerate(alone):
+                    gap = float((folded.reshape(n, size, -1)[:, i] - out).abs().max())
+                    self._check_gap(i, gap, out)
+                self.shares_inputs = self._shared_agrees(x)
+        finally:
+            self.module.train()
+            for member, mode in zip(self.members, modes, strict=True):
+                member.train(mode)
+
+    def _shared_agrees(self, x: torch.Tensor) -> bool:
+        try:
+            shared = self.forward_shared(x).reshape(x.shape[0], self.size, -1)
+        except (RuntimeError, ValueError):
+            return False
+        for i, member in enumerate(self.members):
+            out = member(x).reshape(x.shape[0], -1)
+            try:
+                self._check_gap(i, float((shared[:, i] - out).abs().max()), out)
+            except ArchitectureError:
+                return False
+        return True
 
     @staticmethod
     def _check_gap(i: int, gap: float, alone: torch.Tensor) -> None:

@@ -311,7 +311,7 @@ class _Ensemble:
         try:
             for start in range(0, n, chunk):
                 yb = repeat_rows(y[start : start + chunk], size)
-                logits = module(repeat_rows(x[start : start + chunk], size))
+                logits = self.batched.forward_shared(x[start : start + chunk])
                 per = per_sample_loss(logits, yb, **loss_kwargs(self.configs[0]))
                 loss_sum += per.to(torch.float64).view(-1, size).sum(0)
                 correct += (logits.argmax(dim=1) == yb).view(-1, size).sum(0)
@@ -337,11 +337,10 @@ class _Ensemble:
 
     # ------------------------------------------------------------------- steps
     def _batch_losses(
-        self, xb: torch.Tensor, yb: torch.Tensor
+        self, logits: torch.Tensor, yb: torch.Tensor
     ) -> tuple[torch.Tensor, int, torch.Tensor]:
         """Per-member mean losses ``(E,)``, the rows per member and the correct counts
-        ``(E,)`` of a folded batch."""
-        logits = self.batched.module(xb)
+        ``(E,)`` of a folded batch's logits and labels."""
         if logits.ndim != 2 or logits.shape[1] != self.n_classes:
             raise ValueError(
                 f"the batched model's output has shape {tuple(logits.shape)}; expected "
@@ -356,7 +355,7 @@ class _Ensemble:
         batch loss, loss times batch size and correct count. A member with a non-finite loss
         gets no gradient."""
         rows = idx.t().reshape(-1)  # sample-major: row b E + e is member e's sample b
-        losses, n_b, correct = self._batch_losses(self.x[rows], self.y[rows])
+        losses, n_b, correct = self._batch_losses(self.batched.module(self.x[rows]), self.y[rows])
         values = losses.detach().tolist()  # the one host synchronisation per step
         finite = [m.index for m in self.active if math.isfinite(values[m.index])]
         if finite:
@@ -370,9 +369,9 @@ class _Ensemble:
         correct = torch.zeros(self.size, dtype=torch.int64, device=self.device)
         active = [m.index for m in self.active]
         for start in range(0, self.n, chunk):
-            xb = repeat_rows(self.x[start : start + chunk], self.size)
+            logits = self.batched.forward_shared(self.x[start : start + chunk])
             yb = repeat_rows(self.y[start : start + chunk], self.size)
-            losses, n_b, batch_correct = self._batch_losses(xb, yb)
+            losses, n_b, batch_correct = self._batch_losses(logits, yb)
             # chunk means weighted by chunk size, an exact factor 1 for a single chunk
             (losses[active] * (n_b / self.n)).sum().backward()
             total += losses.detach().to(torch.float64) * n_b
