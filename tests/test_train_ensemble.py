@@ -258,10 +258,11 @@ def test_shared_inputs_are_taken_once_where_the_architecture_allows() -> None:
     batched.check_equivalent(x[:2])
     assert batched.shares_inputs
     batched.module.eval()  # no dropout
-    shared = batched.forward_shared(x).reshape(len(x), 3, -1)
-    for i, member in enumerate(members):
-        member.eval()
-        assert float((shared[:, i] - member(x)).abs().max()) <= 1e-14
+    with torch.no_grad():
+        shared = batched.forward_shared(x).reshape(len(x), 3, -1)
+        for i, member in enumerate(members):
+            member.eval()
+            assert float((shared[:, i] - member(x)).abs().max()) <= 1e-14
     torch.manual_seed(0)
     two = [_TwoBranch().double() for _ in range(2)]
     batched = BatchedModel(two, [torch.Generator() for _ in two])
