@@ -68,3 +68,14 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def seeded_rng_state(seed: int) -> dict[str, Any]:
+    """What :func:`get_rng_state` returns right after ``seed_everything(seed)``, computed
+    without changing the generators (their states are restored)."""
+    current = get_rng_state()
+    try:
+        seed_everything(seed)
+        return get_rng_state()
+    finally:
+        set_rng_state(current)

@@ -2,9 +2,12 @@
 
 Conventions (all explicit, matching the papers' protocols where they state one):
 
-* **Optimiser**: :class:`torch.optim.SGD` on every parameter, PyTorch's momentum form
-  ``v <- m v + g``, ``w <- w - lr v`` (paper 000, R2). ``nesterov=True`` uses PyTorch's
-  Nesterov variant.
+* **Optimiser**: ``"sgd"`` (default) is :class:`torch.optim.SGD` on every trainable
+  parameter, PyTorch's momentum form ``v <- m v + g``, ``w <- w - lr v`` (paper 000, R2);
+  ``nesterov=True`` uses PyTorch's Nesterov variant. ``"adam"`` is :class:`torch.optim.Adam`
+  with ``betas = (b1, b2)`` and ``eps``: ``m <- b1 m + (1 - b1) g``,
+  ``v <- b2 v + (1 - b2) g^2``, ``w <- w - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``
+  at step t, its weight decay added to ``g`` as for SGD (L2, not AdamW).
 * **Weight decay**: PyTorch adds ``weight_decay * w`` to the gradient of every parameter
   (biases and normalisation parameters included, as in paper 003's notebook), i.e. it
   minimises ``loss + (weight_decay / 2) ||w||^2``. To compare with a paper's lambda use
@@ -39,15 +42,20 @@ from collapselab.checks import check_choice, check_float, check_int, check_seed
 LossName = Literal["ce", "mse"]
 MSEReduction = Literal["mean", "sum_classes"]
 ScheduleName = Literal["step", "constant"]
+OptimizerName = Literal["sgd", "adam"]
 
 LOSSES: tuple[str, ...] = ("ce", "mse")
 MSE_REDUCTIONS: tuple[str, ...] = ("mean", "sum_classes")
 SCHEDULES: tuple[str, ...] = ("step", "constant")
+OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 
 # Fields that may change between a run and its resumption without changing the trajectory.
 _RESUME_SAFE_FIELDS = frozenset(
     {"device", "checkpoint_every", "keep_checkpoints", "eval_batch_size", "epochs"}
 )
+# Fields added after checkpoints were first written, with the value an older checkpoint
+# (which lacks them) trained with.
+_ADDED_FIELDS = {"optimizer": "sgd", "betas": [0.9, 0.999], "eps": 1e-8}
 
 
 @dataclass
@@ -60,8 +68,12 @@ class TrainConfig:
         lr: initial learning rate.
         batch_size: mini-batch size (ignored when ``full_batch``).
         momentum: SGD momentum m.
-        weight_decay: PyTorch SGD weight decay (penalty ``(weight_decay/2)||w||^2``).
+        weight_decay: PyTorch weight decay (penalty ``(weight_decay/2)||w||^2``).
         nesterov: Nesterov momentum (needs ``momentum > 0``).
+        optimizer: ``"sgd"`` or ``"adam"`` (then ``momentum`` must be 0: Adam's moments
+            are set by ``betas``).
+        betas: Adam's ``(b1, b2)``, each in ``[0, 1)``.
+        eps: Adam's ``eps`` (> 0).
         loss: ``"ce"`` or ``"mse"``.
         mse_reduction: ``"mean"`` (``nn.MSELoss()``) or ``"sum_classes"``.
         label_scale: MSE target is ``label_scale * one_hot(y)``; must be 1 for CE.
@@ -94,6 +106,9 @@ class TrainConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     nesterov: bool = False
+    optimizer: OptimizerName = "sgd"
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
     loss: LossName = "ce"
     mse_reduction: MSEReduction = "mean"
     label_scale: float = 1.0
@@ -116,6 +131,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.milestones is not None:
             self.milestones = tuple(self.milestones)
+        if isinstance(self.betas, list):
+            self.betas = tuple(self.betas)
         self.validate()
 
     def validate(self) -> None:
@@ -127,6 +144,7 @@ class TrainConfig:
         check_float("weight_decay", self.weight_decay, minimum=0.0)
         if self.nesterov and self.momentum == 0:
             raise ValueError("nesterov=True needs momentum > 0")
+        self._validate_adam()
         check_choice("loss", self.loss, LOSSES)
         check_choice("mse_reduction", self.mse_reduction, MSE_REDUCTIONS)
         check_float("label_scale", self.label_scale, minimum=0.0, strict=True)
@@ -154,6 +172,21 @@ class TrainConfig:
         check_int("eval_batch_size", self.eval_batch_size, minimum=1)
         check_int("log_batch_loss_every", self.log_batch_loss_every, minimum=0)
 
+    def _validate_adam(self) -> None:
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if not isinstance(self.betas, tuple) or len(self.betas) != 2:
+            raise ValueError(f"betas must be a pair (b1, b2), got {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_float(f"betas[{i}]", beta, minimum=0.0)
+            if beta >= 1:
+                raise ValueError(f"betas[{i}] must be < 1, got {beta}")
+        check_float("eps", self.eps, minimum=0.0, strict=True)
+        if self.optimizer == "adam" and self.momentum != 0:
+            raise ValueError(
+                f"momentum={self.momentum} applies to optimizer='sgd'; Adam's moments are set "
+                "by betas"
+            )
+
     def step_milestones(self) -> tuple[int, ...]:
         """Milestones of the step schedule: ``milestones`` or ``(E // 3, 2 * E // 3)``."""
         if self.milestones is not None:
@@ -179,6 +212,7 @@ class TrainConfig:
         out = dataclasses.asdict(self)
         if out["milestones"] is not None:
             out["milestones"] = list(out["milestones"])
+        out["betas"] = list(out["betas"])
         return out
 
     @classmethod
@@ -197,6 +231,7 @@ class TrainConfig:
         milestones from it.
         """
         current = self.to_dict()
+        saved = {**_ADDED_FIELDS, **saved}
         differing = [
             k
             for k in sorted(set(current) | set(saved))
