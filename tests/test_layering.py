@@ -27,7 +27,10 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "src" / "collapselab"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 FACADE = "collapselab/__init__.py"
-LAZY_ALLOWED = {"cli"}  # rule (c): the command line's start-up time
+# Rule (c)'s exceptions, for the command line's start-up time: cli itself, and the facade
+# ("", collapselab/__init__.py), whose `collapselab.measure` is imported on first use because
+# every command imports the package before printing its first line.
+LAZY_ALLOWED = {"cli", ""}
 
 
 @dataclass(frozen=True)

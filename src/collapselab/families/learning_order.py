@@ -43,6 +43,7 @@ from collapselab.families.arrays import ensemble_runs, measurement_arrays
 from collapselab.families.family import MODEL_LAYER, Family, Key, ModelAccess, Needs
 from collapselab.families.processes import Processes, global_order, in_global_order
 from collapselab.metrics.pcbias import accessibility
+from collapselab.probe.inputs import model_inputs
 from collapselab.store import Run
 
 _SOURCE = "002 §6, Figs. 6-7: accessibility (Hacohen et al. 2020), note R15/R24"
@@ -106,10 +107,7 @@ def example_correctness(
     """``(correct, labels)``: ``uint8`` ``(n,)`` with ``1[argmax f(x) = y]`` and the integer
     labels ``(n,)``, over ``loader``'s ``(x, y, ...)`` batches in order (the model as it is:
     the Monitor puts it in eval mode; floating inputs in an ``nn.Module``'s dtype, as the
-    Monitor's sweep gives them). The outputs must be ``(batch, K)`` logits."""
-    # probe imports theory, which imports this package: imported here, as diversity does
-    from collapselab.probe.inputs import model_inputs
-
+    Monitor's data pass gives them). The outputs must be ``(batch, K)`` logits."""
     correct, labels = [], []
     with torch.no_grad():
         for batch in loader:
