@@ -12,10 +12,12 @@ from collapselab.experiments import TIERS, Experiment, Preset, find_paper, regis
 
 
 def typed(presets: dict[str, dict[str, Any]], paper: str | None = None) -> dict[str, Preset]:
-    """A test's presets, written as field values per tier, as typed presets: one
+    """A test's presets, written as field values per tier (or already typed), as typed presets: one
     :class:`Preset` class whose fields are the names the tiers use (typed by their values,
     ``None`` where a tier leaves one out). A tier the experiment must have and the test does
     not give (``tiny``; ``standard`` and ``paper`` for one of the papers) is ``quick``."""
+    if all(isinstance(p, Preset) for p in presets.values()):
+        return _with_tiers(dict(presets), paper)
     kinds: dict[str, Any] = {}
     for values in presets.values():
         for name, value in values.items():
@@ -24,7 +26,11 @@ def typed(presets: dict[str, dict[str, Any]], paper: str | None = None) -> dict[
     cls = dataclasses.make_dataclass(
         "TestPreset", fields, bases=(Preset,), frozen=True, kw_only=True
     )
-    table = {name: cls(**values) for name, values in presets.items()}
+    return _with_tiers({name: cls(**values) for name, values in presets.items()}, paper)
+
+
+def _with_tiers(table: dict[str, Preset], paper: str | None) -> dict[str, Preset]:
+    """``table`` with every tier the experiment must have (the missing ones ``quick``)."""
     needed = TIERS if paper is not None and find_paper(paper) is not None else TIERS[:2]
     for tier in needed:
         table.setdefault(tier, table["quick"])

@@ -155,7 +155,7 @@ def test_replace_reaches_the_base_and_arms_keep_their_own_values() -> None:
     assert overridden.member("fashion_mnist").training.iterations == 900
     directions = presets.DIRECTIONS["quick"].replace(captures=7, depth=7)
     assert directions.captures == 7 and directions.base.model.depth == 7
-    with pytest.raises(KeyError, match=r"TwoPhase has no field 'nope'.*its base member's"):
+    with pytest.raises(KeyError, match=r"TwoPhase has no config key 'nope'.*its base member's"):
         quick.replace(nope=1)
     with pytest.raises(PresetError, match=r"Training\.iterations takes int"):
         quick.replace(iterations=2.5)
@@ -163,7 +163,7 @@ def test_replace_reaches_the_base_and_arms_keep_their_own_values() -> None:
 
 def test_a_preset_checks_its_arms_groups_and_layers_when_made() -> None:
     base = presets.QUICK
-    with pytest.raises(PresetError, match=r"Arms\.arms\['odd'\]: Member has no field 'nope'"):
+    with pytest.raises(PresetError, match=r"Arms\.arms\['odd'\]: Member has no config key 'nope'"):
         Arms(base=base, arms={"odd": {"nope": 1}})
     with pytest.raises(PresetError, match=r"Arms\.arms\['odd'\]: Model\.depth takes int"):
         Arms(base=base, arms={"odd": {"depth": 2.5}})

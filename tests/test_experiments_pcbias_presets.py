@@ -225,5 +225,5 @@ def test_a_preset_field_is_changed_for_one_run_by_its_name():
     changed = apply_overrides(quick, {"members": 4, "rates": [0.01, 0.1]})
     assert (changed.members, changed.rates) == (4, (0.01, 0.1))
     assert changed.data == quick.data and quick.members == 10
-    with pytest.raises(KeyError, match="has no field 'datasets'"):
+    with pytest.raises(KeyError, match="has no config key 'datasets'"):
         apply_overrides(quick, {"datasets": {}})

@@ -75,7 +75,7 @@ def test_fields_are_checked_and_converted_only_int_to_float_and_list_to_tuple() 
 def test_replace_is_checked_and_names_the_fields() -> None:
     toy = Toy()
     assert toy.replace(lr=2).lr == 2.0 and toy.lr == 0.1
-    with pytest.raises(KeyError, match="Toy has no field 'rate'; its fields: data, lr, steps"):
+    with pytest.raises(KeyError, match="Toy has no config key 'rate'; its keys: arms, data, layers, lr, net, note, steps"):
         toy.replace(rate=0.3)
     with pytest.raises(PresetError, match=r"Toy\.lr takes float"):
         toy.replace(lr="fast")
@@ -131,7 +131,7 @@ def test_registration_derives_the_bundled_fallback_and_the_run_records_the_prese
                              overrides={"lr": 2})  # fmt: skip
         assert run.preset == "quick-bundled" and run.manifest["config"]["lr"] == 2.0
         assert run.manifest["config"]["data"]["name"] == "digits"
-        with pytest.raises(KeyError, match="has no field 'rate'"):
+        with pytest.raises(KeyError, match="has no config key 'rate'"):
             run_experiment("t-typed", "quick", root=tmp_path / "runs", overrides={"rate": 1})
     finally:
         unregister("t-typed")

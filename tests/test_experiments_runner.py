@@ -55,7 +55,7 @@ def _make_experiment(exp_id: str, calls: dict[str, int], fail_first: int = 0) ->
         if calls["run"] <= fail_first:
             run.log(step=0, metric="nc1", value=1.0, epoch=0)
             raise RuntimeError("synthetic failure <before> training")
-        for epoch in range(context.config["epochs"]):
+        for epoch in range(context.config.epochs):
             run.log(step=epoch, metric="nc1", value=10.0 * math.exp(-epoch), epoch=epoch)
             run.log(step=epoch, metric="accuracy", value=min(1.0, 0.4 + 0.2 * epoch), epoch=epoch)
             run.log(step=epoch, metric="accuracy", value=0.5, epoch=epoch, split="test")

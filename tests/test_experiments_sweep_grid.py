@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from collapselab.cli.main import app
-from collapselab.experiments import RunContext, run_experiment, run_id_for
+from collapselab.experiments import Preset, RunContext, run_experiment, run_id_for
 from collapselab.experiments.overrides import apply_overrides, overrides_tag
 from collapselab.experiments.sweeps import default_workers, run_members, run_sweep
 from collapselab.experiments.sweeps.grid import grid, parse_seeds, parse_set
@@ -59,9 +60,19 @@ def test_run_experiment_hands_executor_and_workers_to_the_run(tmp_path: Path) ->
             run_experiment("sweeping", root=tmp_path, overrides={"width": 3})
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Overridable(Preset):
+    lr: float = 0.1
+    width: int = 8
+    name: str = "a"
+    flag: bool = True
+    sizes: tuple[int, ...] = (1, 2)
+    opt: str | None = None
+
+
 def test_apply_overrides_checks_keys_and_kinds() -> None:
-    config = {"lr": 0.1, "width": 8, "name": "a", "flag": True, "sizes": [1, 2], "opt": None}
-    assert apply_overrides(config, {"lr": 1, "sizes": [3], "opt": "x"})["lr"] == 1.0
+    config = _Overridable()
+    assert apply_overrides(config, {"lr": 1, "sizes": [3], "opt": "x"}).lr == 1.0
     assert apply_overrides(config, None) == config
     with pytest.raises(ValueError, match=r"'width' takes a int like the preset's 8, got 0\.5"):
         apply_overrides(config, {"width": 0.5})
@@ -132,8 +143,8 @@ def test_sweep_command_runs_a_resumable_grid_of_runs(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--seeds", "3-1"], "--seeds '3-1': expected seeds >= 0"),
-        (["--set", "width=1"], "ToyPreset has no field 'width'; its fields: n_classes"),
-        (["--set", "n_per_class=abc"], "ToyPreset.n_per_class takes int, got 'abc'"),
+        (["--set", "width=1"], "has no config key 'width'; its keys: end_scale"),
+        (["--set", "n_per_class=abc"], "'n_per_class' takes a int like the preset's 4"),
         (["--set", "noise"], "--set 'noise': expected key=value"),
         (["--executor", "dask"], "--executor dask: unknown executor 'dask'"),
         (["--workers", "0"], "--workers 0: expected at least 1"),

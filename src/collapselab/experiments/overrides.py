@@ -27,15 +27,34 @@ def apply_overrides(
     (:meth:`~collapselab.experiments.Preset.replace`: an int where the preset has a float is
     taken as that float, a list as a tuple).
 
-    Raises ``KeyError`` naming the preset's fields, ``ValueError`` naming the expected kind;
-    both say ``where``.
+    Raises ``KeyError`` naming the preset's keys, ``ValueError`` naming the expected kind
+    (``config key 'width' takes a int like the preset's 8, got 0.5``); both say ``where``.
     """
+    changes = dict(overrides or {})
     try:
-        return config.replace(**dict(overrides or {}))
+        return config.replace(**changes)
     except KeyError as error:
         raise KeyError(f"{where}: {error.args[0]}") from None
     except PresetError as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise ValueError(f"{where}: {_wrong_kind(config, changes) or error}") from None
+
+
+def _wrong_kind(config: Preset, changes: Mapping[str, Any]) -> str | None:
+    """The first change that the preset refuses on its own, said against the preset's value
+    of that key (``None`` when no single change is refused, or the key's value is not a field
+    of the preset itself)."""
+    for key, value in changes.items():
+        try:
+            config.replace(**{key: value})
+        except PresetError:
+            if hasattr(config, key):
+                current = getattr(config, key)
+                return (
+                    f"config key {key!r} takes a {type(current).__name__} like the preset's "
+                    f"{current!r}, got {value!r}"
+                )
+            return None
+    return None
 
 
 def overrides_tag(overrides: Mapping[str, Any] | None) -> str:

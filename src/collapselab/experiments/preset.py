@@ -82,15 +82,16 @@ class Preset:
         """A copy with ``changes`` (checked like the preset itself).
 
         Raises:
-            KeyError: a field the preset does not have (the message lists its fields).
+            KeyError: a field (config key) the preset does not have (the message lists its
+                keys, sorted).
             PresetError: a value of the wrong kind.
         """
         names = [f.name for f in dataclasses.fields(self)]
         unknown = sorted(set(changes) - set(names))
         if unknown:
             raise KeyError(
-                f"{type(self).__name__} has no field {', '.join(map(repr, unknown))}; "
-                f"its fields: {', '.join(names)}"
+                f"{type(self).__name__} has no config key {', '.join(map(repr, unknown))}; "
+                f"its keys: {', '.join(sorted(names))}"
             )
         return dataclasses.replace(self, **changes)
 

@@ -222,8 +222,10 @@ def _check_tiers(experiment: Experiment) -> None:
     missing = [tier for tier in needed if tier not in experiment.presets]
     if missing:
         raise ValueError(
-            f"experiment {experiment.id!r} lacks the tier(s) {missing}; every experiment "
-            f"defines {list(RUNNABLE_TIERS)}, and one of a paper {list(TIERS)}"
+            f"experiment {experiment.id!r} lacks the tier(s) {missing} ("
+            + ", ".join(f"no {tier!r} preset" for tier in missing)
+            + f"); every experiment defines {list(RUNNABLE_TIERS)}, and one of a paper "
+            f"{list(TIERS)}"
         )
     kinds = {type(p) for p in experiment.presets.values()}
     if len(kinds) != 1 or not issubclass(next(iter(kinds)), Preset):

@@ -318,6 +318,12 @@ class _LayerHessian(CurvatureOperator):
         self.dtype = torch.float64
         self.device = torch.device("cpu")
 
+    def matmat(self, V: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
+        """``H V`` (or ``H v``); a numpy ``V`` (the theory's arrays) gives a numpy result."""
+        if isinstance(V, np.ndarray):
+            return super().matmat(torch.from_numpy(np.asarray(V, dtype=np.float64))).numpy()
+        return super().matmat(V)
+
     def _matmat(self, V: torch.Tensor) -> torch.Tensor:
         m = V.shape[1]
         if self.order == "row":
@@ -346,6 +352,7 @@ def layer_hessian_operator(
               \;(+ λ_{W_l} v),
 
     ``O(N K d_{l+1} + N d_{l+1} d_l)`` per product; ``order`` as in :func:`layer_hessian`.
+    Its products take torch tensors, or numpy arrays (returned as numpy arrays).
     """
     order = check_choice("order", order, ORDERS)
     data = layer_data(model, point, layer)

@@ -210,8 +210,8 @@ class Member(Preset):
             part = next((p for p, kind in _PARTS.items() if key in _names(kind)), None)
             if part is None:
                 raise KeyError(
-                    f"{type(self).__name__} has no field {key!r}; its fields: "
-                    f"{', '.join(self.field_names())}"
+                    f"{type(self).__name__} has no config key {key!r}; its keys: "
+                    f"{', '.join(sorted(self.field_names()))}"
                 )
             mine[part] = mine.get(part, getattr(self, part)).replace(**{key: value})
         return super().replace(**mine)
@@ -249,10 +249,10 @@ class OnBase(Preset):
                 mine["base"] = mine.get("base", self.base).replace(**rest)
             except KeyError:
                 raise KeyError(
-                    f"{type(self).__name__} has no field "
+                    f"{type(self).__name__} has no config key "
                     f"{', '.join(map(repr, sorted(set(rest) - set(Member.field_names()))))}; "
-                    f"its fields: {', '.join(sorted(own))}, and its base member's: "
-                    f"{', '.join(Member.field_names())}"
+                    f"its keys: {', '.join(sorted(own))}, and its base member's: "
+                    f"{', '.join(sorted(Member.field_names()))}"
                 ) from None
         return super().replace(**mine)
 
