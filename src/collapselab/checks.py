@@ -14,7 +14,7 @@ Conventions of the checks:
 * a value of the wrong type (or dtype) raises :class:`ArgumentTypeError`, a value of the
   right type outside its domain (range, shape, NaN/Inf) a ``ValueError``.
 
-Conventions of the statistics (DESIGN.md): features are ``(N, D)``, one row per sample;
+Conventions of the statistics (docs/catalogue.md): features are ``(N, D)``, one row per sample;
 labels are ``(N,)`` integers in ``[0, C)``; class weights follow :data:`WEIGHTINGS`
 (``"balanced"``: ``pi_c = 1/C``; ``"sample"``: ``pi_c = n_c/N``; ``"auto"``: balanced for
 equal class counts, else sample-weighted with one warning, :func:`imbalance_message`); the

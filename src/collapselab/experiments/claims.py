@@ -4,7 +4,7 @@ A :class:`Claim` names a statement of the paper (quoted or paraphrased, with its
 location), states its threshold in words, and holds an ``evaluate`` function of the run's
 measured results (:class:`RunResults`: the metric table, the saved arrays, the manifest)
 that returns a :class:`ClaimResult`: a verdict, the numbers it was decided on, the numeric
-threshold and a sentence of detail. DESIGN.md principle 7: a claim that does not hold is
+threshold and a sentence of detail. docs/architecture.md, principle 7: a claim that does not hold is
 reported as not holding, with the numbers; nothing is hard-coded.
 
 Verdicts:
@@ -361,7 +361,8 @@ _ERRATUM_WORDS = {
 
 @dataclass(frozen=True)
 class Erratum:
-    """Marks a claim as the demonstration of an error in the paper (DESIGN.md principle 6).
+    """Marks a claim as the demonstration of an error in the paper (docs/architecture.md,
+    principle 6).
 
     Attributes:
         confirmed_when: the verdict that demonstrates the error: ``"does not hold"`` when

@@ -1,6 +1,6 @@
 """Progress of the long jobs inside an experiment (solvers, sweeps, Monte-Carlo studies).
 
-The math stays pure (DESIGN.md principle 1): a theory solver only accepts an optional
+The math stays pure (docs/architecture.md, principle 1): a theory solver only accepts an optional
 ``progress(done, total)`` callback. An experiment opens a task on the display it is given
 (:attr:`collapselab.experiments.RunContext.progress`) and hands the task's callback to the
 solver::

@@ -1,8 +1,8 @@
 """The experiment registry: every reproducible experiment registers itself here.
 
-An experiment is data plus claims (DESIGN.md principle 7): presets (``quick``: minutes on a
-2-core CPU; ``standard``: real images, about an hour per paper on 2 cores; ``paper``: the
-paper's scale, for a GPU), a run function that writes to the run store, an
+An experiment is data plus claims (docs/architecture.md, principle 7): presets (``quick``:
+minutes on a 2-core CPU; ``standard``: real images, about an hour per paper on 2 cores;
+``paper``: the paper's scale, for a GPU), a run function that writes to the run store, an
 optional function that draws its figures from the stored results, and named claims
 evaluated on the measured results.
 

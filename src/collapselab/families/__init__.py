@@ -1,4 +1,5 @@
-"""collapselab.families: the measurement engine (DESIGN.md, "families").
+"""collapselab.families: the measurement engine (docs/catalogue.md, "Families and what their
+keys need").
 
 A metric family declares what its keys need from a pass over the data (class statistics,
 per-sample signals, a procedure on the model) and computes them; the catalogue is the

@@ -45,7 +45,7 @@ def measure(
     dense_max_dim: int = DENSE_MAX_DIM,
     chunk_size: int | None = None,
 ) -> dict[str, float]:
-    r"""Catalogue metrics (DESIGN.md, docs/catalogue.md) of one feature matrix, as floats.
+    r"""Catalogue metrics (docs/catalogue.md) of one feature matrix, as floats.
 
     By default every key of the NC family (and of the MSE family when ``lam`` is given)
     that the inputs allow. ``keys=`` (or ``families=``) restricts the request, and only the

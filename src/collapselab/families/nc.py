@@ -1,4 +1,4 @@
-r"""The NC family: neural collapse NC1-NC4 and the nearest-class-mean rule (DESIGN.md catalogue).
+r"""The NC family: neural collapse NC1-NC4 and the nearest-class-mean rule (docs/catalogue.md).
 
 Formulas in :mod:`collapselab.metrics.nc` (:func:`~collapselab.metrics.nc.nc_values` maps
 the class statistics of a layer to the catalogue keys); this module declares what each key

@@ -1,6 +1,6 @@
 """collapselab.metrics: pure metric formulas, functions of tensors and statistics (no I/O,
-no model, no hidden state; DESIGN.md principle 1). The families that compute them while a
-model trains, :func:`collapselab.measure` and the metric catalogue live one layer up, in
+no model, no hidden state; docs/architecture.md, principle 1). The families that compute them
+while a model trains, :func:`collapselab.measure` and the metric catalogue live one layer up, in
 :mod:`collapselab.families`.
 
 - :mod:`collapselab.metrics.nc`: NC1-NC4 and PFC1-3; the NC keys of class statistics

@@ -17,7 +17,7 @@ labels, this module computes
 The straight-line (geodesic) model of the paper and its closed forms live in
 :mod:`collapselab.theory.geodesic`.
 
-Conventions (paper 001 §2.1 and DESIGN.md): class means over the samples of each class
+Conventions (paper 001 §2.1 and docs/catalogue.md): class means over the samples of each class
 present in ``labels``; for balanced classes ``h_G`` is the mean of the class means,
 ``Tr(Σ_W)`` is normalised by the total sample count N and ``Tr(Σ_B)`` by the number of
 classes K. The PFC metrics come from :mod:`collapselab.metrics.nc` and follow its

@@ -1,6 +1,6 @@
 r"""Neural-collapse metrics NC1-NC4 and the PFC metrics.
 
-Notation (DESIGN.md, note 003 §2.1): ``C`` classes, class means ``mu_c``, class weights
+Notation (docs/catalogue.md, note 003 §2.1): ``C`` classes, class means ``mu_c``, class weights
 ``pi_c`` (``1/C`` balanced, ``n_c/N`` sample-weighted; the default ``weighting="auto"`` is
 balanced for equal class counts and sample-weighted, with a warning, otherwise),
 ``mu_G = sum_c pi_c mu_c``,

@@ -1,4 +1,4 @@
-"""collapselab.probe: capture activations and per-sample feature gradients (DESIGN.md).
+"""collapselab.probe: capture activations and per-sample feature gradients (docs/monitoring.md).
 
 Public API:
 

@@ -1,4 +1,4 @@
-"""collapselab.stats layer: streaming, mergeable accumulators and their reduction (DESIGN.md).
+"""collapselab.stats layer: streaming, mergeable accumulators and their reduction (docs/index.md).
 
 Every accumulator holds sums over samples only (formulas live in :mod:`collapselab.metrics`),
 merges by addition and reduces over ``torch.distributed`` through the one generic

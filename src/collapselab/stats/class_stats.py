@@ -1,6 +1,6 @@
 r"""Streaming, mergeable per-class statistics of a feature matrix.
 
-Conventions (DESIGN.md). ``C`` classes with ``n_c`` samples each, ``N = sum_c n_c``;
+Conventions (docs/catalogue.md). ``C`` classes with ``n_c`` samples each, ``N = sum_c n_c``;
 class means ``mu_c``; class weights ``pi_c``: ``1/C`` for ``weighting="balanced"`` (the
 papers' definitions) or ``n_c/N`` for ``weighting="sample"``. The default,
 ``weighting="auto"``, is resolved by :meth:`ClassStats.finalize_means` once the counts are

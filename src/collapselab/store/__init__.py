@@ -1,4 +1,4 @@
-"""The run store: run directories, Parquet metric tables and DuckDB queries (DESIGN.md).
+"""The run store: run directories, Parquet metric tables and DuckDB queries (docs/store.md).
 
 Public API:
 

@@ -1,4 +1,4 @@
-"""The names of a run directory's files (DESIGN.md, "The run store"); every layer names them
+"""The names of a run directory's files (docs/store.md, "A run directory"); every layer names them
 from here (re-exported by :mod:`collapselab.store`)."""
 
 MANIFEST_FILE = "manifest.json"

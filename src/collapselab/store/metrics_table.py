@@ -6,7 +6,7 @@ One row per recorded number::
     epoch  int64    epoch, or NO_EPOCH (-1) when the value is not tied to an epoch
     split  string   "train", "test", "probe", ... (free text)
     layer  string   layer name, "" for model-level values
-    metric string   stable metric key (see DESIGN.md, "the metric catalogue")
+    metric string   stable metric key (see docs/catalogue.md)
     value  float64  the value; NaN and +-inf are stored as they are
 
 Long format keeps the schema fixed whatever metrics and layers a run records, so every

@@ -1,6 +1,6 @@
 """Mirrors: every metric row a run writes, also sent to TensorBoard, MLflow or W&B.
 
-The run store stays the record (DESIGN.md): a mirror receives, after each
+The run store stays the record (docs/store.md): a mirror receives, after each
 :meth:`collapselab.store.Run.flush`, exactly the rows just written to ``metrics.parquet``.
 Attach one with :meth:`Run.add_mirror`, or by name with ``train(..., mirrors=["tensorboard"])``
 or ``collapselab run EXPERIMENT --mirror tensorboard``.

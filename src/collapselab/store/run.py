@@ -1,6 +1,6 @@
 """A run: one directory holding everything a training or theory experiment produced.
 
-Layout (DESIGN.md, "The run store")::
+Layout (docs/store.md, "A run directory")::
 
     <root>/<run id>/
         manifest.json      id, experiment, preset, config, seed, versions, status, timings

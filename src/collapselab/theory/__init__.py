@@ -1,7 +1,7 @@
 """The papers' theoretical models: objectives, solvers, closed-form predictions, checks.
 
-Each module follows one shape (DESIGN.md principle 5): the model (objective and gradient),
-solvers (the paper's own procedure, ``literal``, and a ``converged`` one), closed-form
+Each module follows one shape (docs/architecture.md, principle 5): the model (objective and
+gradient), solvers (the paper's own procedure, ``literal``, and a ``converged`` one), closed-form
 predictions, and a ``verify_*`` function that holds predictions against a solved instance
 and reports relative errors. Where a paper's formula fails numerical verification, both
 ``variant="published"`` and ``variant="corrected"`` are offered.

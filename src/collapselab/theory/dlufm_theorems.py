@@ -42,8 +42,8 @@ the rows ``a_c`` of the next product ``W_{L:l+1}`` and the means of ``h^{(l)}`` 
 * Theorem E.3 (:func:`predict_features`): ``H_lH_lᵀ`` has ``K`` equal eigenvalues
   ``n‖h̄^{(l)}‖²``, eigenvectors ``h̄^{(l)}_k``.
 
-**Published vs corrected** (DESIGN.md principle 6). Theorem E.1 as printed calls its matrix
-"the second moment of gradients" and gives it ``K − 1`` non-zero eigenvalues, while its
+**Published vs corrected** (docs/architecture.md, principle 6). Theorem E.1 as printed calls
+its matrix "the second moment of gradients" and gives it ``K − 1`` non-zero eigenvalues, while its
 proof (and the section's definition) centres the per-sample gradients. The ``K − 1`` count
 holds for the centred covariance only: the uncentred second moment has ``K`` equal non-zero
 eigenvalues (the ``K`` orthogonal vectors ``(t*−1) a_k ⊗ h̄_k`` are not centred).

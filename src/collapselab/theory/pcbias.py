@@ -28,7 +28,7 @@ from :func:`~collapselab.metrics.pc_frame.principal_frame`, data below this laye
 ``W̃ = W U`` and, with the gradient-scale matrices ``A_l ≈ α_l I``, ``B_l ≈ β_l I``
 (Thm 3), its columns evolve independently with ratio ``λ_j = 1 - μ c d_j``.
 
-Published vs corrected (note 002 §3.6 and errata 1-2, 4, 6; DESIGN.md principle 6):
+Published vs corrected (note 002 §3.6 and errata 1-2, 4, 6; docs/architecture.md, principle 6):
 
 * ``W_opt`` is printed ``Y X^T (X X^T)`` (the inverse is missing); corrected
   ``Sigma_YX Sigma_XX^{+}``, i.e. ``m_j / d_j`` per PC column

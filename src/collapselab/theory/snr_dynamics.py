@@ -3,7 +3,8 @@ r"""Dynamics of the SNR singular values under continually renormalised flow (not
 Under the continually renormalised gradient flow on the central path (Eq. 5; ``lam = 0``,
 zero global mean, balanced classes, ``Ave``-normalised loss) the nonzero singular values
 ``omega_j`` of the SNR matrix ``Sigma_W^{-1/2} M̄`` evolve independently of each other and of
-the (frozen) singular vectors. Two rates, selected by ``variant`` (DESIGN.md principle 6):
+the (frozen) singular vectors. Two rates, selected by ``variant`` (docs/architecture.md,
+principle 6):
 
 * ``"published"``: Lemma 5, Eq. 27, ``d omega/dt = (1/N) omega / (C + omega^2)^2``, with
   Prop. 2's closed form ``c1 log omega + c2 omega^2 + c3 omega^4 = a + t``,

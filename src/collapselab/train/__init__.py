@@ -1,4 +1,4 @@
-"""A plain, explicit training loop (DESIGN.md, layer ``train``).
+"""A plain, explicit training loop (docs/training.md; layer ``train``).
 
 Public API:
 
