@@ -147,9 +147,14 @@ def top_eigenpairs(
         start = _start_block(start, P, dim_cap - b).to(dtype)
     basis = _Basis(P, max(dim_cap, k + 2 * b) + b, op.device, dtype)
     first = _orthonormal(start.to(op.device), None, gen)
-    # With block 1 (the CPU default) every product is a single vector, the start's too.
-    basis.extend(first, _apply(op, first, 1 if b == 1 else first.shape[1]))
-    products = first.shape[1]
+    if first.shape[1] == 1 and b == 1:
+        # Single-vector Lanczos until its own residual estimates say converged; the loop
+        # below then certifies (and continues, with restarts, where they were wrong).
+        products = _lanczos_phase(op, basis, first[:, 0], (k, dim_cap - b, budget), which, tol)
+    else:
+        # With block 1 (the CPU default) every product is a single vector, the start's too.
+        basis.extend(first, _apply(op, first, 1 if b == 1 else first.shape[1]))
+        products = first.shape[1]
     scale = 0.0
     # A float64 basis: the Gram estimate is exact up to float64 rounding, which it sees
     # squared. A float32 basis: the estimate steers, exact residuals certify (see _Basis).
@@ -181,6 +186,63 @@ def top_eigenpairs(
         W = _orthonormal(W, basis.B, gen)
         basis.extend(W, _apply(op, W))
         products += W.shape[1]
+
+
+def _lanczos_phase(
+    op: CurvatureOperator,
+    basis: _Basis,
+    v: torch.Tensor,
+    sizes: tuple[int, int, int],
+    which: str,
+    tol: float,
+) -> int:
+    r"""Single-vector Lanczos from the unit ``v`` with full reorthogonalisation, written
+    into ``basis`` (its rows and products, then ``T`` and ``M`` once): the number of
+    products.
+
+    Step ``j`` costs one product and two or four passes over the basis (classical
+    Gram–Schmidt, repeated when the first pass removed much), against about seven for a
+    step of the block loop. The tridiagonal :math:`T_m` gives the residual norms of its
+    Ritz pairs as :math:`\beta_m |s_{m,i}|` (the Lanczos relation
+    :math:`AV_m = V_m T_m + \beta_m v_{m+1} e_m^\top`); it stops when those of the ``k``
+    wanted pairs are below ``tol`` times the largest Ritz value, the basis holds
+    ``most`` vectors, ``budget`` products are spent or the Krylov space is invariant.
+    The estimates only steer: the caller certifies from the residual vectors.
+    """
+    k, most, budget = sizes
+    Bt, ABt = basis._Bt, basis._ABt  # the phase fills the basis's buffers itself
+    alpha: list[float] = []
+    beta: list[float] = []
+    m = 0
+    while True:
+        Bt[m] = v
+        Av = _apply(op, v[:, None])[:, 0]
+        ABt[m] = Av
+        m += 1
+        alpha.append(float(torch.dot(v.double(), Av.double())))
+        w = Av - alpha[-1] * v
+        if m > 1:
+            w = w - beta[-1] * Bt[m - 2]
+        before = float(w.norm())
+        B = Bt[:m]
+        w = w - B.T @ (B @ w)
+        if float(w.norm()) < 0.7 * before:  # "twice is enough" (Kahan-Parlett)
+            w = w - B.T @ (B @ w)
+        beta.append(float(w.norm()))
+        if m >= k:
+            T = torch.diag(torch.tensor(alpha, dtype=torch.float64))
+            off = torch.tensor(beta[:-1], dtype=torch.float64)
+            T = T + torch.diag(off, 1) + torch.diag(off, -1)
+            theta, S = torch.linalg.eigh(T)
+            order = _order(theta, which)[:k]
+            res = beta[-1] * S[-1, order].abs()
+            if bool((res <= tol * float(theta.abs().max())).all()):
+                break
+        if m >= min(most, budget) or beta[-1] <= 1e-10 * max(abs(a) for a in alpha):
+            break
+        v = w / beta[-1]
+    basis.adopt(m)
+    return m
 
 
 @dataclass
@@ -338,6 +400,13 @@ class _Basis:
         self._Bt[n : n + m] = W.T
         self._ABt[n : n + m] = AW.T
         self.size = n + m
+
+    def adopt(self, n: int) -> None:
+        """Take the first ``n`` rows of the buffers, written by the caller (orthonormal
+        rows and their products), as the basis: ``T`` and ``M`` computed once."""
+        self.size = n
+        self.T = (self.B.T @ self.AB).double()
+        self.M = (self.AB.T @ self.AB).double()
 
     def restart(self, Y: torch.Tensor, theta: torch.Tensor) -> None:
         """``B ← BY``, ``AB ← (AB)Y`` for orthonormal Ritz vectors ``Y`` with values ``θ``."""
