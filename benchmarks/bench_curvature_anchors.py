@@ -156,47 +156,114 @@ def eigen_speed(repeats: int, k: int, tol: float, steps: list[int]) -> None:
     print(f"load average before {load_before}, after {load_after}")
 
 
-def trace_accuracy(products: int, seeds: int) -> None:
-    """Hutch++ at equal products, ours and hessian-eigenthings', against the exact trace
-    of the float64 Hessian (P products in blocks; the MLP is small enough)."""
+def small_problem() -> tuple[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """MLP 64-32-16-10 (P = 2,778), 2,048 samples, float32, 60 SGD steps, with its dense
+    float64 Hessian: the exact trace and spectrum the estimators are judged against."""
+    model = mlp([64, 32, 16, 10], seed=0)
+    x, y = data(2048, 64, 10, seed=0, dtype=torch.float32)
+    train_briefly(model, x, y, 60)
+    exact = copy.deepcopy(model).double()
+    H = HessianOperator(Objective(exact, "ce", [(x.double(), y)])).dense()
+    return model, x, y, (H + H.T) / 2
+
+
+def wasserstein(nodes: np.ndarray, weights: np.ndarray, exact: np.ndarray) -> float:
+    """W1 distance between a quadrature measure (weights summing to 1) and the uniform
+    measure on the exact eigenvalues: the integral of the difference of the two CDFs."""
+    keep = np.isfinite(nodes) & (weights > 0)
+    nodes, weights = nodes[keep], weights[keep] / weights[keep].sum()
+    support = np.union1d(nodes, exact)
+    order = np.argsort(nodes)
+    mass = np.concatenate([[0.0], np.cumsum(weights[order])])
+    # step functions: each CDF's value holds on [support[i], support[i + 1])
+    f1 = mass[np.searchsorted(nodes[order], support, side="right")]
+    f2 = np.searchsorted(np.sort(exact), support, side="right") / len(exact)
+    return float(np.sum(np.abs(f1 - f2)[:-1] * np.diff(support)))
+
+
+def estimators(products: int, seeds: int, steps: int, probes: int, repeats: int) -> None:
+    """Hutch++ and SLQ, ours and hessian-eigenthings', at equal products: accuracy on the
+    small MLP (exact trace and spectrum), time on the 100k-parameter one."""
     import hessian_eigenthings as he
 
-    model, x, y = setup(60)
-    exact = copy.deepcopy(model).double()
-    op64 = HessianOperator(Objective(exact, "ce", [(x.double(), y)]))
-    start = time.perf_counter()
-    eye_block, total = 512, 0.0
-    for i in range(0, op64.dim, eye_block):
-        cols = torch.zeros(op64.dim, min(eye_block, op64.dim - i), dtype=torch.float64)
-        cols[i : i + cols.shape[1]] = torch.eye(cols.shape[1], dtype=torch.float64)
-        total += float((cols * op64.matmat(cols)).sum())
-    exact_time = time.perf_counter() - start
+    from collapselab.curvature import slq
+
     loss = nn.CrossEntropyLoss()
-    errs: dict[str, list[float]] = {"collapselab hutchpp": [], "he hutch_plus_plus": []}
-    times: dict[str, list[float]] = {"collapselab hutchpp": [], "he hutch_plus_plus": []}
-    load_before = os.getloadavg()
+
+    def theirs_op(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> object:
+        return he.HessianOperator(model, [(x, y)], lambda m, b: loss(m(b[0]), b[1]))
+
+    def ours_op(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> HessianOperator:
+        # block=1: single backward passes, the cheaper per vector on one CPU thread
+        return HessianOperator(Objective(model, "ce", [(x, y)]), block=1)
+
+    model, x, y, H = small_problem()
+    exact_trace = float(torch.trace(H))
+    spectrum = torch.linalg.eigvalsh(H).numpy()
+    trace_err: dict[str, list[float]] = {"collapselab": [], "hessian-eigenthings": []}
+    slq_err: dict[str, list[float]] = {"collapselab": [], "hessian-eigenthings": []}
     for seed in range(seeds):
-        start = time.perf_counter()
-        ours = hutchpp(HessianOperator(Objective(model, "ce", [(x, y)])), products, seed=seed)
-        times["collapselab hutchpp"].append(time.perf_counter() - start)
-        errs["collapselab hutchpp"].append(abs(ours.value - total) / abs(total))
-        start = time.perf_counter()
-        op = he.HessianOperator(model, [(x, y)], lambda m, b: loss(m(b[0]), b[1]))
-        theirs = he.hutch_plus_plus(op, num_matvecs=products, seed=seed)
-        times["he hutch_plus_plus"].append(time.perf_counter() - start)
-        errs["he hutch_plus_plus"].append(abs(float(theirs.estimate) - total) / abs(total))
-    load_after = os.getloadavg()
-    print(
-        f"\nHutch++ trace of the same Hessian, {products} products, {seeds} seeds; exact "
-        f"trace {total:.6g} ({exact_time:.0f} s in float64)"
-    )
-    for name in errs:
-        e = np.array(errs[name])
-        print(
-            f"{name:22s} rel. error mean {e.mean():.2e} max {e.max():.2e}; time min "
-            f"{min(times[name]):.3f} s median {statistics.median(times[name]):.3f} s"
+        ours_t = hutchpp(ours_op(model, x, y), products, seed=seed).value
+        theirs_t = he.hutch_plus_plus(theirs_op(model, x, y), num_matvecs=products, seed=seed)
+        trace_err["collapselab"].append(abs(ours_t - exact_trace) / abs(exact_trace))
+        trace_err["hessian-eigenthings"].append(
+            abs(float(theirs_t.estimate) - exact_trace) / abs(exact_trace)
         )
-    print(f"load average before {load_before}, after {load_after}")
+        dens = slq(ours_op(model, x, y), steps=steps, probes=probes, seed=seed)
+        slq_err["collapselab"].append(
+            wasserstein(dens.nodes.ravel(), dens.weights.ravel(), spectrum)
+        )
+        res = he.spectral_density(
+            theirs_op(model, x, y), num_runs=probes, lanczos_steps=steps, seed=seed * probes
+        )
+        slq_err["hessian-eigenthings"].append(
+            wasserstein(
+                res.raw_eigenvalues.double().numpy().ravel(),
+                res.raw_weights.double().numpy().ravel(),
+                spectrum,
+            )
+        )
+    scale = float(np.abs(spectrum).max())
+    print(
+        f"\nestimators at equal products, accuracy on MLP 64-32-16-10 (P = {H.shape[0]}, 2,048 "
+        f"samples, float32 products, {seeds} seeds) against its dense float64 Hessian "
+        f"(trace {exact_trace:.5g}, largest eigenvalue {scale:.4g})"
+    )
+    for name in trace_err:
+        e, w = np.array(trace_err[name]), np.array(slq_err[name]) / scale
+        print(
+            f"  {name:20s} Hutch++ ({products} products) rel. error mean {e.mean():.2e} max "
+            f"{e.max():.2e}; SLQ ({probes} x {steps}) W1 / lambda_1 mean {w.mean():.2e} max "
+            f"{w.max():.2e}"
+        )
+    model, x, y = setup(60)
+    runs = {
+        "collapselab hutchpp": lambda: hutchpp(ours_op(model, x, y), products),
+        "he hutch_plus_plus": lambda: he.hutch_plus_plus(
+            theirs_op(model, x, y), num_matvecs=products, seed=0
+        ),
+        "collapselab slq": lambda: slq(ours_op(model, x, y), steps=steps, probes=probes),
+        "he spectral_density": lambda: he.spectral_density(
+            theirs_op(model, x, y), num_runs=probes, lanczos_steps=steps, seed=0
+        ),
+    }
+    times: dict[str, list[float]] = {}
+    load_before = os.getloadavg()
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times.setdefault(name, []).append(time.perf_counter() - start)
+    load_after = os.getloadavg()
+    print("  time at the 100k-parameter MLP (2,048 samples, one thread):")
+    for name, t in times.items():
+        print(f"  {name:22s} min {min(t):.3f} s median {statistics.median(t):.3f} s")
+    for a, b in (
+        ("he hutch_plus_plus", "collapselab hutchpp"),
+        ("he spectral_density", "collapselab slq"),
+    ):
+        print(f"  ratio {a} / {b}: {min(times[a]) / min(times[b]):.2f}x")
+    print(f"  load average before {load_before}, after {load_after}")
 
 
 def main() -> None:
@@ -206,14 +273,18 @@ def main() -> None:
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--steps", type=int, nargs="*", default=[20, 22, 25, 30])
     parser.add_argument("--trace-products", type=int, default=99)
-    parser.add_argument("--trace-seeds", type=int, default=5)
-    parser.add_argument("--no-trace", action="store_true")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--slq-steps", type=int, default=40)
+    parser.add_argument("--slq-probes", type=int, default=3)
+    parser.add_argument("--no-eigen", action="store_true")
+    parser.add_argument("--no-estimators", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"{os.cpu_count()} cores, torch {torch.__version__}, uptime load {os.getloadavg()}")
-    eigen_speed(args.repeats, args.k, args.tol, args.steps)
-    if not args.no_trace:
-        trace_accuracy(args.trace_products, args.trace_seeds)
+    if not args.no_eigen:
+        eigen_speed(args.repeats, args.k, args.tol, args.steps)
+    if not args.no_estimators:
+        estimators(args.trace_products, args.seeds, args.slq_steps, args.slq_probes, args.repeats)
 
 
 if __name__ == "__main__":
