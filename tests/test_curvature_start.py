@@ -133,3 +133,21 @@ def test_bad_start_blocks_are_refused():
         top_eigenpairs(op, 4, start=0)
     with pytest.raises(ValueError, match="start"):
         top_eigenpairs(op, 4, start=45)
+
+
+@pytest.mark.parametrize(
+    ("which", "block", "max_dim"), [("SA", 1, None), ("LM", 1, 12), ("LA", 3, None)]
+)
+def test_single_vector_start_other_ends_blocks_and_restarts(which, block, max_dim):
+    obj, H = problem()
+    vals = torch.linalg.eigvalsh(H)
+    order = {"LA": vals.flip(0), "SA": vals, "LM": vals[vals.abs().argsort(descending=True)]}
+    k = 4
+    pairs = top_eigenpairs(
+        HessianOperator(obj), k, which=which, tol=1e-9, start=1, block=block, max_dim=max_dim
+    )
+    assert pairs.converged
+    scale = float(vals.abs().max())
+    assert torch.allclose(pairs.values, order[which][:k], atol=1e-8 * scale, rtol=0)
+    res = true_residuals(H, pairs.values, pairs.vectors)
+    assert float(res.max()) <= 1e-9 * scale * (1 + 1e-6)
