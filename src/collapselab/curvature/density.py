@@ -66,6 +66,10 @@ def lanczos_tridiagonal(
     P, p = V0.shape
     steps = min(check_int("steps", steps, minimum=1), P)
     V = V0 / V0.norm(dim=0, keepdim=True)
+    # The basis in one preallocated (steps, P, p) buffer: its first j + 1 rows are the
+    # same contiguous tensor that stacking the list gave, without a copy per step.
+    stack_buffer = torch.empty(steps, P, p, dtype=V0.dtype, device=V0.device)
+    stack_buffer[0] = V
     basis = [V]
     alpha = torch.zeros(p, steps, dtype=V0.dtype, device=V0.device)
     beta = torch.zeros(p, max(steps - 1, 0), dtype=V0.dtype, device=V0.device)
@@ -75,13 +79,14 @@ def lanczos_tridiagonal(
         alpha[:, j] = (W * basis[-1]).sum(0) * alive
         if j == steps - 1:
             break
-        stack = torch.stack(basis)  # (j+1, P, p)
+        stack = stack_buffer[: j + 1]  # (j+1, P, p)
         for _ in range(2):  # full reorthogonalisation, per probe
             W = W - torch.einsum("jip,jp->ip", stack, torch.einsum("jip,ip->jp", stack, W))
         b = W.norm(dim=0)
         alive = alive & (b > 1e-10 * alpha[:, : j + 1].abs().amax(dim=1).clamp_min(1e-300))
         beta[:, j] = torch.where(alive, b, torch.zeros_like(b))
         basis.append(torch.where(alive, W / b.clamp_min(1e-300), torch.zeros_like(W)))
+        stack_buffer[j + 1] = basis[-1]
     return alpha, beta
 
 

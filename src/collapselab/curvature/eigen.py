@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import torch
 
-from collapselab.checks import check_choice, check_float, check_int
+from collapselab.checks import ArgumentTypeError, check_choice, check_float, check_int
 from collapselab.curvature.operators import CurvatureOperator, DenseOperator, all_finite
 
 WHICH = ("LA", "LM", "SA")
@@ -78,6 +78,7 @@ def top_eigenpairs(
     max_dim: int | None = None,
     max_products: int | None = None,
     seed: int = 0,
+    start: torch.Tensor | int | None = None,
 ) -> Eigenpairs:
     """The ``k`` extreme eigenpairs of ``op`` (module docstring).
 
@@ -104,6 +105,16 @@ def top_eigenpairs(
         max_products: stop (``converged=False``) after this many products (default
             ``50 · max_dim``).
         seed: seed of the random starting block.
+        start: the starting block. ``None`` (default): ``max(k, block)`` random vectors.
+            An integer ``s``: ``s`` random vectors. A tensor ``(P, s)`` (or ``(P,)``): those
+            vectors. With ``s < k`` the basis first grows by residuals (a Krylov space of
+            the start) to ``k`` vectors. ``start=1`` is single-vector Lanczos with full
+            reorthogonalisation and thick restarts: every product after the first extends
+            one Krylov space, the fewest products for well-separated eigenvalues (21
+            against 29 for the top 10 of the benchmark MLP's Hessian at ``tol=1e-3``,
+            ``benchmarks/README.md``), but, as any single-vector Krylov method, it finds one
+            vector of each multiple eigenvalue (in exact arithmetic): use a start of at
+            least the multiplicity when eigenvalues may repeat (the default's ``k``).
 
     Raises:
         ValueError: ``k`` larger than the dimension, or not positive.
@@ -127,12 +138,23 @@ def top_eigenpairs(
     gen = torch.Generator().manual_seed(seed)
     # k random starting vectors: the basis always holds k Ritz pairs, and an eigenvalue of
     # multiplicity up to k is seen (a block Krylov space finds at most its start's rank).
-    start = torch.randn(P, max(k, b), generator=gen, dtype=dtype)
+    if start is None or (isinstance(start, int) and not isinstance(start, bool)):
+        s = max(k, b) if start is None else check_int("start", start, minimum=1)
+        if s > dim_cap - b:
+            raise ValueError(f"start = {s} random vectors exceed max_dim - block = {dim_cap - b}")
+        start = torch.randn(P, s, generator=gen, dtype=dtype)
+    else:
+        start = _start_block(start, P, dim_cap - b).to(dtype)
     basis = _Basis(P, max(dim_cap, k + 2 * b) + b, op.device, dtype)
-    first = _orthonormal(start.to(op.device), None)
-    # With block 1 (the CPU default) every product is a single vector, the start's too.
-    basis.extend(first, _apply(op, first, 1 if b == 1 else first.shape[1]))
-    products = first.shape[1]
+    first = _orthonormal(start.to(op.device), None, gen)
+    if first.shape[1] == 1 and b == 1:
+        # Single-vector Lanczos until its own residual estimates say converged; the loop
+        # below then certifies (and continues, with restarts, where they were wrong).
+        products = _lanczos_phase(op, basis, first[:, 0], (k, dim_cap - b, budget), which, tol)
+    else:
+        # With block 1 (the CPU default) every product is a single vector, the start's too.
+        basis.extend(first, _apply(op, first, 1 if b == 1 else first.shape[1]))
+        products = first.shape[1]
     scale = 0.0
     # A float64 basis: the Gram estimate is exact up to float64 rounding, which it sees
     # squared. A float32 basis: the estimate steers, exact residuals certify (see _Basis).
@@ -148,7 +170,7 @@ def top_eigenpairs(
             basis.residual_norms(Y[:, :n_check], theta[:n_check]),
             (k, b, dim_cap),
             tol * scale,
-            products >= budget,
+            products >= budget and basis.size >= k,
         )
         if dtype == torch.float64:
             W = _estimated_step(step, reach * scale)
@@ -159,9 +181,68 @@ def top_eigenpairs(
             res = step.res[:k]
             converged = bool((res <= step.threshold).all())
             return Eigenpairs(theta[:k], X, res, products, converged)
+        if W.shape[1] == 0:  # every pair of a basis smaller than k converged: a new direction
+            W = torch.randn(P, b, generator=gen, dtype=dtype).to(op.device)
         W = _orthonormal(W, basis.B, gen)
         basis.extend(W, _apply(op, W))
         products += W.shape[1]
+
+
+def _lanczos_phase(
+    op: CurvatureOperator,
+    basis: _Basis,
+    v: torch.Tensor,
+    sizes: tuple[int, int, int],
+    which: str,
+    tol: float,
+) -> int:
+    r"""Single-vector Lanczos from the unit ``v`` with full reorthogonalisation, written
+    into ``basis`` (its rows and products, then ``T`` and ``M`` once): the number of
+    products.
+
+    Step ``j`` costs one product and two or four passes over the basis (classical
+    Gram–Schmidt, repeated when the first pass removed much), against about seven for a
+    step of the block loop. The tridiagonal :math:`T_m` gives the residual norms of its
+    Ritz pairs as :math:`\beta_m |s_{m,i}|` (the Lanczos relation
+    :math:`AV_m = V_m T_m + \beta_m v_{m+1} e_m^\top`); it stops when those of the ``k``
+    wanted pairs are below ``tol`` times the largest Ritz value, the basis holds
+    ``most`` vectors, ``budget`` products are spent or the Krylov space is invariant.
+    The estimates only steer: the caller certifies from the residual vectors.
+    """
+    k, most, budget = sizes
+    Bt, ABt = basis._Bt, basis._ABt  # the phase fills the basis's buffers itself
+    alpha: list[float] = []
+    beta: list[float] = []
+    m = 0
+    while True:
+        Bt[m] = v
+        Av = _apply(op, v[:, None])[:, 0]
+        ABt[m] = Av
+        m += 1
+        alpha.append(float(torch.dot(v.double(), Av.double())))
+        w = Av - alpha[-1] * v
+        if m > 1:
+            w = w - beta[-1] * Bt[m - 2]
+        before = float(w.norm())
+        B = Bt[:m]
+        w = w - B.T @ (B @ w)
+        if float(w.norm()) < 0.7 * before:  # "twice is enough" (Kahan-Parlett)
+            w = w - B.T @ (B @ w)
+        beta.append(float(w.norm()))
+        if m >= k:
+            T = torch.diag(torch.tensor(alpha, dtype=torch.float64))
+            off = torch.tensor(beta[:-1], dtype=torch.float64)
+            T = T + torch.diag(off, 1) + torch.diag(off, -1)
+            theta, S = torch.linalg.eigh(T)
+            order = _order(theta, which)[:k]
+            res = beta[-1] * S[-1, order].abs()
+            if bool((res <= tol * float(theta.abs().max())).all()):
+                break
+        if m >= min(most, budget) or beta[-1] <= 1e-10 * max(abs(a) for a in alpha):
+            break
+        v = w / beta[-1]
+    basis.adopt(m)
+    return m
 
 
 @dataclass
@@ -203,23 +284,25 @@ def _estimated_step(step: _Step, floor: float) -> torch.Tensor | None:
     # needs exact residuals, for the pairs the estimate cannot tell from converged.
     # Pairs above max(threshold, floor) are not converged and drive the expansion.
     unconverged = res > max(threshold, floor)
-    deciding = not bool(unconverged[:k].any()) or step.spent
+    # A start block of fewer than k vectors: the basis grows to k before any decision.
+    full = len(res) >= k
+    deciding = (full and not bool(unconverged[:k].any())) or step.spent
     # Every pair when the wanted ones might all have converged, else only those before
     # the b-th unconverged pair (the expansion takes the first b not converged).
     cut = len(res)
-    if not deciding:
+    if not deciding and bool(unconverged.any()):
         cut = int(torch.nonzero(unconverged).flatten()[:b][-1]) + 1
     if threshold < floor:
         idx = torch.nonzero(~unconverged[:cut]).flatten()
         if idx.numel():
             res[idx] = step.residuals(idx).norm(dim=0)
     done = res <= threshold
-    if deciding and (bool(done[:k].all()) or step.spent):
+    if deciding and ((full and bool(done[:k].all())) or step.spent):
         return None
     # Expand by the residuals of the first b pairs that have not converged.
     pending = [i for i in range(cut) if not bool(done[i])][:b]
     step.restart_if_full(len(pending))
-    return step.residuals(pending)
+    return step.residuals(pending) if pending else step.basis.B[:, :0]
 
 
 def _certified_step(step: _Step) -> torch.Tensor | None:
@@ -250,6 +333,8 @@ def _certified_step(step: _Step) -> torch.Tensor | None:
                     columns.append(R)
         if any(i < k for i in pending):
             return torch.cat(columns, dim=1)
+        if len(res) < k:  # a start block of fewer than k vectors, every pair converged
+            return step.basis.B[:, :0]
     rest = [i for i in range(k) if i not in checked]
     if rest:
         exact(rest)
@@ -315,6 +400,13 @@ class _Basis:
         self._Bt[n : n + m] = W.T
         self._ABt[n : n + m] = AW.T
         self.size = n + m
+
+    def adopt(self, n: int) -> None:
+        """Take the first ``n`` rows of the buffers, written by the caller (orthonormal
+        rows and their products), as the basis: ``T`` and ``M`` computed once."""
+        self.size = n
+        self.T = (self.B.T @ self.AB).double()
+        self.M = (self.AB.T @ self.AB).double()
 
     def restart(self, Y: torch.Tensor, theta: torch.Tensor) -> None:
         """``B ← BY``, ``AB ← (AB)Y`` for orthonormal Ritz vectors ``Y`` with values ``θ``."""
@@ -395,6 +487,20 @@ def _orthonormal(
             fresh = fresh - basis @ (basis.T @ fresh)
         Q = torch.cat([Q[:, ~weak], torch.linalg.qr(fresh)[0]], dim=1)
     return Q
+
+
+def _start_block(start: torch.Tensor, P: int, most: int) -> torch.Tensor:
+    """A user's start block as ``(P, s)``, ``1 <= s <= most``, checked finite."""
+    if not isinstance(start, torch.Tensor):
+        raise ArgumentTypeError(f"start must be a torch.Tensor, got {type(start).__name__}")
+    block = start.detach().reshape(P, -1) if start.ndim == 1 else start.detach()
+    if block.ndim != 2 or block.shape[0] != P or not 1 <= block.shape[1] <= most:
+        raise ValueError(
+            f"start must have shape ({P}, s) with 1 <= s <= {most}, got {tuple(start.shape)}"
+        )
+    if not bool(torch.isfinite(block).all()):
+        raise ValueError("start holds NaN or Inf")
+    return block
 
 
 def _full_space(op: CurvatureOperator, k: int, which: str) -> Eigenpairs:
