@@ -29,7 +29,7 @@ from collapselab.experiments.claims import (
     value_above,
 )
 from collapselab.experiments.preset import Preset, tiers
-from collapselab.experiments.registry import Experiment, RunContext, register_paper
+from collapselab.experiments.registry import RunContext, register_paper, table_row
 from collapselab.families import PFC
 from collapselab.metrics import PFC_KEYS
 from collapselab.models import MLP
@@ -203,15 +203,15 @@ CLAIMS = [
 (DEMO,) = register_paper(
     "demo",
     [
-        Experiment(
-            id="demo",
-            title="an MLP on digits: training and per-layer collapse (PFC1-3)",
-            presets=PRESETS,
-            run=run_demo,
-            figure="collapse and training curves",
-            claims=CLAIMS,
-            draw=draw_demo,
-            captions={
+        table_row(
+            "demo",
+            "an MLP on digits: training and per-layer collapse (PFC1-3)",
+            "collapse and training curves",
+            PRESETS,
+            run_demo,
+            CLAIMS,
+            draw_demo,
+            {
                 "collapse": (
                     "PFC1 (within/between-class trace ratio, log scale), PFC2 (distance of the "
                     "class means to a simplex ETF) and PFC3 (nearest-class-centre accuracy) of "
