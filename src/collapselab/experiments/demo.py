@@ -28,7 +28,7 @@ from collapselab.experiments.claims import (
     rank_correlation,
     value_above,
 )
-from collapselab.experiments.preset import Preset, tiers
+from collapselab.experiments.preset import Preset, sgd_config, tiers
 from collapselab.experiments.registry import RunContext, register_paper, table_row
 from collapselab.families import PFC
 from collapselab.metrics import PFC_KEYS
@@ -36,7 +36,7 @@ from collapselab.models import MLP
 from collapselab.report import plot_panels, plot_training_curves
 from collapselab.store import Run
 from collapselab.track import Monitor
-from collapselab.train import TrainConfig, train
+from collapselab.train import train
 
 DIGITS = DataSpec("digits")
 """scikit-learn's 8x8 digits, all 1,797 images, its default split."""
@@ -82,12 +82,8 @@ def run_demo(run: Run, context: RunContext) -> None:
         depth=config.depth,
         bias=True,
     )
-    train_config = TrainConfig(
-        epochs=config.epochs,
-        lr=config.lr,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
-        batch_size=config.batch_size,
+    train_config = sgd_config(
+        config,
         schedule="step",
         seed=context.seed,
         device=context.device,
