@@ -66,7 +66,7 @@ from collapselab.metrics import (
 )
 from collapselab.metrics.matrix import matrix_metrics
 from collapselab.stats import ClassStats, class_stats_from_features
-from collapselab.theory.ode import integrate
+from collapselab.theory.dynamics import integrate
 
 __all__ = [
     "METHODS",

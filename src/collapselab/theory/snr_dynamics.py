@@ -56,7 +56,7 @@ from collapselab.theory.central_path import (
     renormalised_flow,
     snr_instance,
 )
-from collapselab.theory.ode import integrate
+from collapselab.theory.dynamics import integrate
 
 __all__ = [
     "VARIANTS",

@@ -64,7 +64,7 @@ from collapselab.checks import (
 )
 from collapselab.metrics.nc import pfc_values
 from collapselab.stats import class_stats_from_features
-from collapselab.theory.ode import integrate
+from collapselab.theory.dynamics import integrate
 
 __all__ = [
     "MUFM",

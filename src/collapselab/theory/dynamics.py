@@ -1,6 +1,8 @@
-"""Integrating a flow ``dy/dt = rate(t, y)`` from ``t = 0``: the solver call and its failure
-in one place, for the theory modules' gradient flows (:mod:`~collapselab.theory.ufm` Eq. 21,
-:mod:`~collapselab.theory.central_path`, :mod:`~collapselab.theory.snr_dynamics`)."""
+"""What the theory modules' dynamics share: :func:`integrate`, a gradient flow
+``dy/dt = rate(t, y)`` from ``t = 0`` (:mod:`~collapselab.theory.ufm` Eq. 21,
+:mod:`~collapselab.theory.central_path`, :mod:`~collapselab.theory.snr_dynamics`), and
+:func:`diverged`, the error of a gradient descent whose iterates overflow
+(:mod:`~collapselab.theory.dlufm`, :mod:`~collapselab.theory.ufm_mse`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["integrate"]
+__all__ = ["diverged", "integrate"]
 
 
 def integrate(
@@ -45,3 +47,9 @@ def integrate(
     if not sol.success:
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     return sol.y.T
+
+
+def diverged(step: int, lr: float) -> FloatingPointError:
+    """The error to raise (``from`` numpy's overflow) when gradient descent with step ``lr``
+    overflows at ``step``."""
+    return FloatingPointError(f"gradient descent diverged (overflow) at step {step}; lower lr={lr}")
