@@ -151,7 +151,7 @@ def _reaches_zero_error(results: RunResults) -> ClaimResult:
         return ClaimResult("does not hold", values, float(budget), detail)
     holds = epoch <= budget
     detail = f"first epoch with training accuracy 1.0: {epoch} (budget {budget})"
-    return ClaimResult("holds" if holds else "does not hold", values, float(budget), detail)
+    return ClaimResult.decided(holds, values, float(budget), detail)
 
 
 CLAIMS = [
