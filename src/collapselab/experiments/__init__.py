@@ -5,7 +5,7 @@ Public API:
 - :class:`Experiment`, :class:`RunContext`, :func:`register`, :func:`register_paper`,
   :func:`unregister`, :func:`get_experiment`, :func:`all_experiments`,
   :func:`experiments_for_paper`: the registry (a paper package registers its experiments
-  from one table on import).
+  from one table on import, a :func:`table_row` per experiment).
 - :class:`Preset`, :func:`tiers`, :data:`TIERS`, :class:`PresetError`: typed presets, the
   same four tiers for every experiment.
 - :func:`run_experiment`, :func:`refresh_run`, :func:`run_id_for`: run one experiment
@@ -66,6 +66,7 @@ from collapselab.experiments.registry import (
     get_experiment,
     register,
     register_paper,
+    table_row,
     unregister,
 )
 from collapselab.experiments.reproduce import (
@@ -125,6 +126,7 @@ __all__ = [
     "run_experiment",
     "run_id_for",
     "select_experiments",
+    "table_row",
     "tiers",
     "unregister",
     "value_above",

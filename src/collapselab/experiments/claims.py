@@ -85,6 +85,14 @@ class ClaimResult:
     def __post_init__(self) -> None:
         check_choice("verdict", self.verdict, VERDICTS)
 
+    @classmethod
+    def decided(
+        cls, holds: bool, values: Mapping[str, float], threshold: float | None, detail: str
+    ) -> ClaimResult:
+        """``"holds"`` when ``holds`` is true, else ``"does not hold"``, with the numbers,
+        threshold and sentence it was decided on."""
+        return cls(HOLDS if holds else DOES_NOT_HOLD, values, threshold, detail)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
@@ -631,7 +639,7 @@ def check_value(value: float, threshold: float, op: str = "<=") -> ClaimResult:
     holds = _OPS[op](value, threshold)
     shown = op if holds else _NEGATED[op]
     detail = f"{value:.4g} {shown} {threshold:g}"
-    return ClaimResult(HOLDS if holds else DOES_NOT_HOLD, {"value": value}, threshold, detail)
+    return ClaimResult.decided(holds, {"value": value}, threshold, detail)
 
 
 def log_slope(x: Any, y: Any, log_x: bool = False) -> float:
@@ -678,7 +686,7 @@ def check_log_slopes(
         f"log10 slopes: {s_fast:.4g} (first) vs {s_slow:.4g} (second); need first < 0 and "
         f"<= {factor:g} x second = {bound:.4g}"
     )
-    return ClaimResult(HOLDS if holds else DOES_NOT_HOLD, values, bound, detail)
+    return ClaimResult.decided(holds, values, bound, detail)
 
 
 # ------------------------------------------------------------------ claim builders
@@ -826,6 +834,6 @@ def claim_from_check(
 
     def evaluate(results: RunResults) -> ClaimResult:
         ok, values, bound, detail = check(results)
-        return ClaimResult(HOLDS if ok else DOES_NOT_HOLD, dict(values), bound, detail)
+        return ClaimResult.decided(ok, dict(values), bound, detail)
 
     return Claim(name, statement, source, threshold, evaluate, presets, erratum)

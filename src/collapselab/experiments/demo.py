@@ -28,15 +28,15 @@ from collapselab.experiments.claims import (
     rank_correlation,
     value_above,
 )
-from collapselab.experiments.preset import Preset, tiers
-from collapselab.experiments.registry import Experiment, RunContext, register_paper
+from collapselab.experiments.preset import Preset, sgd_config, tiers
+from collapselab.experiments.registry import RunContext, register_paper, table_row
 from collapselab.families import PFC
 from collapselab.metrics import PFC_KEYS
 from collapselab.models import MLP
 from collapselab.report import plot_panels, plot_training_curves
 from collapselab.store import Run
 from collapselab.track import Monitor
-from collapselab.train import TrainConfig, train
+from collapselab.train import train
 
 DIGITS = DataSpec("digits")
 """scikit-learn's 8x8 digits, all 1,797 images, its default split."""
@@ -82,12 +82,8 @@ def run_demo(run: Run, context: RunContext) -> None:
         depth=config.depth,
         bias=True,
     )
-    train_config = TrainConfig(
-        epochs=config.epochs,
-        lr=config.lr,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
-        batch_size=config.batch_size,
+    train_config = sgd_config(
+        config,
         schedule="step",
         seed=context.seed,
         device=context.device,
@@ -155,7 +151,7 @@ def _reaches_zero_error(results: RunResults) -> ClaimResult:
         return ClaimResult("does not hold", values, float(budget), detail)
     holds = epoch <= budget
     detail = f"first epoch with training accuracy 1.0: {epoch} (budget {budget})"
-    return ClaimResult("holds" if holds else "does not hold", values, float(budget), detail)
+    return ClaimResult.decided(holds, values, float(budget), detail)
 
 
 CLAIMS = [
@@ -203,15 +199,15 @@ CLAIMS = [
 (DEMO,) = register_paper(
     "demo",
     [
-        Experiment(
-            id="demo",
-            title="an MLP on digits: training and per-layer collapse (PFC1-3)",
-            presets=PRESETS,
-            run=run_demo,
-            figure="collapse and training curves",
-            claims=CLAIMS,
-            draw=draw_demo,
-            captions={
+        table_row(
+            "demo",
+            "an MLP on digits: training and per-layer collapse (PFC1-3)",
+            "collapse and training curves",
+            PRESETS,
+            run_demo,
+            CLAIMS,
+            draw_demo,
+            {
                 "collapse": (
                     "PFC1 (within/between-class trace ratio, log scale), PFC2 (distance of the "
                     "class means to a simplex ETF) and PFC3 (nearest-class-centre accuracy) of "

@@ -45,8 +45,17 @@ from typing import Any, TypeVar
 
 from collapselab.data import DataSpec
 from collapselab.data.steps import Step
+from collapselab.train import TrainConfig
 
-__all__ = ["FALLBACK_TIERS", "RUNNABLE_TIERS", "TIERS", "Preset", "PresetError", "tiers"]
+__all__ = [
+    "FALLBACK_TIERS",
+    "RUNNABLE_TIERS",
+    "TIERS",
+    "Preset",
+    "PresetError",
+    "sgd_config",
+    "tiers",
+]
 
 TIERS: tuple[str, ...] = ("tiny", "quick", "standard", "paper")
 """The tiers every experiment of a paper defines, in increasing size."""
@@ -143,6 +152,20 @@ def tiers(
         names = ", ".join(sorted(k.__name__ for k in kinds))
         raise PresetError(f"every tier must be an instance of one Preset class, got {names}")
     return table
+
+
+def sgd_config(preset: Any, **settings: Any) -> TrainConfig:
+    """The :class:`~collapselab.train.TrainConfig` of a preset that trains by SGD: its
+    ``epochs``, ``lr``, ``batch_size``, ``momentum`` and ``weight_decay``; ``settings`` are
+    the rest (schedule, loss, seed, device...)."""
+    return TrainConfig(
+        epochs=preset.epochs,
+        lr=preset.lr,
+        batch_size=preset.batch_size,
+        momentum=preset.momentum,
+        weight_decay=preset.weight_decay,
+        **settings,
+    )
 
 
 @functools.cache

@@ -214,6 +214,33 @@ def register_paper(paper: str, table: Sequence[Experiment]) -> tuple[Experiment,
     return tuple(registered)
 
 
+def table_row(
+    id: str,
+    title: str,
+    figure: str,
+    presets: dict[str, Preset],
+    run: RunFunction,
+    claims: list[Claim],
+    draw: Callable[[Run], None] | None,
+    captions: dict[str, str],
+    **options: Any,
+) -> Experiment:
+    """One row of a paper's table (:func:`register_paper`): an :class:`Experiment` from the
+    eight columns every experiment fills, in that order, and by keyword any other of its
+    fields (``dry_run``, ``uses_device``, ``runtimes``...)."""
+    return Experiment(
+        id=id,
+        title=title,
+        figure=figure,
+        presets=presets,
+        run=run,
+        claims=claims,
+        draw=draw,
+        captions=captions,
+        **options,
+    )
+
+
 def _check_tiers(experiment: Experiment) -> None:
     """Every preset of one :class:`Preset` class, and the tiers there must be: ``tiny`` and
     ``quick`` always; ``standard`` and ``paper`` too for an experiment that reproduces one

@@ -66,6 +66,7 @@ from collapselab.metrics import (
 )
 from collapselab.metrics.matrix import matrix_metrics
 from collapselab.stats import ClassStats, class_stats_from_features
+from collapselab.theory.dynamics import integrate
 
 __all__ = [
     "METHODS",
@@ -652,8 +653,6 @@ def renormalised_flow(
         rtol, atol: ``solve_ivp`` tolerances.
         metrics: also record the catalogue metrics.
     """
-    from scipy.integrate import solve_ivp
-
     h = feature_tensor("features", features)
     layout = _layout(labels, h.shape[0], n_classes)
     y = check_labels("labels", labels, h.shape[0], layout.n_classes)
@@ -669,21 +668,11 @@ def renormalised_flow(
         x = state.reshape(shape)
         return (-_project_blocks(x, _ls_grad_blocks(x))).reshape(-1)
 
-    sol = solve_ivp(
-        field_,
-        (0.0, float(t_eval[-1])),
-        x3.reshape(-1),
-        method="DOP853",
-        t_eval=t_eval,
-        rtol=rtol,
-        atol=atol,
-    )
-    if not sol.success:
-        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+    states = integrate(field_, x3.reshape(-1), t_eval, rtol=rtol, atol=atol)
     rec = _Recorder(layout, y.cpu(), metrics)
     drift: list[float] = []
     for k, t in enumerate(t_eval):
-        xk = sol.y[:, k].reshape(shape)
+        xk = states[k].reshape(shape)
         drift.append(float(np.abs(_cross_within(xk, xk) - np.eye(shape[-1])).max()))
         xk = _whiten_blocks(xk)
         rec(xk, float(t), None)

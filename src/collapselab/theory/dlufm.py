@@ -79,6 +79,7 @@ from torch import nn
 
 from collapselab._threads import serial_threads
 from collapselab.checks import ArgumentTypeError, as_real_array, check_float, check_int
+from collapselab.theory.dynamics import diverged
 
 __all__ = [
     "LOSS_SCALES",
@@ -1077,9 +1078,7 @@ def gradient_descent(
                 if progress is not None and (step % every == 0 or step == n_steps):
                     progress(step, n_steps)
         except FloatingPointError as err:
-            raise FloatingPointError(
-                f"gradient descent diverged (overflow) at step {step}; lower lr={lr}"
-            ) from err
+            raise diverged(step, lr) from err
     return DescentTrajectory(
         steps=np.asarray(steps, dtype=np.int64),
         objective=np.asarray(values),

@@ -57,6 +57,7 @@ from collapselab.theory.central_path import (
     renormalised_flow,
     snr_instance,
 )
+from collapselab.theory.dynamics import integrate
 
 __all__ = [
     "VARIANTS",
@@ -207,8 +208,6 @@ def omega_ode(
     DOP853 from ``t = 0``; an independent check of :func:`omega_closed_form`. Shape
     ``shape(t) + shape(omega0)``.
     """
-    from scipy.integrate import solve_ivp
-
     c, n = _sizes(n_classes, n_per_class)
     variant = check_choice("variant", variant, VARIANTS)
     w0 = _array(omega0, "omega0", positive=True)
@@ -218,18 +217,9 @@ def omega_ode(
         return np.empty(tt.shape + w0.shape)
     values = np.tile(w0.reshape(-1), (grid.size, 1))
     if grid[-1] > 0:  # solve_ivp needs a non-empty interval
-        sol = solve_ivp(
-            lambda _t, w: snr_rate(w, c, n, variant),
-            (0.0, float(grid[-1])),
-            w0.reshape(-1),
-            method="DOP853",
-            t_eval=grid,
-            rtol=rtol,
-            atol=atol,
+        values = integrate(
+            lambda _t, w: snr_rate(w, c, n, variant), w0.reshape(-1), grid, rtol=rtol, atol=atol
         )
-        if not sol.success:
-            raise RuntimeError(f"solve_ivp failed: {sol.message}")
-        values = sol.y.T
     idx = np.searchsorted(grid, tt.reshape(-1))
     return values[idx].reshape(tt.shape + w0.shape)
 

@@ -64,6 +64,7 @@ from collapselab.checks import (
 )
 from collapselab.metrics.nc import pfc_values
 from collapselab.stats import class_stats_from_features
+from collapselab.theory.dynamics import integrate
 
 __all__ = [
     "MUFM",
@@ -908,8 +909,6 @@ def gradient_flow(
         ts: non-decreasing times ``>= 0`` at which to report the flow.
         rtol, atol, method: passed to ``solve_ivp``.
     """
-    from scipy.integrate import solve_ivp
-
     problem._need_mse("the gradient flow (21)")
     if problem.n_layers != 1 or problem.form != "eq13":
         raise ValueError("the gradient flow (21) is defined for the Eq. 13 model (n_layers=1)")
@@ -925,18 +924,8 @@ def gradient_flow(
 
     if times[-1] > 0:
         with serial_threads():
-            sol = solve_ivp(
-                rhs,
-                (0.0, times[-1]),
-                problem.X.ravel(),
-                method=method,
-                t_eval=times,
-                rtol=rtol,
-                atol=atol,
-            )
-        if not sol.success:
-            raise RuntimeError(f"solve_ivp failed: {sol.message}")
-        path = sol.y.T.reshape(times.size, *shape)
+            flow = integrate(rhs, problem.X.ravel(), times, rtol=rtol, atol=atol, method=method)
+        path = flow.reshape(times.size, *shape)
     else:
         path = np.repeat(problem.X[None], times.size, axis=0)
     traces = np.array([_traces(h, problem.labels, problem.n_classes) for h in path])

@@ -39,6 +39,7 @@ import numpy as np
 from collapselab._threads import serial_threads
 from collapselab.checks import as_real_array, check_float, check_int
 from collapselab.metrics.matrix import matrix_metrics
+from collapselab.theory.dynamics import diverged
 
 __all__ = [
     "UFMMSE",
@@ -257,9 +258,7 @@ def ufm_mse_descent(
                 if progress is not None and (step % max(n_steps // 100, 1) == 0 or step == n_steps):
                     progress(step, n_steps)
     except FloatingPointError as err:
-        raise FloatingPointError(
-            f"gradient descent diverged (overflow) at step {step}; lower lr={lr}"
-        ) from err
+        raise diverged(step, lr) from err
     return UFMMSETrajectory(
         steps=np.asarray(steps, dtype=np.int64),
         metrics={k: np.asarray(v, dtype=np.float64) for k, v in rows.items()},

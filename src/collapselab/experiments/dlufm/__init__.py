@@ -64,86 +64,82 @@ from collapselab.experiments.dlufm.networks import (
 from collapselab.experiments.dlufm.relu import classify, run_relu
 from collapselab.experiments.dlufm.sweeps import lambda_for_ratio, run_layers, run_regularisation
 from collapselab.experiments.dlufm.ufm import layer_snapshot
-from collapselab.experiments.registry import Experiment, register_paper
+from collapselab.experiments.registry import register_paper, table_row
 
 _NETWORK_TITLES = {"mlp": "a ReLU MLP", "conv": "a two-convolution net"}
 
 LINEAR, RELU, REGULARISATION, LAYERS, MLP, *_NETWORKS = register_paper(
     "004",
     [
-        Experiment(
-            id="dlufm-linear",
-            title="deep linear UFM by gradient descent: Hessian, Papyan, gradient, weights, App. E",
-            presets=presets.LINEAR,
-            run=run_linear,
-            figure="Figs 3-8, 12-14",
-            claims=LINEAR_CLAIMS,
-            draw=figures.draw_linear,
-            captions=figures.LINEAR_CAPTIONS,
+        table_row(
+            "dlufm-linear",
+            "deep linear UFM by gradient descent: Hessian, Papyan, gradient, weights, App. E",
+            "Figs 3-8, 12-14",
+            presets.LINEAR,
+            run_linear,
+            LINEAR_CLAIMS,
+            figures.draw_linear,
+            figures.LINEAR_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="dlufm-relu",
-            title="deep ReLU UFM over widths and seeds: outliers, knockouts, weights, Tables 1-4",
-            presets=presets.RELU,
-            run=run_relu,
-            figure="Figs 9-11, Tables 1-4",
-            claims=RELU_CLAIMS,
-            draw=figures.draw_relu,
-            captions=figures.RELU_CAPTIONS,
+        table_row(
+            "dlufm-relu",
+            "deep ReLU UFM over widths and seeds: outliers, knockouts, weights, Tables 1-4",
+            "Figs 9-11, Tables 1-4",
+            presets.RELU,
+            run_relu,
+            RELU_CLAIMS,
+            figures.draw_relu,
+            figures.RELU_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="dlufm-regularisation",
-            title="across the threshold of condition (2): the optimum collapses to zero",
-            presets=presets.REGULARISATION,
-            run=run_regularisation,
-            figure="§3.2, condition (2)",
-            claims=REGULARISATION_CLAIMS,
-            draw=figures.draw_regularisation,
-            captions=figures.REGULARISATION_CAPTIONS,
+        table_row(
+            "dlufm-regularisation",
+            "across the threshold of condition (2): the optimum collapses to zero",
+            "§3.2, condition (2)",
+            presets.REGULARISATION,
+            run_regularisation,
+            REGULARISATION_CLAIMS,
+            figures.draw_regularisation,
+            figures.REGULARISATION_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="dlufm-layers",
-            title="unequal λ, K ≠ 3, several L: λ_out(l) ∝ λ_W(l) and every theorem verified",
-            presets=presets.LAYERS,
-            run=run_layers,
-            figure="Theorem 4.1 (layer sweep)",
-            claims=LAYER_CLAIMS,
-            draw=figures.draw_layers,
-            captions=figures.LAYER_CAPTIONS,
+        table_row(
+            "dlufm-layers",
+            "unequal λ, K ≠ 3, several L: λ_out(l) ∝ λ_W(l) and every theorem verified",
+            "Theorem 4.1 (layer sweep)",
+            presets.LAYERS,
+            run_layers,
+            LAYER_CLAIMS,
+            figures.draw_layers,
+            figures.LAYER_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="dlufm-mlp",
-            title=(
-                "beyond the paper: a trained MLP's last layers against the deep UFM's predictions"
-            ),
-            presets=presets.MLP,
-            run=run_mlp,
+        table_row(
+            "dlufm-mlp",
+            "beyond the paper: a trained MLP's last layers against the deep UFM's predictions",
+            "Thms 4.1-4.3 on a real network",
+            presets.MLP,
+            run_mlp,
+            MLP_CLAIMS,
+            figures.draw_mlp,
+            figures.MLP_CAPTIONS,
             dry_run=mlp_dry_run,
-            figure="Thms 4.1-4.3 on a real network",
-            claims=MLP_CLAIMS,
-            draw=figures.draw_mlp,
-            captions=figures.MLP_CAPTIONS,
         ),
         *(
-            Experiment(
-                id=f"curvature-{net}-{loss}",
+            table_row(
+                f"curvature-{net}-{loss}",
                 # no dataset in the title: a quick run may read the bundled digits instead
                 # of Fashion-MNIST, and the report shows the data it read on its own line
-                title=(
-                    f"layer-wise Hessian/GGN spectra, Papyan's decomposition and f_top of "
-                    f"{_NETWORK_TITLES[net]} trained with {loss.upper()} on images"
-                ),
-                presets=presets.NETWORKS[net, loss],
-                run=run_curvature,
+                f"layer-wise Hessian/GGN spectra, Papyan's decomposition and f_top of "
+                f"{_NETWORK_TITLES[net]} trained with {loss.upper()} on images",
+                "Figs 3-7 on a real network",
+                presets.NETWORKS[net, loss],
+                run_curvature,
+                NETWORK_CLAIMS,
+                figures.draw_network,
+                figures.NETWORK_CAPTIONS,
                 dry_run=network_dry_run,
-                figure="Figs 3-7 on a real network",
-                claims=NETWORK_CLAIMS,
-                draw=figures.draw_network,
-                captions=figures.NETWORK_CAPTIONS,
             )
             for net, loss in presets.NETWORKS
         ),

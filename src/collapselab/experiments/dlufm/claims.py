@@ -41,8 +41,6 @@ import numpy as np
 
 from collapselab.curvature import count_outliers
 from collapselab.experiments.claims import (
-    DOES_NOT_HOLD,
-    HOLDS,
     Claim,
     ClaimResult,
     Erratum,
@@ -1285,7 +1283,7 @@ def _count_claim(metric: str, target: str, tolerance: str, layer_index: int):
             f"{expected} (within {slack}): {'yes' if holds else 'no'}"
         )
         values = {"count": got, "predicted": float(expected), "K": float(K)}
-        return ClaimResult(HOLDS if holds else DOES_NOT_HOLD, values, float(expected), detail)
+        return ClaimResult.decided(holds, values, float(expected), detail)
 
     return evaluate
 
@@ -1298,7 +1296,7 @@ def _value_claim(metric: str, layer_index: int, threshold: float, above: bool):
         holds = got >= threshold if above else got <= threshold
         sign = ">=" if above else "<="
         detail = f"final {metric} of {layer!r} = {got:.4g}; needs {sign} {threshold:g}"
-        return ClaimResult(HOLDS if holds else DOES_NOT_HOLD, {"value": got}, threshold, detail)
+        return ClaimResult.decided(holds, {"value": got}, threshold, detail)
 
     return evaluate
 
@@ -1312,7 +1310,7 @@ def _network_f_top(results: RunResults) -> ClaimResult:
         f"final gradient_fraction_top of {before!r} (top-{k} Hessian eigenvectors) = "
         f"{got:.4g}; needs >= {NETWORK_F_TOP:g}"
     )
-    return ClaimResult(HOLDS if holds else DOES_NOT_HOLD, {"value": got}, NETWORK_F_TOP, detail)
+    return ClaimResult.decided(holds, {"value": got}, NETWORK_F_TOP, detail)
 
 
 def _within_shrinks(results: RunResults) -> ClaimResult:
@@ -1329,9 +1327,7 @@ def _within_shrinks(results: RunResults) -> ClaimResult:
         f"λ1(G_within)/λ1(G) of {last!r}: {first:.3g} at the first measurement, {final:.3g} at "
         f"the last; needs <= {WITHIN_RATIO_DROP} x the first = {bound:.3g}"
     )
-    return ClaimResult(
-        HOLDS if holds else DOES_NOT_HOLD, {"first": first, "final": final}, bound, detail
-    )
+    return ClaimResult.decided(holds, {"first": first, "final": final}, bound, detail)
 
 
 def _network_premise(results: RunResults) -> str:

@@ -46,13 +46,14 @@ from collapselab.curvature import count_outliers
 from collapselab.data import DataSplits, LabeledData, load_data
 from collapselab.experiments.dlufm.presets import MlpPreset
 from collapselab.experiments.dlufm.ufm import layer_snapshot
+from collapselab.experiments.preset import sgd_config
 from collapselab.experiments.registry import RunContext
 from collapselab.families.curvature import Curvature
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.theory.dlufm import DeepReLUUFM, UFMParameters
 from collapselab.track import Monitor
-from collapselab.train import TrainConfig, seed_everything, train
+from collapselab.train import seed_everything, train
 
 __all__ = [
     "FAMILY_KEYS",
@@ -119,13 +120,17 @@ def run_mlp(run: Run, context: RunContext) -> None:
     run.update_manifest(dataset=c.data.name, n_train=int(data.train.y.numel()))
     model = build_mlp(c, data, context.seed)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
-    config = TrainConfig(
-        epochs=c.epochs, lr=c.lr, batch_size=c.batch_size, momentum=c.momentum,
-        weight_decay=c.weight_decay, loss="mse", schedule=c.schedule, milestones=c.milestones,
-        mse_reduction="sum_classes", seed=context.seed, eval_every=c.eval_every,
+    config = sgd_config(
+        c,
+        loss="mse",
+        schedule=c.schedule,
+        milestones=c.milestones,
+        mse_reduction="sum_classes",
+        seed=context.seed,
+        eval_every=c.eval_every,
         checkpoint_every=c.eval_every,  # a checkpoint per epoch costs more than training
         device=context.device,
-    )  # fmt: skip
+    )
     with serial_threads():  # small matrices: threads only add synchronisation on 2 cores
         result = train(model, data, config, context.callbacks, run, finish_run=False)
     if result.error:

@@ -35,13 +35,14 @@ from torch import nn
 from collapselab.data import DataSplits, load_data
 from collapselab.experiments.dlufm.presets import NetworkPreset
 from collapselab.experiments.dlufm.terminal import terminal_phase
+from collapselab.experiments.preset import sgd_config
 from collapselab.experiments.registry import RunContext
 from collapselab.families import NC
 from collapselab.families.builtin import Curvature
 from collapselab.models import MLP
 from collapselab.store import Run
 from collapselab.track import Monitor, Schedule
-from collapselab.train import TrainConfig, seed_everything, stationarity, train
+from collapselab.train import seed_everything, stationarity, train
 
 __all__ = [
     "SmallConvNet",
@@ -141,12 +142,8 @@ def run_curvature(run: Run, context: RunContext) -> None:
         loss=config.loss,
         batch_size=1024,
     )
-    train_config = TrainConfig(
-        epochs=config.epochs,
-        lr=config.lr,
-        batch_size=config.batch_size,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
+    train_config = sgd_config(
+        config,
         loss=config.loss,
         schedule="step",
         milestones=config.milestones,

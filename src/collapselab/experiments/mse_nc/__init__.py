@@ -72,31 +72,31 @@ from collapselab.experiments.mse_nc.presets import (
 from collapselab.experiments.mse_nc.results import StoredArms
 from collapselab.experiments.mse_nc.sweep import select_rate, sweep_rates
 from collapselab.experiments.mse_nc.theory import run_theory
-from collapselab.experiments.registry import Experiment, register_paper
+from collapselab.experiments.registry import register_paper, table_row
 
 COLLAPSE, THEORY = register_paper(
     "003",
     [
-        Experiment(
-            id="mse-nc-collapse",
-            title="neural collapse, the central path and robustness under MSE vs cross-entropy",
-            presets=COLLAPSE_PRESETS,
-            run=run_collapse,
-            figure="Figs. 2-12, Table 1",
-            claims=TRAINING_CLAIMS,
-            draw=draw_training,
+        table_row(
+            "mse-nc-collapse",
+            "neural collapse, the central path and robustness under MSE vs cross-entropy",
+            "Figs. 2-12, Table 1",
+            COLLAPSE_PRESETS,
+            run_collapse,
+            TRAINING_CLAIMS,
+            draw_training,
+            CAPTIONS,
             dry_run=dry_run_training,
-            captions=CAPTIONS,
         ),
-        Experiment(
-            id="mse-nc-theory",
-            title="SNR dynamics on the central path (published vs corrected) and the UFM Fig. 2",
-            presets=THEORY_PRESETS,
-            run=run_theory,
-            figure="Prop. 2, Cor. 1, Lemma 6; Fig. 2 (UFM analogue)",
-            claims=THEORY_CLAIMS,
-            draw=draw_theory,
-            captions=THEORY_CAPTIONS,
+        table_row(
+            "mse-nc-theory",
+            "SNR dynamics on the central path (published vs corrected) and the UFM Fig. 2",
+            "Prop. 2, Cor. 1, Lemma 6; Fig. 2 (UFM analogue)",
+            THEORY_PRESETS,
+            run_theory,
+            THEORY_CLAIMS,
+            draw_theory,
+            THEORY_CAPTIONS,
             uses_device=False,
         ),
     ],

@@ -124,7 +124,7 @@ def _median_over(
             f"median {what} = {median:.4g} (mean {mean:.4g}; {int((deltas > 0).sum())} of "
             f"{deltas.size} positive) {'>' if holds else '<='} 0"
         )
-        return ClaimResult("holds" if holds else "does not hold", values, 0.0, detail)
+        return ClaimResult.decided(holds, values, 0.0, detail)
 
     return evaluate
 
@@ -148,7 +148,7 @@ def _reaches_tpt(stored: StoredArms, key: str) -> ClaimResult:
         return ClaimResult("does not hold", values, bound, "never reached zero training error")
     holds = zero <= bound
     detail = f"zero error at epoch {zero} {'<=' if holds else '>'} first rate drop {bound}"
-    return ClaimResult("holds" if holds else "does not hold", values, bound, detail)
+    return ClaimResult.decided(holds, values, bound, detail)
 
 
 def _ratio_curve(stored: StoredArms, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +176,7 @@ def _central_path(stored: StoredArms, key: str) -> ClaimResult:
         f"max L_LS_perp/L_LS from epoch {zero} on = {tpt.max():.3g} "
         f"({'<=' if holds else '>'} {NEGLIGIBLE:g}); final {ratio[-1]:.3g}"
     )
-    return ClaimResult("holds" if holds else "does not hold", values, NEGLIGIBLE, detail)
+    return ClaimResult.decided(holds, values, NEGLIGIBLE, detail)
 
 
 def _nc1_dominant(stored: StoredArms, key: str) -> ClaimResult:
@@ -186,7 +186,7 @@ def _nc1_dominant(stored: StoredArms, key: str) -> ClaimResult:
     values = {"L_NC1": nc1, "L_NC23": nc23, "L_LS_perp": perp}
     holds = nc1 >= nc23 and nc1 >= perp
     detail = f"final L_NC1 = {nc1:.3g}, L_NC2/3 = {nc23:.3g}, L_LS_perp = {perp:.3g}"
-    return ClaimResult("holds" if holds else "does not hold", values, None, detail)
+    return ClaimResult.decided(holds, values, None, detail)
 
 
 def _positive_epochs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -225,7 +225,7 @@ def _falls_in_tpt(metric: str) -> ArmCheck:
             f"{metric}: {start:.3g} at epoch {zero} -> {end:.3g} at epoch {end_epoch} "
             f"(ratio {end / start:.3g} {'<=' if holds else '>'} {bound:g})"
         )
-        return ClaimResult("holds" if holds else "does not hold", values, bound, detail)
+        return ClaimResult.decided(holds, values, bound, detail)
 
     return check
 
@@ -255,7 +255,7 @@ def _test_above_train(stored: StoredArms, key: str) -> ClaimResult:
     values = {"train_nc1": train, "test_nc1": test, "test/train": test / train}
     holds = test > train
     detail = f"final NC1 test {test:.3g} {'>' if holds else '<='} train {train:.3g}"
-    return ClaimResult("holds" if holds else "does not hold", values, 1.0, detail)
+    return ClaimResult.decided(holds, values, 1.0, detail)
 
 
 def _test_slower(stored: StoredArms, key: str) -> ClaimResult:
@@ -271,7 +271,7 @@ def _test_slower(stored: StoredArms, key: str) -> ClaimResult:
         f"NC1 end/zero-error: test {ratios['test']:.3g}, train {ratios['train']:.3g} (need test "
         "< 1 and test > train)"
     )
-    return ClaimResult("holds" if holds else "does not hold", values, 1.0, detail)
+    return ClaimResult.decided(holds, values, 1.0, detail)
 
 
 def _mse_below_ce(stored: StoredArms, pair: str) -> ClaimResult:
@@ -280,7 +280,7 @@ def _mse_below_ce(stored: StoredArms, pair: str) -> ClaimResult:
     values = {"nc1_mse": mse, "nc1_ce": ce, "mse/ce": mse / ce}
     holds = mse < ce
     detail = f"final train NC1: MSE {mse:.3g} {'<' if holds else '>='} CE {ce:.3g}"
-    return ClaimResult("holds" if holds else "does not hold", values, 1.0, detail)
+    return ClaimResult.decided(holds, values, 1.0, detail)
 
 
 def _every_pair(check: ArmCheck) -> Callable[[RunResults], ClaimResult]:
@@ -534,7 +534,7 @@ def _frozen(results: RunResults) -> ClaimResult:
     drift = float(max(np.max(a["left_drift"]), np.max(a["right_drift"])))
     holds = drift <= FROZEN_TOL
     detail = f"max singular-vector drift {drift:.3g} {'<=' if holds else '>'} {FROZEN_TOL:g}"
-    return ClaimResult("holds" if holds else "does not hold", {"drift": drift}, FROZEN_TOL, detail)
+    return ClaimResult.decided(holds, {"drift": drift}, FROZEN_TOL, detail)
 
 
 def _follows_one(results: RunResults) -> ClaimResult:
@@ -548,7 +548,7 @@ def _follows_one(results: RunResults) -> ClaimResult:
         f"{errors['published']:.3g}; closest: {best} ({'<=' if holds else '>'} "
         f"{CLOSED_FORM_TOL:g})"
     )
-    return ClaimResult("holds" if holds else "does not hold", values, CLOSED_FORM_TOL, detail)
+    return ClaimResult.decided(holds, values, CLOSED_FORM_TOL, detail)
 
 
 def _follows_published(results: RunResults) -> ClaimResult:
@@ -561,7 +561,7 @@ def _follows_published(results: RunResults) -> ClaimResult:
         f"{np.round(a['omega_simulated'][-1], 3).tolist()} vs published "
         f"{np.round(a['omega_published'][-1], 3).tolist()}"
     )
-    return ClaimResult("holds" if holds else "does not hold", {"max_rel_error": err},
+    return ClaimResult.decided(holds, {"max_rel_error": err},
                        CLOSED_FORM_TOL, detail)  # fmt: skip
 
 
@@ -577,7 +577,7 @@ def _equalise(results: RunResults) -> ClaimResult:
         f"max/min omega {start:.3g} -> {end:.3g} (bound {bound:.3g}); smallest final omega "
         f"{w[-1].min():.3g} vs largest initial {w[0].max():.3g}"
     )
-    return ClaimResult("holds" if holds else "does not hold", values, bound, detail)
+    return ClaimResult.decided(holds, values, bound, detail)
 
 
 def _ufm_series(results: RunResults, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -599,7 +599,7 @@ def _ufm_central_path(results: RunResults) -> ClaimResult:
         f"max L_LS_perp/L_LS from step {start:g} on = {worst:.3g} "
         f"({'<=' if holds else '>'} {UFM_NEGLIGIBLE:g}); at step 0: {ratio[0]:.3g}"
     )
-    return ClaimResult("holds" if holds else "does not hold", values, UFM_NEGLIGIBLE, detail)
+    return ClaimResult.decided(holds, values, UFM_NEGLIGIBLE, detail)
 
 
 def _ufm_nc23_faster(results: RunResults) -> ClaimResult:
@@ -615,7 +615,7 @@ def _ufm_nc1_falls(results: RunResults) -> ClaimResult:
     holds = ratio <= 0.01
     detail = f"NC1 {y[0]:.3g} at step 0 -> {y[-1]:.3g} at step {int(x[-1])} (ratio {ratio:.3g})"
     values = {"start": float(y[0]), "end": float(y[-1]), "end/start": ratio}
-    return ClaimResult("holds" if holds else "does not hold", values, 0.01, detail)
+    return ClaimResult.decided(holds, values, 0.01, detail)
 
 
 THEORY_CLAIMS: list[Claim] = [

@@ -96,7 +96,7 @@ def verdict(
     ok: bool, values: Mapping[str, float], threshold: float | None, detail: str
 ) -> ClaimResult:
     """A claim's result from its decision, the numbers, the numeric threshold, a sentence."""
-    return ClaimResult("holds" if ok else "does not hold", dict(values), threshold, detail)
+    return ClaimResult.decided(ok, dict(values), threshold, detail)
 
 
 # ------------------------------------------------------------------- pcbias-convergence

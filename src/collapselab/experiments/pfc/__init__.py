@@ -66,76 +66,81 @@ from collapselab.experiments.pfc.presets import (
 from collapselab.experiments.pfc.theorems import run_theorems
 from collapselab.experiments.pfc.toy import run_toy, toy_instance
 from collapselab.experiments.pfc.training import run_training
-from collapselab.experiments.registry import Experiment, register_paper
+from collapselab.experiments.registry import Experiment, register_paper, table_row
 
-_TRAINING = {
-    "run": run_training,
-    "claims": TRAINING_CLAIMS,
-    "draw": figures.draw_training,
-    "dry_run": dry_run,
-    "captions": figures.TRAINING_CAPTIONS,
-}
-"""What the two training experiments share: the run, the claims, the figures, the dry run."""
+
+def _training(id: str, title: str, figure: str, presets: dict[str, TrainingPreset]) -> Experiment:
+    """A training experiment: the two share the run, the claims, the figures, the dry run."""
+    return table_row(
+        id,
+        title,
+        figure,
+        presets,
+        run_training,
+        TRAINING_CLAIMS,
+        figures.draw_training,
+        figures.TRAINING_CAPTIONS,
+        dry_run=dry_run,
+    )
+
 
 TOY, TRAINING_FC, TRAINING_CONV, MUFM, LAMBDA_SWEEP, THEOREMS = register_paper(
     "001",
     [
-        Experiment(
-            id="pfc-toy",
-            title="straight-line trajectories of 2-D features to simplex-ETF class means",
-            presets=presets.TOY,
-            run=run_toy,
-            figure="Fig. 1",
-            claims=TOY_CLAIMS,
-            draw=figures.draw_toy,
-            captions=figures.TOY_CAPTIONS,
+        table_row(
+            "pfc-toy",
+            "straight-line trajectories of 2-D features to simplex-ETF class means",
+            "Fig. 1",
+            presets.TOY,
+            run_toy,
+            TOY_CLAIMS,
+            figures.draw_toy,
+            figures.TOY_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="pfc-training-fc",
-            title="progressive collapse in a fully connected ResNet (PFC1-3 per layer, geodesic)",
-            presets=presets.TRAINING_FC,
-            figure="Figs 2-3 (a)",
-            **_TRAINING,
+        _training(
+            "pfc-training-fc",
+            "progressive collapse in a fully connected ResNet (PFC1-3 per layer, geodesic)",
+            "Figs 2-3 (a)",
+            presets.TRAINING_FC,
         ),
-        Experiment(
-            id="pfc-training-conv",
-            title="progressive collapse in a conv ResNet's last stage (PFC1-3 per block, geodesic)",
-            presets=presets.TRAINING_CONV,
-            figure="Figs 2-3 (b-e)",
-            **_TRAINING,
+        _training(
+            "pfc-training-conv",
+            "progressive collapse in a conv ResNet's last stage (PFC1-3 per block, geodesic)",
+            "Figs 2-3 (b-e)",
+            presets.TRAINING_CONV,
         ),
-        Experiment(
-            id="pfc-mufm",
-            title="UFM vs MUFM optima vs the data (literal and converged solvers)",
-            presets=presets.MUFM,
-            run=run_mufm,
-            figure="Fig. 4",
-            claims=MUFM_CLAIMS,
-            draw=figures.draw_mufm,
-            captions=figures.MUFM_CAPTIONS,
+        table_row(
+            "pfc-mufm",
+            "UFM vs MUFM optima vs the data (literal and converged solvers)",
+            "Fig. 4",
+            presets.MUFM,
+            run_mufm,
+            MUFM_CLAIMS,
+            figures.draw_mufm,
+            figures.MUFM_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="pfc-lambda-sweep",
-            title="MUFM optima against λ/λ_W from 0.1 to 4",
-            presets=presets.LAMBDA_SWEEP,
-            run=run_lambda_sweep,
-            figure="Fig. 5",
-            claims=SWEEP_CLAIMS,
-            draw=figures.draw_lambda_sweep,
-            captions=figures.SWEEP_CAPTIONS,
+        table_row(
+            "pfc-lambda-sweep",
+            "MUFM optima against λ/λ_W from 0.1 to 4",
+            "Fig. 5",
+            presets.LAMBDA_SWEEP,
+            run_lambda_sweep,
+            SWEEP_CLAIMS,
+            figures.draw_lambda_sweep,
+            figures.SWEEP_CAPTIONS,
             uses_device=False,
         ),
-        Experiment(
-            id="pfc-theorems",
-            title="numerical checks of Theorems 1-4 (Monte-Carlo and solved instances)",
-            presets=presets.THEOREMS,
-            run=run_theorems,
-            figure="§III, Theorems 1-4",
-            claims=THEOREM_CLAIMS,
-            draw=figures.draw_theorems,
-            captions=figures.THEOREM_CAPTIONS,
+        table_row(
+            "pfc-theorems",
+            "numerical checks of Theorems 1-4 (Monte-Carlo and solved instances)",
+            "§III, Theorems 1-4",
+            presets.THEOREMS,
+            run_theorems,
+            THEOREM_CLAIMS,
+            figures.draw_theorems,
+            figures.THEOREM_CAPTIONS,
             uses_device=False,
         ),
     ],

@@ -63,13 +63,6 @@ __all__ = [
 Evaluate = Callable[[RunResults], ClaimResult]
 
 
-def _result(
-    ok: bool, values: dict[str, float], threshold: float | None, detail: str
-) -> ClaimResult:
-    """The claim's verdict (``"holds"`` when ``ok``) with its numbers."""
-    return ClaimResult("holds" if ok else "does not hold", values, threshold, detail)
-
-
 def _row_value(results: RunResults, metric: str, layer: str, split: str = "train") -> float:
     """The last logged value of ``metric`` at ``layer`` (NotEvaluable when absent)."""
     rows = results.rows(metric, split=split, layer=layer)
@@ -105,7 +98,7 @@ def _monotone(results: RunResults) -> ClaimResult:
     ok = s >= 0 and rise <= TOY_TOL
     values = {"theorem1_s": s, "pfc1_max_relative_rise": rise, "pfc1_start": float(pfc1[0])}
     detail = f"S = {s:.4g} (>= 0?); largest rise of PFC1 along t {rise:.3g} (<= {TOY_TOL:g}?)"
-    return _result(ok, values, TOY_TOL, detail)
+    return ClaimResult.decided(ok, values, TOY_TOL, detail)
 
 
 def _collapsed_at_end(results: RunResults) -> ClaimResult:
@@ -115,7 +108,7 @@ def _collapsed_at_end(results: RunResults) -> ClaimResult:
     ok = pfc1 <= TOY_TOL and pfc2 <= 1e-6 and pfc3 == 1.0
     values = {"pfc1": pfc1, "pfc2": pfc2, "pfc3": pfc3}
     detail = f"at t = 1: PFC1 {pfc1:.3g}, PFC2 {pfc2:.3g}, PFC3 {pfc3:g}"
-    return _result(ok, values, TOY_TOL, detail)
+    return ClaimResult.decided(ok, values, TOY_TOL, detail)
 
 
 TOY_CLAIMS: list[Claim] = [
@@ -181,7 +174,7 @@ def _last_layer_separable(results: RunResults) -> ClaimResult:
         f"effective depth (eps 0.01) {values['effective_depth']:g} of {acc.size - 1} blocks; "
         f"zero training error from epoch {values['zero_error_epoch']:g}"
     )
-    return _result(holds, values, 1.0, detail)
+    return ClaimResult.decided(holds, values, 1.0, detail)
 
 
 def _early_weaker(epoch: int) -> Evaluate:
@@ -200,7 +193,7 @@ def _early_weaker(epoch: int) -> Evaluate:
             f"{rho_final:.3g} at the final epoch; difference {gap:.3g} "
             f"({'>=' if holds else '<'} {EARLY_MARGIN:g})"
         )
-        return _result(holds, values, EARLY_MARGIN, detail)
+        return ClaimResult.decided(holds, values, EARLY_MARGIN, detail)
 
     return evaluate
 
@@ -235,7 +228,7 @@ def _band(results: RunResults) -> ClaimResult:
         + ", ".join(parts)
         + f" ({'<=' if holds else '>'} {BAND:g})"
     )
-    return _result(holds, values, BAND, detail)
+    return ClaimResult.decided(holds, values, BAND, detail)
 
 
 def _prediction_monotone(results: RunResults) -> ClaimResult:
@@ -252,7 +245,7 @@ def _prediction_monotone(results: RunResults) -> ClaimResult:
         f"(relative), of PFC2 {rise2:.3g}, largest drop of PFC3 {drop3:.3g}; monotone needs "
         f"rises <= {MONOTONE_TOL:g} and no drop"
     )
-    return _result(ok, values, MONOTONE_TOL, detail)
+    return ClaimResult.decided(ok, values, MONOTONE_TOL, detail)
 
 
 TRAINING_CLAIMS: list[Claim] = [
@@ -390,7 +383,7 @@ def _exact_collapse(method: str) -> Evaluate:
             f"PFC2 {v['nc2_etf_distance']:.3g} (<= {EXACT_PFC2:g}?), "
             f"PFC3 {v['ncc_accuracy']:.6g} (== 1?)"
         )
-        return _result(ok, v, EXACT_PFC1, detail)
+        return ClaimResult.decided(ok, v, EXACT_PFC1, detail)
 
     return evaluate
 
@@ -418,7 +411,7 @@ def _mufm_vs_data(method: str) -> Evaluate:
             f"data_{k}": v for k, v in data.items()
         }
         detail = f"MUFM ({method} solver): {text}; all three must be more collapsed"
-        return _result(ok, values, None, detail)
+        return ClaimResult.decided(ok, values, None, detail)
 
     return evaluate
 
@@ -429,7 +422,7 @@ def _mufm_not_collapsed(results: RunResults) -> ClaimResult:
     ok = pfc1 >= NOT_COLLAPSED and pfc2 >= NOT_COLLAPSED
     detail = f"converged MUFM: PFC1 {pfc1:.4g}, PFC2 {pfc2:.4g}; both >= {NOT_COLLAPSED:g}?"
     values = {"nc1_trace_ratio": pfc1, "nc2_etf_distance": pfc2}
-    return _result(ok, values, NOT_COLLAPSED, detail)
+    return ClaimResult.decided(ok, values, NOT_COLLAPSED, detail)
 
 
 def _converged_below_literal(results: RunResults) -> ClaimResult:
@@ -441,7 +434,7 @@ def _converged_below_literal(results: RunResults) -> ClaimResult:
         ok &= conv < lit
         parts.append(f"{name.upper()} {conv:.6g} vs {lit:.6g}")
     detail = "objective, converged vs literal: " + "; ".join(parts)
-    return _result(ok, values, None, detail)
+    return ClaimResult.decided(ok, values, None, detail)
 
 
 MUFM_CLAIMS: list[Claim] = [
@@ -518,7 +511,7 @@ def _sweep_trend(key: str, direction: str) -> Evaluate:
             f"(need {'>=' if direction == 'increasing' else '<='} {bound:g})"
         )
         out = {"spearman": rho, "first": float(values[0]), "last": float(values[-1])}
-        return _result(ok, out, bound, detail)
+        return ClaimResult.decided(ok, out, bound, detail)
 
     return evaluate
 
@@ -538,7 +531,7 @@ def _sweep_vs_data(results: RunResults) -> ClaimResult:
         f"{ratio.size - len(failing)} of {ratio.size} λ values"
         + (f"; not at λ/λ_W = {', '.join(f'{r:.3g}' for r in failing)}" if failing else "")
     )
-    return _result(not failing, values, 0.0, detail)
+    return ClaimResult.decided(not failing, values, 0.0, detail)
 
 
 def _sweep_converged_below(results: RunResults) -> ClaimResult:
@@ -551,7 +544,7 @@ def _sweep_converged_below(results: RunResults) -> ClaimResult:
         f"objective(converged)/objective(literal) between {np.min(ratio):.3g} and "
         f"{np.max(ratio):.3g} over {conv.size} λ values; not lower at {worse}"
     )
-    return _result(worse == 0, values, 1.0, detail)
+    return ClaimResult.decided(worse == 0, values, 1.0, detail)
 
 
 SWEEP_CLAIMS: list[Claim] = [
@@ -621,7 +614,7 @@ def _theorem1(results: RunResults) -> ClaimResult:
     frac = _row_value(results, "fraction_monotone_given_s_nonnegative", "theorem1", SPLIT)
     ok = frac >= 1.0
     detail = f"PFC1 monotone in {frac:.4%} of the {n:g} random instances with S >= 0 (need all)"
-    return _result(ok, {"fraction": frac, "n": n}, 1.0, detail)
+    return ClaimResult.decided(ok, {"fraction": frac, "n": n}, 1.0, detail)
 
 
 def _theorem2_small(results: RunResults) -> ClaimResult:
@@ -636,7 +629,7 @@ def _theorem2_small(results: RunResults) -> ClaimResult:
         + ", ".join(f"ε={s:g}: {f:.3g}" for s, f in zip(scales, fraction, strict=True))
         + f"; need 1 at the smallest ε = {scales[i]:g}"
     )
-    return _result(ok, values, 1.0, detail)
+    return ClaimResult.decided(ok, values, 1.0, detail)
 
 
 def _theorem2_local(results: RunResults) -> ClaimResult:
@@ -648,7 +641,7 @@ def _theorem2_local(results: RunResults) -> ClaimResult:
         f"shortest final interval on which PFC2 decreases: {interval.min():.3g} (> 0?); "
         f"smallest d²PFC2~/dt² at t = 1: {curvature.min():.3g} (> 0?)"
     )
-    return _result(ok, values, 0.0, detail)
+    return ClaimResult.decided(ok, values, 0.0, detail)
 
 
 def _theorem3(variant: str) -> Evaluate:
@@ -663,7 +656,7 @@ def _theorem3(variant: str) -> Evaluate:
             f"{variant} reduction: feature error {feature:.3g} (<= {SAME_SOLUTION:g}), "
             f"objective gap {gap:.3g} (<= {OBJECTIVE_GAP:g})"
         )
-        return _result(ok, values, SAME_SOLUTION, detail)
+        return ClaimResult.decided(ok, values, SAME_SOLUTION, detail)
 
     return evaluate
 
@@ -684,7 +677,7 @@ def _theorem4_flow(results: RunResults) -> ClaimResult:
         f"along Eq. 21 on {pfc1.size} times: Tr Σ_W steps <= {dw.max():.3g} (< 0?), "
         f"Tr Σ_B steps >= {db.min():.3g} (> 0?), PFC1 {pfc1[0]:.4g} -> {pfc1[-1]:.4g}"
     )
-    return _result(ok, values, 0.0, detail)
+    return ClaimResult.decided(ok, values, 0.0, detail)
 
 
 def _theorem4_minimiser(results: RunResults) -> ClaimResult:
@@ -705,7 +698,7 @@ def _theorem4_minimiser(results: RunResults) -> ClaimResult:
         + f" (per doubling of λ divided by {lo:g}-{hi:g}?); PFC1 of the minimisers "
         f"<= {pfc1.max():.5g} vs data {data:.5g} (below?)"
     )
-    return _result(ok, values, None, detail)
+    return ClaimResult.decided(ok, values, None, detail)
 
 
 THEOREM_CLAIMS: list[Claim] = [

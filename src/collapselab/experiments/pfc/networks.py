@@ -28,6 +28,7 @@ from torch import nn
 
 from collapselab.data import DataSplits, load_data
 from collapselab.experiments.pfc.presets import TrainingPreset
+from collapselab.experiments.preset import sgd_config
 from collapselab.models import (
     ConvResNet,
     FCResNet,
@@ -142,12 +143,8 @@ def build_network_setup(
         raise TypeError(f"config must be a TrainingPreset, got {type(config).__name__}")
     data = load_data(config.data, data_dir, seed)
     model = _build_model(config, data)
-    train_config = TrainConfig(
-        epochs=config.epochs,
-        lr=config.lr,
-        batch_size=config.batch_size,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
+    train_config = sgd_config(
+        config,
         schedule="step",
         milestones=config.milestones or None,
         seed=seed,

@@ -185,11 +185,26 @@ TABLE_I: dict[str, TrainingPreset] = {
 network, 350 epochs at learning rate 0.005 (MNIST) or 0.01, divided by 10 after epochs 117
 and 233."""
 
-_DIGITS = {"n_per_class": 174, "test_fraction": 0.25}
-"""The bundled fallback: scikit-learn's digits, 130 training images per class (the loader
-standardises them with the training statistics)."""
 
-_FASHION_QUICK = {"n_train_per_class": 130, "n_test_per_class": 50}
+def _digits(n_per_class: int, flatten: bool) -> DataSpec:
+    """scikit-learn's bundled digits, a quarter of them for testing (the loader standardises
+    them with the training statistics); flat vectors for the fully connected net."""
+    return DataSpec(
+        "digits", {"n_per_class": n_per_class, "test_fraction": 0.25, "flatten": flatten}
+    )
+
+
+def _fashion_quick(flatten: bool) -> DataSpec:
+    """The quick tier's data: 130 training and 50 test Fashion-MNIST images per class,
+    falling back to the bundled digits, 130 training images per class."""
+    return DataSpec(
+        "fashion_mnist",
+        {"n_train_per_class": 130, "n_test_per_class": 50},
+        steps=(StandardizeChannels(),),
+        fallback=_digits(174, flatten),
+    )
+
+
 _FASHION_STANDARD = DataSpec(
     "fashion_mnist",
     {"n_train_per_class": 200, "n_test_per_class": 100},
@@ -197,12 +212,7 @@ _FASHION_STANDARD = DataSpec(
 )
 
 _FC_QUICK = TrainingPreset(
-    data=DataSpec(
-        "fashion_mnist",
-        _FASHION_QUICK,
-        steps=(StandardizeChannels(),),
-        fallback=DataSpec("digits", {**_DIGITS, "flatten": True}),
-    ),
+    data=_fashion_quick(flatten=True),
     model="fc_resnet",
     width=128,
     n_blocks=6,
@@ -214,7 +224,7 @@ _FC_QUICK = TrainingPreset(
 
 TRAINING_FC = tiers(
     tiny=_FC_QUICK.replace(
-        data=DataSpec("digits", {"n_per_class": 12, "test_fraction": 0.25, "flatten": True}),
+        data=_digits(12, flatten=True),
         width=16,
         n_blocks=3,
         epochs=4,
@@ -240,12 +250,7 @@ TRAINING_FC = tiers(
 """``pfc-training-fc``: 001 Figs 2(a)/3(a), the fully connected ResNet (paper: MNIST)."""
 
 _CONV_QUICK = TrainingPreset(
-    data=DataSpec(
-        "fashion_mnist",
-        _FASHION_QUICK,
-        steps=(StandardizeChannels(),),
-        fallback=DataSpec("digits", {**_DIGITS, "flatten": False}),
-    ),
+    data=_fashion_quick(flatten=False),
     model="conv_resnet",
     stages=((16, 1, 2), (32, 4, 2)),
     epochs=100,
@@ -256,7 +261,7 @@ _CONV_QUICK = TrainingPreset(
 
 TRAINING_CONV = tiers(
     tiny=_CONV_QUICK.replace(
-        data=DataSpec("digits", {"n_per_class": 8, "test_fraction": 0.25, "flatten": False}),
+        data=_digits(8, flatten=False),
         stages=((4, 1, 1), (6, 2, 2)),
         epochs=3,
         milestones=(1, 2),
