@@ -62,7 +62,7 @@ CALLS: list[str] = []
 
 def _train(run: Run, context: RunContext) -> None:
     # Reads its dataset as a real experiment does, without being given where it is.
-    data = load_dataset(context.config["dataset"], data_dir=context.data_dir)
+    data = load_dataset(context.config.data.name, data_dir=context.data_dir)
     CALLS.append(f"{run.id}:{len(data.train)}")
     run.log(step=0, metric="n_train", value=float(len(data.train)))
 
