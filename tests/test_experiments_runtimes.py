@@ -233,3 +233,35 @@ def test_record_script_writes_what_ran_and_drops_unused_campaigns(tmp_path: Path
     (root / "index.json").write_text(json.dumps({"reproduce": named}))
     record_runtimes.record(root, "quick-2", tmp_path, "", target)
     assert measurements(target)["a"]["quick"].campaign.commit == "1234abc"
+
+
+def test_a_command_timed_whole_records_its_median_into_fresh_roots(tmp_path: Path) -> None:
+    """``--time``: each run gets a fresh, empty root; the median of the runs' wall times is
+    the experiment's quick time; the campaign names the command, every run's time and the
+    machine; other experiments' times stay."""
+    record_runtimes = _record_script()
+    earlier = {"a": {"quick": {"seconds": 5.0, "campaign": "c1"}}}
+    target = _write(tmp_path / "runtimes.json", earlier)
+    marker = tmp_path / "roots.txt"
+    # the stand-in command: refuses a root with anything in it, notes the root, and waits
+    script = (
+        "import sys, pathlib, time; root = pathlib.Path(sys.argv[2]); "
+        "assert sys.argv[1] == '--root' and root.is_dir() and not any(root.iterdir()); "
+        f"open({str(marker)!r}, 'a').write(str(root) + '\\n'); time.sleep(0.05)"
+    )
+    command = [sys.executable, "-c", script]
+    times = record_runtimes.time_command(command, "demo", 3, "demo-1", "shared", target)
+    assert len(times) == 3 and all(t >= 0.05 for t in times)
+    roots = marker.read_text().split()
+    assert len(set(roots)) == 3 and not any(Path(r).exists() for r in roots)
+    written = measurements(target)
+    demo = written["demo"]["quick"]
+    assert demo.seconds == round(sorted(times)[1], 1)
+    assert demo.load is not None and len(demo.load) == 2
+    assert written["a"]["quick"].campaign.name == "c1"
+    campaign = demo.campaign
+    assert campaign.command.startswith(sys.executable) and campaign.cpus >= 1
+    assert campaign.note.startswith("the whole command, median of 3 runs into fresh roots (")
+    assert campaign.note.endswith("; shared")
+    assert all(f"{t:.1f}" in campaign.note for t in times)
+    assert campaign.machine.endswith(" threads)")
