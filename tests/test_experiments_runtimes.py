@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -265,3 +267,26 @@ def test_a_command_timed_whole_records_its_median_into_fresh_roots(tmp_path: Pat
     assert campaign.note.endswith("; shared")
     assert all(f"{t:.1f}" in campaign.note for t in times)
     assert campaign.machine.endswith(" threads)")
+
+
+def test_the_demo_states_one_measured_time_everywhere() -> None:
+    """README, ``collapselab list`` and ``collapselab demo --help`` give the demo's time as
+    the one measured in runtimes.json (the whole command, timed by
+    ``benchmarks/record_runtimes.py --time``)."""
+    demo = measured("demo", "quick")
+    assert demo is not None and demo.campaign.command.endswith("collapselab demo")
+    shown = format_duration(demo.seconds)
+    cli = [sys.executable, "-c", "from collapselab.cli.main import main; main()"]
+    env = {**os.environ, "COLUMNS": "200"}
+    help_text = subprocess.run([*cli, "demo", "--help"], capture_output=True, text=True,
+                               env=env, check=True, timeout=120).stdout  # fmt: skip
+    help_text = " ".join(help_text.replace("│", " ").split())
+    assert f"about {shown} on " in help_text, help_text
+    listed = subprocess.run([*cli, "list"], capture_output=True, text=True, env=env,
+                            check=True, timeout=300).stdout  # fmt: skip
+    (line,) = [row for row in listed.splitlines() if row.strip().startswith("demo ")]
+    assert f" ~{shown} " in line, line
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n")
+    paragraph = " ".join(next(p for p in readme if "`collapselab demo`" in p).split())
+    times = re.findall(r"\b\d+(?:\.\d+)? (?:s|min)\b", paragraph)
+    assert times == [shown], paragraph
