@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +235,58 @@ def test_record_script_writes_what_ran_and_drops_unused_campaigns(tmp_path: Path
     (root / "index.json").write_text(json.dumps({"reproduce": named}))
     record_runtimes.record(root, "quick-2", tmp_path, "", target)
     assert measurements(target)["a"]["quick"].campaign.commit == "1234abc"
+
+
+def test_a_command_timed_whole_records_its_median_into_fresh_roots(tmp_path: Path) -> None:
+    """``--time``: each run gets a fresh, empty root; the median of the runs' wall times is
+    the experiment's quick time; the campaign names the command, every run's time and the
+    machine; other experiments' times stay."""
+    record_runtimes = _record_script()
+    earlier = {"a": {"quick": {"seconds": 5.0, "campaign": "c1"}}}
+    target = _write(tmp_path / "runtimes.json", earlier)
+    marker = tmp_path / "roots.txt"
+    # the stand-in command: refuses a root with anything in it, notes the root, and waits
+    script = (
+        "import sys, pathlib, time; root = pathlib.Path(sys.argv[2]); "
+        "assert sys.argv[1] == '--root' and root.is_dir() and not any(root.iterdir()); "
+        f"open({str(marker)!r}, 'a').write(str(root) + '\\n'); time.sleep(0.05)"
+    )
+    command = [sys.executable, "-c", script]
+    times = record_runtimes.time_command(command, "demo", 3, "demo-1", "shared", target)
+    assert len(times) == 3 and all(t >= 0.05 for t in times)
+    roots = marker.read_text().split()
+    assert len(set(roots)) == 3 and not any(Path(r).exists() for r in roots)
+    written = measurements(target)
+    demo = written["demo"]["quick"]
+    assert demo.seconds == round(sorted(times)[1], 1)
+    assert demo.load is not None and len(demo.load) == 2
+    assert written["a"]["quick"].campaign.name == "c1"
+    campaign = demo.campaign
+    assert campaign.command.startswith(sys.executable) and campaign.cpus >= 1
+    assert campaign.note.startswith("the whole command, median of 3 runs into fresh roots (")
+    assert campaign.note.endswith("; shared")
+    assert all(f"{t:.1f}" in campaign.note for t in times)
+    assert campaign.machine.endswith(" threads)")
+
+
+def test_the_demo_states_one_measured_time_everywhere() -> None:
+    """README, ``collapselab list`` and ``collapselab demo --help`` give the demo's time as
+    the one measured in runtimes.json (the whole command, timed by
+    ``benchmarks/record_runtimes.py --time``)."""
+    demo = measured("demo", "quick")
+    assert demo is not None and demo.campaign.command.endswith("collapselab demo")
+    shown = format_duration(demo.seconds)
+    cli = [sys.executable, "-c", "from collapselab.cli.main import main; main()"]
+    env = {**os.environ, "COLUMNS": "200"}
+    help_text = subprocess.run([*cli, "demo", "--help"], capture_output=True, text=True,
+                               env=env, check=True, timeout=120).stdout  # fmt: skip
+    help_text = " ".join(help_text.replace("│", " ").split())
+    assert f"about {shown} on " in help_text, help_text
+    listed = subprocess.run([*cli, "list"], capture_output=True, text=True, env=env,
+                            check=True, timeout=300).stdout  # fmt: skip
+    (line,) = [row for row in listed.splitlines() if row.strip().startswith("demo ")]
+    assert f" ~{shown} " in line, line
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n")
+    paragraph = " ".join(next(p for p in readme if "`collapselab demo`" in p).split())
+    times = re.findall(r"\b\d+(?:\.\d+)? (?:s|min)\b", paragraph)
+    assert times == [shown], paragraph

@@ -3,6 +3,8 @@ run resumes from its newest readable checkpoint, and ``collapselab verify`` repo
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -106,3 +108,28 @@ def test_no_readable_checkpoint_is_a_damaged_run(tmp_path: Path) -> None:
     assert problem is not None and "none of its 3 checkpoint(s) can be read" in problem
     with pytest.raises(CheckpointError, match="none of its 3 checkpoint"):
         run.resume_checkpoint()
+
+
+def test_verify_and_report_take_the_root_as_every_other_command_does(tmp_path: Path) -> None:
+    """`collapselab runs --root X` then `collapselab verify --root X` (a subprocess, as a user
+    types it): the folder goes by --root too, not only as PATH; both at once is one line."""
+    bad = _completed(tmp_path, "bad")
+    _flip(bad.path / "arrays" / "spectrum.npz", 100, 50)
+    cli = [sys.executable, "-c", "from collapselab.cli.main import main; main()"]
+
+    def collapselab(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=300)
+
+    verified = collapselab("verify", "--root", str(tmp_path))
+    assert verified.returncode == 1, verified.stderr
+    assert "arrays/spectrum.npz changed after the run completed" in verified.stdout
+    assert "1 run(s) checked, 1 damaged" in verified.stdout
+    reported = collapselab("report", "--root", str(tmp_path), "--no-redraw", "--no-claims")
+    assert reported.returncode == 1, reported.stderr
+    assert "changed after the run completed" in " ".join(reported.stderr.split())
+    assert (tmp_path / "index.html").is_file()
+    both = collapselab("verify", str(bad.path), "--root", str(tmp_path))
+    assert both.returncode == 2 and "Traceback" not in both.stderr
+    assert both.stderr.strip() == (
+        f"error: give the folder once: PATH ({bad.path}) or --root ({tmp_path}), not both"
+    )
