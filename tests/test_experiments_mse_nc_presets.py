@@ -114,7 +114,7 @@ def test_a_field_changes_by_name_as_collapselab_sweep_set_does():
     changed = apply_overrides(COLLAPSE_QUICK, {"epochs": 200, "weight_decay": 1e-4})
     assert changed.epochs == 200 and changed.weight_decay == 1e-4
     assert [arm.epochs for arm in arms_of(changed)] == [200] * 4 + [100] * 2
-    with pytest.raises(KeyError, match="no field 'epoch'"):
+    with pytest.raises(KeyError, match="no config key 'epoch'"):
         apply_overrides(COLLAPSE_QUICK, {"epoch": 200})
     with pytest.raises(ValueError, match="epochs"):
         apply_overrides(COLLAPSE_QUICK, {"epochs": "many"})
