@@ -257,7 +257,7 @@ class ClassStats(Accumulator):
         p = self._p1
         p["counts"] += torch.bincount(y, minlength=self.n_classes)
         n, d = h.shape
-        rows = n if h.dtype == torch.float64 else _block_rows(d)
+        rows = max(n, 1) if h.dtype == torch.float64 else _block_rows(d)
         buf = (
             None
             if h.dtype == torch.float64
@@ -396,7 +396,7 @@ class ClassStats(Accumulator):
         dev_norm = scratch("deviation_norms", (n,), f["means"])
         # Dense mode adds each block's D x D scatter: there the product, not the cache,
         # sets the cost, so the whole batch is one block (fewer updates of the D x D sums).
-        rows = n if dense else _block_rows(d)
+        rows = max(n, 1) if dense else _block_rows(d)
         dev_buf = scratch("deviations", (min(rows, n), d), f["means"])
         means_buf = scratch("gathered", (min(rows, n), d), f["means"])
         for start in range(0, n, rows):
