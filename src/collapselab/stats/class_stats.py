@@ -96,7 +96,8 @@ _GRAM_BLOCK = 128
 _GRAM_MAX_BLOCKS = 8
 
 _BLOCK_ENTRIES = 2**16
-"""Entries per row block of the element-wise work of both passes (512 KiB of float64).
+"""Entries per row block and torch thread of the element-wise work of both passes (512 KiB
+of float64 per thread).
 
 A batch is converted to float64 and (pass 2) turned into deviations block by block, so that
 the block's float64 copy, its gathered class means and its deviations stay in a core's L2
@@ -662,9 +663,11 @@ class ClassStats(Accumulator):
 
 
 def _block_rows(dim: int) -> int:
-    """Rows per block of :data:`_BLOCK_ENTRIES` entries of dimension ``dim`` (at least
-    :data:`_MIN_BLOCK_ROWS`: the products of a block need some rows to run efficiently)."""
-    return max(_BLOCK_ENTRIES // max(dim, 1), _MIN_BLOCK_ROWS)
+    """Rows per block of :data:`_BLOCK_ENTRIES` entries of dimension ``dim`` per torch thread
+    (each thread's share of a block stays in its core's cache), at least
+    :data:`_MIN_BLOCK_ROWS` (the products of a block need some rows to run efficiently)."""
+    entries = _BLOCK_ENTRIES * max(torch.get_num_threads(), 1)
+    return max(entries // max(dim, 1), _MIN_BLOCK_ROWS)
 
 
 def _deviations(
