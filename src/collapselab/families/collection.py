@@ -308,11 +308,15 @@ class Collection:
 
         The rows go in blocks (:meth:`StatsOptions.rows`), each converted to float64 once
         for every consumer: the layer's class statistics (features) and the families that
-        read the signal.
+        read the signal. Without such families the class statistics take the rows as they
+        are and convert them in cache-sized blocks themselves.
         """
         stats = self.stats.get(layer) if signal == "features" else None
         readers = self._readers.get(signal, ())
         if stats is None and not readers:
+            return
+        if not readers:
+            self._add_to_stats(layer, values, y)
             return
         n = values.shape[0]
         step = self.options.rows(values.shape[1], n)
@@ -349,10 +353,12 @@ class Collection:
                 fam.update_signal(self.family_accs[fam], signal, blocks, labels)
 
     def _add_to_stats(self, layer: str, h: torch.Tensor, y: torch.Tensor) -> None:
-        """Pass 1 of one layer's class statistics, in blocks converted to float64."""
+        """Pass 1 of one layer's class statistics, in blocks of :meth:`StatsOptions.rows`
+        in the features' own dtype (the statistics convert them to float64 in cache-sized
+        blocks)."""
         step = self.options.rows(h.shape[1], h.shape[0])
         for start in range(0, h.shape[0], step):
-            block = as_float64("block", h[start : start + step])
+            block = h[start : start + step]
             self.stats[layer].update_means(self._rescale(layer, block), y[start : start + step])
 
     def _rescale(self, layer: str, block: torch.Tensor) -> torch.Tensor:
@@ -380,6 +386,7 @@ class Collection:
         scale = self.scales[layer]
         if scale == 1.0:
             return block
+        block = as_float64("block", block)  # the product in float64: exact
         return torch.mul(block, scale, out=scratch("rescaled", tuple(block.shape), block))
 
     def add_layers(self, features: Mapping[str, torch.Tensor], y: torch.Tensor) -> None:
@@ -429,7 +436,7 @@ class Collection:
             # a float64 copy of the block (unless the layer's statistics are rescaled).
             block = h[start : start + step]
             if scale != 1.0:
-                block = self._rescale(layer, as_float64("block", block))
+                block = self._rescale(layer, block)
             stats.update_scatter(block, y[start : start + step])
 
     def second_accumulators(self) -> list[Accumulator]:

@@ -95,6 +95,20 @@ _TIE_SLACK = 64.0
 _GRAM_BLOCK = 128
 _GRAM_MAX_BLOCKS = 8
 
+_BLOCK_ENTRIES = 2**16
+"""Entries per row block and torch thread of the element-wise work of both passes (512 KiB
+of float64 per thread).
+
+A batch is converted to float64 and (pass 2) turned into deviations block by block, so that
+the block's float64 copy, its gathered class means and its deviations stay in a core's L2
+cache (1 MiB on the benchmark machine) from the conversion to the last product that reads
+them; the per-batch work (counts, squared deviations per class, the projected scatter, the
+decisions) runs once per batch on the kept ``n x k`` products. With 4 MiB blocks the NC
+request at ``D = 512`` spent most of its time streaming the float64 temporaries through
+memory (benchmarks/README.md, issue 32).
+"""
+_MIN_BLOCK_ROWS = 16
+
 
 def nearest_class_mean(features: torch.Tensor, means: torch.Tensor) -> torch.Tensor:
     r"""Index of the nearest class mean for each row: ``argmin_c ||h - mu_c||_2``.
@@ -238,12 +252,25 @@ class ClassStats(Accumulator):
         """Pass 1: add a batch of ``(n, D)`` features with ``(n,)`` integer labels."""
         if self.phase != "means":
             raise RuntimeError("update_means() after finalize_means(); pass 1 is closed")
-        h, y = self._batch(features, labels)
+        # h keeps its dtype: it is converted to float64 block by block (_BLOCK_ENTRIES), each
+        # block added while it is in cache; float64 input is added as it is.
+        h, y = self._batch(features, labels, dtype=None)
         p = self._p1
         p["counts"] += torch.bincount(y, minlength=self.n_classes)
-        p["sums"].index_add_(0, y, h)
-        if self.norms:
-            p["sq_norms"].index_add_(0, y, _row_sq_norms(h))
+        n, d = h.shape
+        rows = max(n, 1) if h.dtype == torch.float64 else _block_rows(d)
+        buf = (
+            None
+            if h.dtype == torch.float64
+            else scratch("class_block", (min(rows, n), d), p["sums"])
+        )
+        for start in range(0, n, rows):
+            x, labels_ = h[start : start + rows], y[start : start + rows]
+            if buf is not None:
+                x = buf[: x.shape[0]].copy_(x)
+            p["sums"].index_add_(0, labels_, x)
+            if self.norms:
+                p["sq_norms"].index_add_(0, labels_, _row_sq_norms(x))
 
     def finalize_means(
         self,
@@ -357,27 +384,37 @@ class ClassStats(Accumulator):
         """
         if self.phase != "scatter":
             raise RuntimeError("update_scatter() before finalize_means()")
-        # h keeps its dtype: dev = h - mu_y below is formed in float64 in one buffer,
-        # without a separate float64 copy of the batch.
+        # h keeps its dtype: dev = h - mu_y is formed in float64 block by block, without a
+        # float64 copy of the batch; the deviations themselves are not kept, only their
+        # norms and their products with the fused columns.
         h, y = self._batch(features, labels, dtype=None)
         f, p, c = self._fixed, self._p2, self.n_classes
-        dev = scratch("deviations", tuple(h.shape), f["means"])
-        means_y = torch.index_select(f["means"], 0, y, out=scratch("gathered", dev.shape, dev))
-        if h.dtype == torch.float64:
-            torch.sub(h, means_y, out=dev)
-        else:  # the exact float64 conversion into the buffer, then the one rounding of h - mu_y
-            dev.copy_(h).sub_(means_y)
-        dev_norm = torch.linalg.vector_norm(dev, dim=1)
-        dev_sq = dev_norm * dev_norm
+        n, d = h.shape
+        fused, dense = f["fused"], self.mode == "dense"
+        # dev F per block, into the rows of one (n, k) buffer. On a block in cache this is
+        # faster than (F^T dev^T)^T, which was faster on blocks of 4 MiB and more.
+        prod = scratch("products", (n, fused.shape[1]), f["means"])
+        dev_norm = scratch("deviation_norms", (n,), f["means"])
+        # Dense mode adds each block's D x D scatter: there the product, not the cache,
+        # sets the cost, so the whole batch is one block (fewer updates of the D x D sums).
+        rows = max(n, 1) if dense else _block_rows(d)
+        dev_buf = scratch("deviations", (min(rows, n), d), f["means"])
+        means_buf = scratch("gathered", (min(rows, n), d), f["means"])
+        for start in range(0, n, rows):
+            stop = min(start + rows, n)
+            hb, yb = h[start:stop], y[start:stop]
+            dev = _deviations(hb, f["means"], yb, dev_buf[: stop - start], means_buf)
+            torch.linalg.vector_norm(dev, dim=1, out=dev_norm[start:stop])
+            if fused.shape[1]:
+                torch.mm(dev, fused, out=prod[start:stop])
+            if dense:
+                _add_weighted_gram(p["within"], dev, f["sample_weight"][yb])
         p["counts"] += torch.bincount(y, minlength=c)
-        p["dev_sq"].index_add_(0, y, dev_sq)
-        fused_t = f["fused_t"]
-        # (F^T dev^T)^T rather than dev F: the same products, twice as fast on CPU for a few
-        # columns and long rows.
-        prod = (fused_t @ dev.T).T if fused_t.shape[0] else dev.new_zeros(dev.shape[0], 0)
+        p["dev_sq"].index_add_(0, y, dev_norm * dev_norm)
         r = f["basis"].shape[1] if self.mode == "projected" else 0
-        proj = prod[:, :r] if self.mode == "projected" else dev
-        _add_weighted_gram(p["within"], proj, f["sample_weight"][y])
+        proj = prod[:, :r]
+        if not dense:
+            _add_weighted_gram(p["within"], proj, f["sample_weight"][y])
         if not self.ncc and "W" not in f:
             return
         k = c if self.ncc and not f["ncc_in_span"] else 0
@@ -625,6 +662,25 @@ class ClassStats(Accumulator):
         return p2
 
 
+def _block_rows(dim: int) -> int:
+    """Rows per block of :data:`_BLOCK_ENTRIES` entries of dimension ``dim`` per torch thread
+    (each thread's share of a block stays in its core's cache), at least
+    :data:`_MIN_BLOCK_ROWS` (the products of a block need some rows to run efficiently)."""
+    entries = _BLOCK_ENTRIES * max(torch.get_num_threads(), 1)
+    return max(entries // max(dim, 1), _MIN_BLOCK_ROWS)
+
+
+def _deviations(
+    h: torch.Tensor, means: torch.Tensor, y: torch.Tensor, out: torch.Tensor, gathered: torch.Tensor
+) -> torch.Tensor:
+    """``out = h - means[y]`` in float64 (``gathered``: a buffer of at least as many rows):
+    the exact conversion of ``h`` into ``out``, then the one rounding of the difference."""
+    means_y = torch.index_select(means, 0, y, out=gathered[: h.shape[0]])
+    if h.dtype == torch.float64:
+        return torch.sub(h, means_y, out=out)
+    return out.copy_(h).sub_(means_y)
+
+
 def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
     """``||x_i||^2`` per row, as the square of ``torch.linalg.vector_norm``.
 
@@ -715,7 +771,7 @@ def _fused_constants(fixed: dict[str, Any], mode: str, ncc: bool) -> dict[str, A
             "clf_tol0": unit * float(b.abs().max()),
         }
     fused = torch.cat(blocks, dim=1) if blocks else means.new_zeros(d, 0)
-    out["fused_t"] = fused.T.contiguous()
+    out["fused"] = fused.contiguous()
     return out
 
 
