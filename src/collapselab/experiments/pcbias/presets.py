@@ -129,6 +129,8 @@ class GDPreset(Preset):
         lr: the step as a fraction of the stability limit, ``μ = lr / (L d_1)``.
         steps: GD steps; checkpoints: about that many log-spaced checkpoints.
         members: networks per ensemble.
+        batched: train each ensemble's members as one batch (stacked layers, bit-for-bit
+            the one-by-one results); false: one by one, a sweep task each.
     """
 
     data: DataSpec
@@ -137,6 +139,7 @@ class GDPreset(Preset):
     steps: int
     checkpoints: int
     members: int
+    batched: bool = True
 
     @property
     def inits(self) -> tuple[Init, ...]:
@@ -367,6 +370,9 @@ class MLPPreset(Preset):
         width, depth: the MLP's hidden width and number of hidden layers (biases on).
         lr, batch_size: SGD without momentum or weight decay (the paper's st-VGG optimiser).
         members: networks per ensemble; epochs: SGD epochs.
+        batched: train each ensemble's members as one batched MLP (float32: equal to
+            one-by-one training up to rounding, docs/training.md); false: one by one, a
+            sweep task each.
     """
 
     data: DataSpec
@@ -376,6 +382,7 @@ class MLPPreset(Preset):
     batch_size: int = 100
     members: int = 6
     epochs: int
+    batched: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,124 @@
+"""Paper 002's ensembles trained batched (``batched=True``, the default) against one by one:
+the deep linear nets (float64) bit for bit, the MLPs (float32) to the rounding measured here
+(none on the CPU with one thread, as the experiments train), and whole tiny runs with the
+same metric rows, claim verdicts and member records."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from collapselab._threads import serial_threads
+from collapselab.experiments import get_experiment
+from collapselab.experiments.pcbias._common import train_batch
+from collapselab.experiments.pcbias.projections import MLPMember, _sgd_alone, _sgd_batched
+from collapselab.experiments.pcbias.training import (
+    GDMember,
+    deep_linear_batch,
+    deep_linear_member,
+)
+from collapselab.experiments.runner import run_experiment
+from collapselab.store import Run
+
+MLP_BOUND = 1e-6
+"""Largest float32 gap allowed between a batched and a lone MLP's weights, relative to the
+weights' largest entry. Measured: 0 (bit-identical) for tiny (4 epochs, width 32) and quick
+(30 epochs, width 256, 3 members) with one thread; MKL's batched products may sum in another
+order with several threads or on a GPU, which this bound leaves room for."""
+
+
+def _gd_members(size: int, **fields) -> list[GDMember]:
+    preset = get_experiment("pcbias-scales").presets["tiny"]
+    member = GDMember.of(preset, init=preset.init, scale_layers=preset.scale_layers, **fields)
+    return member.ensemble(size)
+
+
+def test_batched_deep_linear_gd_is_bit_for_bit_the_lone_gd():
+    members = _gd_members(3, record_correct=True)
+    with serial_threads():
+        batch = deep_linear_batch(members)
+        alone = [deep_linear_member(m) for m in members]
+    for b, a in zip(batch, alone, strict=True):
+        assert b is not None and list(b) == list(a)
+        for key in a:
+            assert np.array_equal(np.asarray(b[key]), np.asarray(a[key])), key
+    gap = max(
+        float(np.max(np.abs(b["w_pc"] - a["w_pc"]))) for b, a in zip(batch, alone, strict=True)
+    )
+    assert gap <= 1e-10
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_diverging_deep_linear_member_is_left_to_the_lone_training():
+    members = _gd_members(2, lr=1e4)
+    with serial_threads():
+        assert deep_linear_batch(members) == [None, None]
+        with pytest.raises(FloatingPointError, match="diverged"):
+            deep_linear_member(members[0])
+        out = train_batch({"networks": members})
+    assert out == {"failed": [0, 1]}
+
+
+@pytest.mark.parametrize("kind", ["nonlinear", "linear"])
+def test_batched_mlps_equal_the_lone_mlps_to_rounding(kind):
+    preset = get_experiment("pcbias-projections").presets["tiny"]
+    members = MLPMember.of(preset, kind=kind, pcs=preset.pcs, seed=1).ensemble(3)
+    with serial_threads():
+        batch = _sgd_batched(members)
+        alone = [_sgd_alone(m) for m in members]
+    for b, a in zip(batch, alone, strict=True):
+        assert b is not None
+        for (name, wa), (_, wb) in zip(
+            a.net.state_dict().items(), b.net.state_dict().items(), strict=True
+        ):
+            gap = float((wa - wb).abs().max())
+            assert gap <= MLP_BOUND * float(wa.abs().max()), name
+        ra, rb = a.result(), b.result()
+        assert list(ra) == list(rb)
+        np.testing.assert_array_equal(ra["train_accuracy"], rb["train_accuracy"])
+        np.testing.assert_array_equal(ra["test_accuracy"], rb["test_accuracy"])
+        np.testing.assert_array_equal(ra["correct"], rb["correct"])
+        np.testing.assert_allclose(ra["projected"], rb["projected"], rtol=0, atol=0)
+    # the batched nets hold their own tensors again, trained (not the initial weights)
+    first = next(batch[0].net.parameters())  # type: ignore[union-attr]
+    assert first.untyped_storage().nbytes() == first.numel() * first.element_size()
+    torch.manual_seed(1000 * members[0].seed)
+    untrained = members[0].network(preset_inputs(members[0]), 10)
+    assert not torch.equal(first, next(untrained.parameters()))
+
+
+def preset_inputs(member: MLPMember) -> int:
+    return member.inputs().x.shape[1]
+
+
+def _members(run: Run) -> dict[str, dict]:
+    out = {}
+    for path in sorted(run.path.rglob("member-*.json")):
+        record = json.loads(path.read_text())
+        out[str(path.relative_to(run.path))] = record["values"]
+    return out
+
+
+@pytest.mark.parametrize("experiment_id", ["pcbias-scales", "pcbias-projections"])
+def test_a_batched_tiny_run_is_the_one_by_one_run(tmp_path, experiment_id):
+    """Same metric rows (exactly), claim verdicts and details, and member records (same
+    files: index and config hash, so a run resumes from either way of training)."""
+    runs = {}
+    for batched in (False, True):
+        with serial_threads():
+            runs[batched] = run_experiment(experiment_id, "tiny", root=tmp_path / str(batched),
+                                           executor="serial",
+                                           overrides={"batched": batched})  # fmt: skip
+    alone, batch = runs[False], runs[True]
+    rows = [pd.read_parquet(r.path / "metrics.parquet") for r in (alone, batch)]
+    pd.testing.assert_frame_equal(rows[0], rows[1])
+    claims = [json.loads((r.path / "claims.json").read_text())["claims"] for r in (alone, batch)]
+    assert [(c["name"], c["verdict"], c.get("values")) for c in claims[0]] == [
+        (c["name"], c["verdict"], c.get("values")) for c in claims[1]
+    ]
+    assert _members(alone) == _members(batch) and _members(alone)
+    assert not alone.manifest["config"]["batched"] and batch.manifest["config"]["batched"]
