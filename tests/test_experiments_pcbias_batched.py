@@ -15,6 +15,11 @@ import torch
 from collapselab._threads import serial_threads
 from collapselab.experiments import get_experiment
 from collapselab.experiments.pcbias._common import train_batch
+from collapselab.experiments.pcbias.linear_sgd import (
+    LinearSGDMember,
+    linear_sgd_batch,
+    linear_sgd_member,
+)
 from collapselab.experiments.pcbias.projections import MLPMember, _sgd_alone, _sgd_batched
 from collapselab.experiments.pcbias.training import (
     GDMember,
@@ -103,7 +108,7 @@ def _members(run: Run) -> dict[str, dict]:
     return out
 
 
-@pytest.mark.parametrize("experiment_id", ["pcbias-scales", "pcbias-projections"])
+@pytest.mark.parametrize("experiment_id", ["pcbias-scales", "pcbias-projections", "pcbias-loc"])
 def test_a_batched_tiny_run_is_the_one_by_one_run(tmp_path, experiment_id):
     """Same metric rows (exactly), claim verdicts and details, and member records (same
     files: index and config hash, so a run resumes from either way of training)."""
@@ -122,3 +127,42 @@ def test_a_batched_tiny_run_is_the_one_by_one_run(tmp_path, experiment_id):
     ]
     assert _members(alone) == _members(batch) and _members(alone)
     assert not alone.manifest["config"]["batched"] and batch.manifest["config"]["batched"]
+
+
+@pytest.mark.parametrize(("activation", "hidden"), [("none", ()), ("relu", (16,))])
+def test_batched_linear_sgd_nets_with_dropout_equal_the_lone_nets(activation, hidden):
+    """pcbias-loc's networks: dropout masks from each member's own generator, continuing
+    the seeded stream as the lone run's global generator does."""
+    preset = get_experiment("pcbias-loc").presets["tiny"]
+    member = LinearSGDMember(data=preset.data, hidden=hidden, activation=activation,
+                             init=preset.init, dropout=preset.dropout, lr=0.05,
+                             batch_size=preset.batch_size, epochs=2, checkpoints=6,
+                             record_correct=True, eval_transforms=("zca",))  # fmt: skip
+    members = member.ensemble(3)
+    with serial_threads():
+        batch = linear_sgd_batch(members)
+        alone = [linear_sgd_member(m) for m in members]
+    for b, a in zip(batch, alone, strict=True):
+        assert b is not None and list(b) == list(a)
+        for key in a:
+            x, y = np.asarray(a[key]), np.asarray(b[key])
+            if x.dtype.kind == "f":
+                # the scored losses are float32 means, to MLP_BOUND; accuracies exactly
+                np.testing.assert_allclose(y, x, rtol=MLP_BOUND, atol=0, err_msg=key)
+            else:
+                np.testing.assert_array_equal(y, x, err_msg=key)
+        np.testing.assert_array_equal(b["train_accuracy"], a["train_accuracy"])
+        np.testing.assert_array_equal(b["test_accuracy"], a["test_accuracy"])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_diverging_rate_probe_diverges_batched_as_alone():
+    preset = get_experiment("pcbias-loc").presets["tiny"]
+    member = LinearSGDMember(data=preset.data, init=preset.init, dropout=preset.dropout,
+                             lr=1e38, batch_size=preset.batch_size, epochs=1, checkpoints=4,
+                             allow_divergence=True)  # fmt: skip
+    with serial_threads():
+        alone = linear_sgd_member(member)
+        batch = linear_sgd_batch(member.ensemble(2))
+    assert alone == {"diverged": True, "test_error": 1.0, "lr": 1e38}
+    assert batch[0] == alone and batch[1]["diverged"] is True

@@ -316,6 +316,8 @@ class LocPreset(Preset):
         hidden_labels: the hidden widths of Fig. 10's (and Fig. 7b's) two-layer nets.
         eval_transforms: names of transformed test sets every checkpoint is also scored on
             (:mod:`~collapselab.experiments.pcbias.evaluation`).
+        batched: train each ensemble's members as one batched network (float32: equal to
+            one-by-one training up to rounding, docs/training.md); false: one by one.
     """
 
     data: DataSpec
@@ -329,6 +331,7 @@ class LocPreset(Preset):
     checkpoints: int = 30
     hidden_labels: tuple[int, ...] = (1024,)
     eval_transforms: tuple[str, ...] = ()
+    batched: bool = True
 
 
 _LOC = LocPreset(data=_quick(_pair(1000, 200, pool=2)), epochs=10, hidden_labels=(256,))
