@@ -30,10 +30,12 @@ from collapselab.experiments.runner import run_experiment
 from collapselab.store import Run
 
 MLP_BOUND = 1e-6
-"""Largest float32 gap allowed between a batched and a lone MLP's weights, relative to the
-weights' largest entry. Measured: 0 (bit-identical) for tiny (4 epochs, width 32) and quick
-(30 epochs, width 256, 3 members) with one thread; MKL's batched products may sum in another
-order with several threads or on a GPU, which this bound leaves room for."""
+"""Largest float32 gap allowed between a batched and a lone MLP's weights after the tiny
+preset's 4 epochs, relative to the weights' largest entry. Measured with one thread: 0
+(bit-identical) for 2 or 3 members, 2.4e-7 for 8 members (the batched product's kernel
+depends on the number of members). Over long runs plain SGD amplifies such rounding like any
+perturbation: 5e-3 after one epoch of 600 steps of 196-256-256-256-10 MLPs (4 members,
+benchmarks/README.md), so long runs agree in their accuracies and claims, not bit for bit."""
 
 
 def _gd_members(size: int, **fields) -> list[GDMember]:
@@ -71,7 +73,7 @@ def test_a_diverging_deep_linear_member_is_left_to_the_lone_training():
 @pytest.mark.parametrize("kind", ["nonlinear", "linear"])
 def test_batched_mlps_equal_the_lone_mlps_to_rounding(kind):
     preset = get_experiment("pcbias-projections").presets["tiny"]
-    members = MLPMember.of(preset, kind=kind, pcs=preset.pcs, seed=1).ensemble(3)
+    members = MLPMember.of(preset, kind=kind, pcs=preset.pcs, seed=1).ensemble(8)
     with serial_threads():
         batch = _sgd_batched(members)
         alone = [_sgd_alone(m) for m in members]
