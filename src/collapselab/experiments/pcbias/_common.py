@@ -300,10 +300,26 @@ def _chunks(members: Sequence[Member], missing: Sequence[int], workers: int) -> 
     return out
 
 
+def _store(run: Run, label: str) -> MemberStore:
+    """The ensemble's member store, where :func:`run_members` keeps it."""
+    return MemberStore(run.path / "members" / label if label else run.path / "members")
+
+
+def _stored(members: Sequence[Member], run: Run, label: str) -> list[dict[str, Any]] | None:
+    """Every member's stored result, or ``None`` when one is missing."""
+    store, out = _store(run, label), []
+    for i, member in enumerate(members):
+        found = store.load(i, {"network": member})
+        if found is None:
+            return None
+        out.append(found[0])
+    return out
+
+
 def _train_batched(members: Sequence[Member], run: Run, context: RunContext, label: str) -> None:
     """Train the members the ensemble's store lacks in batched chunks, storing each member
     as :func:`run_members` would (module docstring)."""
-    store = MemberStore(run.path / "members" / label)
+    store = _store(run, label)
     missing = [i for i, m in enumerate(members) if store.load(i, {"network": m}) is None]
     workers = context.workers if isinstance(context.workers, int) else default_workers()
     chunks = _chunks(members, missing, workers)
@@ -320,9 +336,13 @@ def run_ensemble(
 ) -> list[dict[str, Any]]:
     """One ensemble as a sweep stored under ``members/<label>``; the results in order.
     ``batched``: members that can be batched train as batched chunks first (module
-    docstring); the one-by-one sweep then loads them and trains the rest alone."""
+    docstring); the one-by-one sweep then loads them and trains the rest alone (it runs
+    only when a member is missing)."""
     if batched:
         _train_batched(members, run, context, label)
+        stored = _stored(members, run, label)
+        if stored is not None:  # all trained: no one-by-one sweep (nor its "resuming" note)
+            return stored
     configs = [{"network": member} for member in members]
     return run_members(train_member, configs, run, context, label=label)
 
