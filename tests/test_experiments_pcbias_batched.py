@@ -33,9 +33,10 @@ MLP_BOUND = 1e-6
 """Largest float32 gap allowed between a batched and a lone MLP's weights after the tiny
 preset's 4 epochs, relative to the weights' largest entry. Measured with one thread: 0
 (bit-identical) for 2 or 3 members, 2.4e-7 for 8 members (from 4 members on, the output
-bias gradient, a batch sum over a strided layout, is reduced in another order: 1e-8). Over long runs plain SGD amplifies such rounding like any
-perturbation: 5e-3 after one epoch of 600 steps of 196-256-256-256-10 MLPs (4 members,
-benchmarks/README.md), so long runs agree in their accuracies and claims, not bit for bit."""
+bias gradient, a batch sum over a strided layout, is reduced in another order: 1e-8).
+Over long runs plain SGD amplifies such rounding like any perturbation: 5e-3 after one
+epoch of 600 steps of 196-256-256-256-10 MLPs (benchmarks/README.md), so long runs agree
+in their accuracies and claims, not bit for bit."""
 
 
 def _gd_members(size: int, **fields) -> list[GDMember]:
