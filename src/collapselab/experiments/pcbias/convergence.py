@@ -84,7 +84,7 @@ def run_convergence(run: Run, context: RunContext) -> None:
              for condition in CONDITIONS}  # fmt: skip
     ensembles = {condition: member.ensemble(preset.members) for condition, member in first.items()}
     with serial_threads():
-        found = run_ensembles(ensembles, run, context)
+        found = run_ensembles(ensembles, run, context, batched=preset.batched)
     for condition in CONDITIONS:
         with serial_threads():
             arrays = ensemble_arrays(first[condition], found[condition])

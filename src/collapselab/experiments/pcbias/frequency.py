@@ -77,7 +77,7 @@ def run_frequency(run: Run, context: RunContext) -> None:
                           data_seed=context.seed)  # fmt: skip
     ensemble = {"frequency": member.ensemble(preset.members)}
     with serial_threads():
-        results = run_ensembles(ensemble, run, context)["frequency"]
+        results = run_ensembles(ensemble, run, context, batched=preset.batched)["frequency"]
     raw = load_data(dataclasses.replace(preset.data, steps=()), seed=context.seed).train
     x, y = raw.x.double().numpy(), raw.y.numpy()
     correct = np.stack([r["correct"] for r in results])

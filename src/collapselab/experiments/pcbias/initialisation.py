@@ -81,7 +81,7 @@ def run_init(run: Run, context: RunContext) -> None:
     first = {init: GDMember.of(preset, init=init, **run_fields(context)) for init in preset.inits}
     ensembles = {init: member.ensemble(preset.members) for init, member in first.items()}
     with serial_threads():
-        found = run_ensembles(ensembles, run, context)
+        found = run_ensembles(ensembles, run, context, batched=preset.batched)
     for init in preset.inits:
         results = found[init]
         arrays: dict[str, Any] = {"steps": results[0]["steps"]}

@@ -146,7 +146,7 @@ def _search_rates(preset: LocPreset, run: Run, context: RunContext) -> dict[str,
                 probes.append(probe)
                 keys.append(f"{setup}_{condition}")
     with serial_threads():
-        found = run_ensemble(probes, run, context, "rates")
+        found = run_ensemble(probes, run, context, "rates", batched=preset.batched)
     out: dict[str, Any] = {}
     for key in dict.fromkeys(keys):
         errors = [r["test_error"] for r, k in zip(found, keys, strict=True) if k == key]
@@ -178,7 +178,7 @@ def run_loc(run: Run, context: RunContext) -> None:
                 lr=float(chosen[f"labels_{condition}_chosen"]), seed=seed + 2)  # fmt: skip
     ensembles = {label: member.ensemble(preset.members) for label, member in first.items()}
     with serial_threads():
-        found = run_ensembles(ensembles, run, context)
+        found = run_ensembles(ensembles, run, context, batched=preset.batched)
     labels = {f"{condition}_{kind}": _curves(found[f"labels_{condition}_{kind}"])
               for condition in CONDITIONS for kind in ("real", "shuffled")}  # fmt: skip
     loc = {}

@@ -48,8 +48,16 @@ from collapselab.experiments.pcbias._common import Member, log_steps
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
 from collapselab.experiments.pcbias.training import sgd_step
 from collapselab.models import DeepLinear, DeepReLU
+from collapselab.train.batched import BatchedModel
 
-__all__ = ["LinearSGDMember", "linear_sgd_member", "minibatches", "select_rate", "sgd_checkpoints"]
+__all__ = [
+    "LinearSGDMember",
+    "linear_sgd_batch",
+    "linear_sgd_member",
+    "minibatches",
+    "select_rate",
+    "sgd_checkpoints",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +93,10 @@ class LinearSGDMember(Member):
 
     def train(self) -> dict[str, Any]:
         return linear_sgd_member(self)
+
+    @classmethod
+    def train_batch(cls, members: Sequence[Member]) -> list[dict[str, Any] | None]:
+        return linear_sgd_batch(members)  # type: ignore[arg-type]
 
 
 def minibatches(n: int, batch_size: int, order: torch.Generator) -> Iterator[torch.Tensor]:
@@ -126,49 +138,146 @@ def linear_sgd_member(member: LinearSGDMember) -> dict[str, Any]:
     different ``seed`` differ in all three. With ``allow_divergence`` a non-finite loss ends
     the training and returns ``diverged`` true and ``test_error`` 1 (a rate of the grid
     search that is too large); otherwise it raises."""
-    data = member.inputs()
-    x, y = torch.from_numpy(data.x).float(), torch.from_numpy(data.y).long()
-    x_test, y_test = torch.from_numpy(data.x_test).float(), torch.from_numpy(data.y_test).long()
-    extra_test = transformed_sets(member.eval_transforms, x, x_test, y_test)
-    seed = 1000 * member.seed + member.member
-    torch.manual_seed(2 * seed)
-    widths = [x.shape[1], *member.hidden, data.n_classes]
-    network = DeepReLU if member.activation == "relu" else DeepLinear
-    net = network(widths, init=member.init, dropout=member.dropout)
+    data = _Data(member)
+    net = _network(member, data)
     optimiser = torch.optim.SGD(net.parameters(), lr=member.lr)
-    order = torch.Generator().manual_seed(2 * seed + 1)
-    batches = minibatches(len(y), member.batch_size, order)
-    marks, per_epoch = sgd_checkpoints(member.epochs, member.batch_size, member.checkpoints,
-                                       len(y))  # fmt: skip
-    record: dict[str, list] = {}
+    batches = minibatches(len(data.y), member.batch_size, _order(member))
+    scores = _Scores(member, data)
     step = 0
-    for mark in marks:
+    for mark in scores.marks:
         net.train()
         try:
             while step < mark:
                 idx = next(batches)
-                sgd_step(net, x[idx], y[idx], optimiser)
+                sgd_step(net, data.x[idx], data.y[idx], optimiser)
                 step += 1
         except FloatingPointError:
             if not member.allow_divergence:
                 raise
-            return {"diverged": True, "test_error": 1.0, "lr": member.lr}
+            return _diverged(member)
+        scores.score(net)
+    return scores.result()
+
+
+def linear_sgd_batch(members: Sequence[LinearSGDMember]) -> list[dict[str, Any] | None]:
+    """Train ``members`` (all fields equal but ``member``) as one batched network
+    (:class:`~collapselab.train.batched.BatchedModel`): each member draws its init, its
+    batch order and (from its own generator, continuing torch's seeded stream after the
+    init as the lone run's global generator does) its dropout masks exactly as
+    :func:`linear_sgd_member`; its loss is its own batch mean and its step the element-wise
+    SGD step; it is scored by its own network (a view of its slice, evaluation mode).
+    Equal to one-by-one training up to float32 rounding (tested; none measured with one
+    thread). A member whose loss turns non-finite gives the ``diverged`` result with
+    ``allow_divergence``, else ``None`` (trained alone again by the caller, which raises)."""
+    data = _Data(members[0])
+    nets, generators = [], []
+    for member in members:
+        nets.append(_network(member, data))
+        generator = torch.Generator()
+        generator.set_state(torch.get_rng_state())  # the lone run's dropout draws follow here
+        generators.append(generator)
+    batched = BatchedModel(nets, generators)
+    batched.attach()
+    try:
+        return _train_attached(list(members), batched, data)
+    finally:
+        batched.release()
+
+
+def _train_attached(
+    members: list[LinearSGDMember], batched: BatchedModel, data: _Data
+) -> list[dict[str, Any] | None]:
+    size, lr = len(members), members[0].lr
+    streams = [minibatches(len(data.y), m.batch_size, _order(m)) for m in members]
+    scores: list[_Scores | None] = [_Scores(m, data) for m in members]
+    out: list[dict[str, Any] | None] = [None] * size
+    params = batched.trainable()
+    step = 0
+    for mark in scores[0].marks:  # type: ignore[union-attr]
+        batched.module.train()
+        while step < mark and any(s is not None for s in scores):
+            rows = torch.stack([next(stream) for stream in streams], 1).reshape(-1)
+            logits = batched.module(data.x[rows])
+            per = torch.nn.functional.cross_entropy(logits, data.y[rows], reduction="none")
+            losses = per.view(-1, size).mean(0)
+            for e, value in enumerate(losses.detach().tolist()):
+                if scores[e] is not None and not math.isfinite(value):
+                    scores[e] = None
+                    out[e] = _diverged(members[e]) if members[e].allow_divergence else None
+            for p in params:
+                p.grad = None
+            losses.sum().backward()
+            with torch.no_grad():
+                for p in params:
+                    p.add_(p.grad, alpha=-lr)
+            step += 1
+        for s, net in zip(scores, batched.members, strict=True):
+            if s is not None:
+                s.score(net)
+    return [o if s is None else s.result() for o, s in zip(out, scores, strict=True)]
+
+
+class _Data:
+    """A member's data as float32 tensors and its transformed test sets (shared by the
+    members of a batch)."""
+
+    def __init__(self, member: LinearSGDMember) -> None:
+        data = member.inputs()
+        self.x, self.y = torch.from_numpy(data.x).float(), torch.from_numpy(data.y).long()
+        self.x_test = torch.from_numpy(data.x_test).float()
+        self.y_test = torch.from_numpy(data.y_test).long()
+        self.extra_test = transformed_sets(member.eval_transforms, self.x, self.x_test,
+                                           self.y_test)  # fmt: skip
+        self.n_classes = data.n_classes
+
+
+def _network(member: LinearSGDMember, data: _Data) -> torch.nn.Module:
+    """The member's untrained network, drawn after seeding torch with ``2 s``."""
+    torch.manual_seed(2 * (1000 * member.seed + member.member))
+    widths = [data.x.shape[1], *member.hidden, data.n_classes]
+    network = DeepReLU if member.activation == "relu" else DeepLinear
+    return network(widths, init=member.init, dropout=member.dropout)
+
+
+def _order(member: LinearSGDMember) -> torch.Generator:
+    """The generator of the member's batch order, seeded ``2 s + 1``."""
+    return torch.Generator().manual_seed(2 * (1000 * member.seed + member.member) + 1)
+
+
+def _diverged(member: LinearSGDMember) -> dict[str, Any]:
+    return {"diverged": True, "test_error": 1.0, "lr": member.lr}
+
+
+class _Scores:
+    """What a member records at its checkpoints (:func:`linear_sgd_member`)."""
+
+    def __init__(self, member: LinearSGDMember, data: _Data) -> None:
+        self.member, self.data = member, data
+        self.marks, self.per_epoch = sgd_checkpoints(member.epochs, member.batch_size,
+                                                     member.checkpoints, len(data.y))  # fmt: skip
+        self.record: dict[str, list] = {}
+
+    def score(self, net: torch.nn.Module) -> None:
+        """Score ``net`` (in evaluation mode, left so) at the next checkpoint."""
         net.eval()
-        correct, loss = _score(net, x, y)
-        test_correct = _score(net, x_test, y_test)[0]
+        data = self.data
+        correct, loss = _score(net, data.x, data.y)
+        test_correct = _score(net, data.x_test, data.y_test)[0]
         values = {"train_accuracy": float(correct.mean()), "train_loss": loss,
                   "test_accuracy": float(test_correct.mean())}  # fmt: skip
-        if member.record_correct:
+        if self.member.record_correct:
             values["correct"] = correct
             values["test_correct"] = test_correct
-        if extra_test:
-            values["eval_accuracy"] = set_accuracies(net, extra_test)
+        if data.extra_test:
+            values["eval_accuracy"] = set_accuracies(net, data.extra_test)
         for key, value in values.items():
-            record.setdefault(key, []).append(value)
-    out = {k: np.asarray(v) for k, v in record.items()}
-    error = 1.0 - float(out["test_accuracy"][-1])
-    return {**out, "steps": marks, "steps_per_epoch": per_epoch, "diverged": False,
-            "test_error": error, "lr": member.lr}  # fmt: skip
+            self.record.setdefault(key, []).append(value)
+
+    def result(self) -> dict[str, Any]:
+        out = {k: np.asarray(v) for k, v in self.record.items()}
+        error = 1.0 - float(out["test_accuracy"][-1])
+        return {**out, "steps": self.marks, "steps_per_epoch": self.per_epoch,
+                "diverged": False, "test_error": error, "lr": self.member.lr}  # fmt: skip
 
 
 def select_rate(rates: Sequence[float], errors: Sequence[float]) -> float:

@@ -71,7 +71,7 @@ def run_amplification(run: Run, context: RunContext) -> None:
         for kind in KINDS:
             ensembles[f"{kind}_{condition}"] = _ensemble(preset, context, kind=kind, data=data)
     with serial_threads():
-        found = run_ensembles(ensembles, run, context)
+        found = run_ensembles(ensembles, run, context, batched=preset.batched)
     arrays: dict[str, Any] = {"epochs": np.arange(preset.epochs + 1)}
     for label, results in found.items():
         test = np.stack([r["test_accuracy"] for r in results])
@@ -97,7 +97,7 @@ def run_separable(run: Run, context: RunContext) -> None:
     ensembles = {label: _ensemble(preset, context, kind="nonlinear", data=spec)
                  for label, spec in data.items()}  # fmt: skip
     with serial_threads():
-        found = run_ensembles(ensembles, run, context)
+        found = run_ensembles(ensembles, run, context, batched=preset.batched)
         truth = read_inputs(preset.data, context.data_dir_text, context.seed).y
     arrays: dict[str, Any] = {"epochs": np.arange(preset.epochs + 1),
                               "pcs": np.asarray(preset.separable_pcs)}  # fmt: skip

@@ -129,6 +129,8 @@ class GDPreset(Preset):
         lr: the step as a fraction of the stability limit, ``μ = lr / (L d_1)``.
         steps: GD steps; checkpoints: about that many log-spaced checkpoints.
         members: networks per ensemble.
+        batched: train each ensemble's members as one batch (stacked layers, bit-for-bit
+            the one-by-one results); false: one by one, a sweep task each.
     """
 
     data: DataSpec
@@ -137,6 +139,7 @@ class GDPreset(Preset):
     steps: int
     checkpoints: int
     members: int
+    batched: bool = True
 
     @property
     def inits(self) -> tuple[Init, ...]:
@@ -313,6 +316,8 @@ class LocPreset(Preset):
         hidden_labels: the hidden widths of Fig. 10's (and Fig. 7b's) two-layer nets.
         eval_transforms: names of transformed test sets every checkpoint is also scored on
             (:mod:`~collapselab.experiments.pcbias.evaluation`).
+        batched: train each ensemble's members as one batched network (float32: equal to
+            one-by-one training up to rounding, docs/training.md); false: one by one.
     """
 
     data: DataSpec
@@ -326,6 +331,7 @@ class LocPreset(Preset):
     checkpoints: int = 30
     hidden_labels: tuple[int, ...] = (1024,)
     eval_transforms: tuple[str, ...] = ()
+    batched: bool = True
 
 
 _LOC = LocPreset(data=_quick(_pair(1000, 200, pool=2)), epochs=10, hidden_labels=(256,))
@@ -367,6 +373,9 @@ class MLPPreset(Preset):
         width, depth: the MLP's hidden width and number of hidden layers (biases on).
         lr, batch_size: SGD without momentum or weight decay (the paper's st-VGG optimiser).
         members: networks per ensemble; epochs: SGD epochs.
+        batched: train each ensemble's members as one batched MLP (float32: equal to
+            one-by-one training up to rounding, docs/training.md); false: one by one, a
+            sweep task each.
     """
 
     data: DataSpec
@@ -376,6 +385,7 @@ class MLPPreset(Preset):
     batch_size: int = 100
     members: int = 6
     epochs: int
+    batched: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

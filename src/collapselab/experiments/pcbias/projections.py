@@ -47,6 +47,7 @@ rings of equal frequency (``P = 20`` on grey images keeps 21).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -77,6 +78,7 @@ from collapselab.metrics.pcbias import (
 )
 from collapselab.models import MLP
 from collapselab.store import Run
+from collapselab.train.batched import BatchedModel
 
 __all__ = [
     "IMAGE_PCS",
@@ -90,6 +92,7 @@ __all__ = [
     "pca_vs_lowpass",
     "projections_dry_run",
     "run_projections",
+    "sgd_batch",
     "sgd_member",
 ]
 
@@ -148,6 +151,10 @@ class MLPMember(Member):
     def train(self) -> dict[str, Any]:
         return sgd_member(self)
 
+    @classmethod
+    def train_batch(cls, members: Sequence[Member]) -> list[dict[str, Any] | None]:
+        return sgd_batch(list(members))  # type: ignore[arg-type]
+
 
 def _grid(x: np.ndarray, size: int) -> torch.Tensor:
     """``size x size`` points (row-major, the second coordinate fastest) spanning the
@@ -155,6 +162,76 @@ def _grid(x: np.ndarray, size: int) -> torch.Tensor:
     axes = [np.linspace(x[:, i].min(), x[:, i].max(), size) for i in range(2)]
     first, second = np.meshgrid(*axes, indexing="ij")
     return torch.from_numpy(np.stack([first.ravel(), second.ravel()], 1)).float()
+
+
+class _Tensors:
+    """A member's data as float32 tensors and its transformed test sets (shared by the
+    members of a batch, who train on the same data)."""
+
+    def __init__(self, member: MLPMember) -> None:
+        self.data = data = member.inputs()
+        self.x = torch.from_numpy(data.x).float()
+        self.y = torch.from_numpy(data.y).long()
+        self.x_test = torch.from_numpy(data.x_test).float()
+        self.y_test = torch.from_numpy(data.y_test).long()
+        x, x_test, y_test = self.x, self.x_test, self.y_test
+        self.projected_test = transformed_sets([f"pca:{p}" for p in member.pcs], x, x_test,
+                                               y_test)  # fmt: skip
+        self.extra_test = transformed_sets(member.eval_transforms, x, x_test, y_test)
+        snapshots = member.boundary_epochs
+        self.grid = _grid(data.x, member.boundary_grid) if snapshots else None
+
+
+class _Scores:
+    """What one member records after every epoch (:func:`sgd_member`)."""
+
+    def __init__(self, member: MLPMember, net: MLP, tensors: _Tensors) -> None:
+        self.member, self.net, self.t = member, net, tensors
+        self.lists: dict[str, list] = {k: [] for k in ("correct", "test_correct", "projected",
+                                                       "extra", "accuracy", "test_accuracy",
+                                                       "boundary")}  # fmt: skip
+
+    def score(self, epoch: int) -> None:
+        """Score the network after ``epoch`` (0: untrained)."""
+        net, t, out = self.net, self.t, self.lists
+        with torch.no_grad():
+            hits = net(t.x).argmax(1) == t.y
+            out["correct"].append(hits.numpy())
+            out["accuracy"].append(float(hits.double().mean()))
+            test_hits = net(t.x_test).argmax(1) == t.y_test
+            out["test_correct"].append(test_hits.numpy())
+            out["test_accuracy"].append(float(test_hits.double().mean()))
+        out["projected"].append(set_accuracies(net, t.projected_test))
+        out["extra"].append(set_accuracies(net, t.extra_test))
+        if epoch in self.member.boundary_epochs and epoch > 0:
+            with torch.no_grad():
+                out["boundary"].append(net(t.grid).argmax(1).numpy().astype(np.int8))
+
+    def result(self) -> dict[str, Any]:
+        """The member's measurements at the end of its training."""
+        net, t, lists, member = self.net, self.t, self.lists, self.member
+        out: dict[str, Any] = {"correct": np.stack(lists["correct"]),
+                               "test_correct": np.stack(lists["test_correct"]),
+                               "projected": np.asarray(lists["projected"]),
+                               "train_accuracy": np.asarray(lists["accuracy"]),
+                               "test_accuracy": np.asarray(lists["test_accuracy"])}  # fmt: skip
+        if t.extra_test:
+            out["eval_accuracy"] = np.asarray(lists["extra"])
+        if lists["boundary"]:
+            out["boundary"] = np.stack(lists["boundary"])
+        if member.kind == "nonlinear" and member.discriminability:
+            with torch.no_grad():
+                features = net.flatten(t.x)
+                for layer in net.layers:
+                    features = layer(features)
+            out["penultimate"] = discriminability(features.double().numpy(), t.data.y, NEIGHBOURS)
+        return out
+
+
+def _initial_network(member: MLPMember, tensors: _Tensors) -> MLP:
+    """The member's untrained MLP, drawn after seeding torch with ``1000 seed + member``."""
+    torch.manual_seed(1000 * member.seed + member.member)
+    return member.network(tensors.x.shape[1], tensors.data.n_classes)
 
 
 def sgd_member(member: MLPMember) -> dict[str, Any]:
@@ -169,55 +246,86 @@ def sgd_member(member: MLPMember) -> dict[str, Any]:
     discriminability ``(n,)``; for 2-D inputs with ``boundary_epochs``, ``boundary``
     ``(len, G, G)``: the predicted class on a ``G x G`` grid over the inputs' bounding box
     after each of those epochs (``G = boundary_grid``)."""
-    data = member.inputs()
-    x = torch.from_numpy(data.x).float()
-    y = torch.from_numpy(data.y).long()
-    x_test = torch.from_numpy(data.x_test).float()
-    y_test = torch.from_numpy(data.y_test).long()
-    projected_test = transformed_sets([f"pca:{p}" for p in member.pcs], x, x_test, y_test)
-    extra_test = transformed_sets(member.eval_transforms, x, x_test, y_test)
-    torch.manual_seed(1000 * member.seed + member.member)
-    net = member.network(x.shape[1], data.n_classes)
+    return _sgd_alone(member).result()
+
+
+def _sgd_alone(member: MLPMember) -> _Scores:
+    """Train ``member`` alone; its scores, holding the trained network."""
+    tensors = _Tensors(member)
+    net = _initial_network(member, tensors)
     optimiser = torch.optim.SGD(net.parameters(), lr=member.lr)
     order = torch.Generator().manual_seed(member.member)
-    correct, test_correct, projected, extra, accuracy, test_accuracy = [], [], [], [], [], []
-
-    def score() -> None:
-        with torch.no_grad():
-            hits = net(x).argmax(1) == y
-            correct.append(hits.numpy())
-            accuracy.append(float(hits.double().mean()))
-            test_hits = net(x_test).argmax(1) == y_test
-            test_correct.append(test_hits.numpy())
-            test_accuracy.append(float(test_hits.double().mean()))
-        projected.append(set_accuracies(net, projected_test))
-        extra.append(set_accuracies(net, extra_test))
-
-    snapshots = member.boundary_epochs
-    grid = _grid(data.x, member.boundary_grid) if snapshots else None
-    boundary = []
-    score()
+    scores = _Scores(member, net, tensors)
+    scores.score(0)
     for epoch in range(1, member.epochs + 1):
-        sgd_epoch(net, x, y, optimiser, member.batch_size, order)
-        score()
-        if epoch in snapshots:
+        sgd_epoch(net, tensors.x, tensors.y, optimiser, member.batch_size, order)
+        scores.score(epoch)
+    return scores
+
+
+def sgd_batch(members: list[MLPMember]) -> list[dict[str, Any] | None]:
+    r"""Train ``members`` (all fields equal but ``member``) as one batched MLP
+    (:class:`~collapselab.train.batched.BatchedModel`: stacked weights, one batched product
+    per layer): each member draws its own initial weights and batch order exactly as
+    :func:`sgd_member` does, its loss is its own batch mean cross-entropy (the backward of
+    the members' summed losses gives each member the gradient of its own), and its SGD step
+    is ``θ_e ← θ_e − lr ∇L_e``, the same element-wise update as ``torch.optim.SGD``. Each
+    member is scored by its own network (a view of its slice) as :func:`sgd_member` scores
+    it. Equal to one-by-one training up to float32 rounding (the batched products sum in
+    another order; measured in tests/test_experiments_pcbias_batched.py). A member whose
+    loss or parameters turn non-finite is ``None`` (trained alone again by the caller)."""
+    return [None if s is None else s.result() for s in _sgd_batched(members)]
+
+
+def _sgd_batched(members: list[MLPMember]) -> list[_Scores | None]:
+    """Train ``members`` as one batch (:func:`sgd_batch`); their scores, each holding its
+    trained network (its own tensors again), ``None`` for a member that failed."""
+    tensors = _Tensors(members[0])
+    nets = [_initial_network(m, tensors) for m in members]
+    batched = BatchedModel(nets, [torch.Generator() for _ in members])
+    batched.attach()
+    try:
+        return _train_attached(members, batched, tensors)
+    finally:
+        batched.release()
+
+
+def _train_attached(
+    members: list[MLPMember], batched: BatchedModel, tensors: _Tensors
+) -> list[_Scores | None]:
+    size, n, lr = len(members), len(tensors.y), members[0].lr
+    orders = [torch.Generator().manual_seed(m.member) for m in members]
+    nets = batched.members
+    scores: list[_Scores | None] = [
+        _Scores(m, net, tensors) for m, net in zip(members, nets, strict=True)
+    ]
+    for s in scores:
+        s.score(0)  # type: ignore[union-attr]
+    params = batched.trainable()
+    for epoch in range(1, members[0].epochs + 1):
+        batches = [torch.randperm(n, generator=g).split(members[0].batch_size) for g in orders]
+        for idx in zip(*batches, strict=True):
+            rows = torch.stack(idx, 1).reshape(-1)  # row b E + e: member e's sample b
+            logits = batched.module(tensors.x[rows])
+            per = torch.nn.functional.cross_entropy(logits, tensors.y[rows], reduction="none")
+            losses = per.view(-1, size).mean(0)
+            for e, value in enumerate(losses.detach().tolist()):
+                if scores[e] is not None and not math.isfinite(value):
+                    scores[e] = None
+            for p in params:
+                p.grad = None
+            losses.sum().backward()
             with torch.no_grad():
-                boundary.append(net(grid).argmax(1).numpy().astype(np.int8))
-    out: dict[str, Any] = {"correct": np.stack(correct), "test_correct": np.stack(test_correct),
-                           "projected": np.asarray(projected),
-                           "train_accuracy": np.asarray(accuracy),
-                           "test_accuracy": np.asarray(test_accuracy)}  # fmt: skip
-    if extra_test:
-        out["eval_accuracy"] = np.asarray(extra)
-    if boundary:
-        out["boundary"] = np.stack(boundary)
-    if member.kind == "nonlinear" and member.discriminability:
-        with torch.no_grad():
-            features = net.flatten(x)
-            for layer in net.layers:
-                features = layer(features)
-        out["penultimate"] = discriminability(features.double().numpy(), data.y, NEIGHBOURS)
-    return out
+                for p in params:
+                    p.add_(p.grad, alpha=-lr)
+        for e, s in enumerate(scores):
+            if s is None:
+                continue
+            if not all(bool(torch.isfinite(t).all()) for t in s.net.state_dict().values()):
+                scores[e] = None
+                continue
+            s.score(epoch)
+    return scores
 
 
 def mlp_dry_run(
@@ -271,7 +379,7 @@ def run_projections(run: Run, context: RunContext) -> None:
              for kind in KINDS}  # fmt: skip
     ensembles = {kind: member.ensemble(preset.members) for kind, member in first.items()}
     with serial_threads():
-        found = run_ensembles(ensembles, run, context)
+        found = run_ensembles(ensembles, run, context, batched=preset.batched)
         data = first["nonlinear"].inputs()
         critical = critical_principal_component(data.x, data.y, data.n_classes)
         raw = discriminability(data.x, data.y, NEIGHBOURS)

@@ -40,7 +40,9 @@ def run_scales(run: Run, context: RunContext) -> None:
     member = GDMember.of(preset, init=preset.init, scale_layers=preset.scale_layers,
                          **run_fields(context))  # fmt: skip
     with serial_threads():
-        results = run_ensemble(member.ensemble(preset.members), run, context, "scales")
+        results = run_ensemble(
+            member.ensemble(preset.members), run, context, "scales", batched=preset.batched
+        )
     frame, _ = data_frame(member)
     alpha, beta = expected_scales(member.widths(frame), preset.init)
     layers = np.array(preset.scale_layers)

@@ -20,6 +20,7 @@ on cross-entropy that the SGD-trained networks of the other experiments share
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from collapselab.theory.pcbias import compact_matrix, expected_scales, gradient_
 __all__ = [
     "GDMember",
     "classified_correctly",
+    "deep_linear_batch",
     "deep_linear_member",
     "initial_weights",
     "linear_dry_run",
@@ -88,6 +90,10 @@ class GDMember(Member):
     def train(self) -> dict[str, Any]:
         return deep_linear_member(self)
 
+    @classmethod
+    def train_batch(cls, members: Sequence[Member]) -> list[dict[str, Any] | None]:
+        return deep_linear_batch(list(members))  # type: ignore[arg-type]
+
 
 def data_frame(member: Member) -> tuple[PCFrame, Inputs]:
     """The principal frame of the member's training data and the data itself."""
@@ -122,7 +128,12 @@ def pc_gd_step(ws: list[np.ndarray], frame: PCFrame, mu: float) -> list[np.ndarr
     ``K``: ``O(K Σ_l m_l m_{l−1})`` operations per step instead of the
     ``O(q Σ_l m_l m_{l−1})`` of forming ``W_l⋯W_1``. (Standard ``pcbias-scales``, 5 layers,
     width 1024, ``q = 196``, ``K = 10``: 14 ms per step instead of 31 ms on one core,
-    measured at load 3; the ``m x m`` updates themselves now dominate.)"""
+    measured at load 3; the ``m x m`` updates themselves now dominate.)
+
+    A batch of E networks steps at once when every ``ws[l]`` is stacked ``(E, m_l,
+    m_{l−1})``: NumPy's ``matmul`` takes one BLAS product per member and matrix, the same
+    call as for one network, so each member's step is bit-for-bit its step alone (tested),
+    with one Python step for all members."""
     above = [np.eye(frame.n_outputs)]  # the products W_L ... W_{l+1}, built from the top
     for w in ws[:0:-1]:
         above.append(above[-1] @ w)
@@ -131,8 +142,8 @@ def pc_gd_step(ws: list[np.ndarray], frame: PCFrame, mu: float) -> list[np.ndarr
     left = err  # Er (product of the layers below ws[i])^T, built from the bottom
     grads = []
     for a, w in zip(above, ws, strict=True):
-        grads.append(a.T @ left)
-        left = left @ w.T
+        grads.append(np.swapaxes(a, -1, -2) @ left)
+        left = left @ np.swapaxes(w, -1, -2)
     return [w - mu * g for w, g in zip(ws, grads, strict=True)]
 
 
@@ -146,6 +157,74 @@ def _linear_map(w: np.ndarray):
     """The logits ``x Wᵀ`` of float64 inputs, as a function."""
     weight = torch.from_numpy(w)
     return lambda x: x @ weight.T
+
+
+class _Recorder:
+    """What a deep linear member records at its checkpoints (:func:`deep_linear_member`):
+    the data, the frame and the transformed test sets, shared by the members of a batch."""
+
+    def __init__(self, member: GDMember) -> None:
+        self.frame, self.inputs = data_frame(member)
+        self.widths = member.widths(self.frame)
+        self.x_train = self.inputs.x @ self.frame.basis
+        self.x_test = self.inputs.x_test @ self.frame.basis
+        inputs = self.inputs
+        self.extra_test = transformed_sets(member.eval_transforms, torch.from_numpy(inputs.x),
+                                           torch.from_numpy(inputs.x_test),
+                                           torch.from_numpy(inputs.y_test))  # fmt: skip
+        self.alpha, self.beta = expected_scales(self.widths, member.init)
+
+    def initial(self, member: GDMember) -> list[np.ndarray]:
+        """The member's initial layers (seed ``1000 seed + member``), first in PC frame."""
+        seed = 1000 * member.seed + member.member
+        return initial_weights(self.widths, member.init, seed, self.frame.basis)
+
+    def values(self, member: GDMember, ws: list[np.ndarray], step: int) -> dict[str, Any]:
+        """The member's measurements of the layers ``ws`` reached at ``step``; raises
+        ``FloatingPointError`` for non-finite layers (divergence)."""
+        frame, inputs = self.frame, self.inputs
+        # the layers first: compact_matrix rejects a non-finite layer as bad input
+        finite = all(np.all(np.isfinite(layer)) for layer in ws)
+        w = compact_matrix(ws) if finite else None
+        if w is None or not np.all(np.isfinite(w)):
+            raise FloatingPointError(f"gradient descent diverged by step {step} (lr too large)")
+        correct = classified_correctly(self.x_train, inputs.y, w)
+        test_correct = classified_correctly(self.x_test, inputs.y_test, w)
+        values = {
+            "w_pc": w,
+            "loss": float(frame.loss(w)),
+            "train_accuracy": float(np.mean(correct)),
+            "test_accuracy": float(np.mean(test_correct)),
+        }
+        if member.record_correct:
+            values["correct"] = correct
+            values["test_correct"] = test_correct
+        if self.extra_test:
+            model = _linear_map(frame.unrotate(w))  # input coordinates
+            values["eval_accuracy"] = set_accuracies(model, self.extra_test)
+        layers = [ell - 1 for ell in member.scale_layers]
+        if layers:
+            a, b = gradient_scale_matrices(ws)
+            b = [frame.basis @ m @ frame.basis.T for m in b]
+            for name, mats, scale in (("a", a, self.alpha), ("b", b, self.beta)):
+                stats = gradient_scale_statistics([mats[i] for i in layers], scale[layers])
+                values[f"{name}_diagonal"] = stats.diagonal_mean
+                values[f"{name}_diagonal_std"] = stats.diagonal_std
+                values[f"{name}_offdiagonal"] = stats.offdiagonal_abs_mean
+        return values
+
+
+def _gd_steps(ws: list[np.ndarray], frame: PCFrame, mu: float, count: int) -> list[np.ndarray]:
+    """``count`` steps of :func:`pc_gd_step` (one network or a stacked batch)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
+        for _ in range(count):
+            ws = pc_gd_step(ws, frame, mu)
+    return ws
+
+
+def _finish(record: dict[str, list], marks: np.ndarray, mu: float) -> dict[str, Any]:
+    out = {k: np.asarray(v) for k, v in record.items()}
+    return {**out, "steps": marks, "mu": mu}
 
 
 def deep_linear_member(member: GDMember) -> dict[str, Any]:
@@ -162,55 +241,47 @@ def deep_linear_member(member: GDMember) -> dict[str, Any]:
     and ``a_offdiagonal``/``b_offdiagonal`` (mean ``|M_ij|``, ``i ≠ j``); with
     ``eval_transforms`` (:mod:`~collapselab.experiments.pcbias.evaluation`) ``eval_accuracy``
     ``(S, len)``, the test accuracies on the transformed copies (float64)."""
-    frame, inputs = data_frame(member)
-    widths = member.widths(frame)
-    ws = initial_weights(widths, member.init, 1000 * member.seed + member.member, frame.basis)
-    mu = step_size(frame, len(ws), member.lr)
+    recorder = _Recorder(member)
+    ws = recorder.initial(member)
+    mu = step_size(recorder.frame, len(ws), member.lr)
     marks = log_steps(member.steps, member.checkpoints)
-    x_train, x_test = inputs.x @ frame.basis, inputs.x_test @ frame.basis
-    layers = [ell - 1 for ell in member.scale_layers]
-    extra_test = transformed_sets(member.eval_transforms, torch.from_numpy(inputs.x),
-                                  torch.from_numpy(inputs.x_test),
-                                  torch.from_numpy(inputs.y_test))  # fmt: skip
-    alpha, beta = expected_scales(widths, member.init)
     record: dict[str, list] = {}
     step = 0
     for mark in marks:
-        with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked below
-            while step < mark:
-                ws = pc_gd_step(ws, frame, mu)
-                step += 1
-        # the layers first: compact_matrix rejects a non-finite layer as bad input
-        finite = all(np.all(np.isfinite(layer)) for layer in ws)
-        w = compact_matrix(ws) if finite else None
-        if w is None or not np.all(np.isfinite(w)):
-            raise FloatingPointError(f"gradient descent diverged by step {step} (lr too large)")
-        correct = classified_correctly(x_train, inputs.y, w)
-        test_correct = classified_correctly(x_test, inputs.y_test, w)
-        values = {
-            "w_pc": w,
-            "loss": float(frame.loss(w)),
-            "train_accuracy": float(np.mean(correct)),
-            "test_accuracy": float(np.mean(test_correct)),
-        }
-        if member.record_correct:
-            values["correct"] = correct
-            values["test_correct"] = test_correct
-        if extra_test:
-            model = _linear_map(frame.unrotate(w))  # input coordinates
-            values["eval_accuracy"] = set_accuracies(model, extra_test)
-        if layers:
-            a, b = gradient_scale_matrices(ws)
-            b = [frame.basis @ m @ frame.basis.T for m in b]
-            for name, mats, scale in (("a", a, alpha), ("b", b, beta)):
-                stats = gradient_scale_statistics([mats[i] for i in layers], scale[layers])
-                values[f"{name}_diagonal"] = stats.diagonal_mean
-                values[f"{name}_diagonal_std"] = stats.diagonal_std
-                values[f"{name}_offdiagonal"] = stats.offdiagonal_abs_mean
-        for key, value in values.items():
+        ws = _gd_steps(ws, recorder.frame, mu, int(mark) - step)
+        step = int(mark)
+        for key, value in recorder.values(member, ws, step).items():
             record.setdefault(key, []).append(value)
-    out = {k: np.asarray(v) for k, v in record.items()}
-    return {**out, "steps": marks, "mu": mu}
+    return _finish(record, marks, mu)
+
+
+def deep_linear_batch(members: list[GDMember]) -> list[dict[str, Any] | None]:
+    """Train ``members`` (all fields equal but ``member``) at once: their layers stacked
+    ``(E, m_l, m_{l−1})``, one batched :func:`pc_gd_step` per step for all. Each member's
+    results are bit-for-bit those of :func:`deep_linear_member` (tested); a member whose
+    layers turn non-finite is ``None`` from its first such checkpoint on (trained alone
+    again by the caller, where it raises as before)."""
+    recorder = _Recorder(members[0])
+    ws = [np.stack(layers) for layers in zip(*(recorder.initial(m) for m in members), strict=True)]
+    mu = step_size(recorder.frame, len(ws), members[0].lr)
+    marks = log_steps(members[0].steps, members[0].checkpoints)
+    records: list[dict[str, list] | None] = [{} for _ in members]
+    step = 0
+    for mark in marks:
+        ws = _gd_steps(ws, recorder.frame, mu, int(mark) - step)
+        step = int(mark)
+        for e, member in enumerate(members):
+            record = records[e]
+            if record is None:
+                continue
+            try:
+                values = recorder.values(member, [layer[e] for layer in ws], step)
+            except FloatingPointError:
+                records[e] = None
+                continue
+            for key, value in values.items():
+                record.setdefault(key, []).append(value)
+    return [None if r is None else _finish(r, marks, mu) for r in records]
 
 
 def sgd_epoch(
