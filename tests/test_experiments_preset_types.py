@@ -75,7 +75,8 @@ def test_fields_are_checked_and_converted_only_int_to_float_and_list_to_tuple() 
 def test_replace_is_checked_and_names_the_fields() -> None:
     toy = Toy()
     assert toy.replace(lr=2).lr == 2.0 and toy.lr == 0.1
-    with pytest.raises(KeyError, match="Toy has no config key 'rate'; its keys: arms, data, layers, lr, net, note, steps"):
+    keys = "arms, data, layers, lr, net, note, steps"
+    with pytest.raises(KeyError, match=f"Toy has no config key 'rate'; its keys: {keys}"):
         toy.replace(rate=0.3)
     with pytest.raises(PresetError, match=r"Toy\.lr takes float"):
         toy.replace(lr="fast")
