@@ -259,6 +259,26 @@ class Register:
         return problems
 
 
+def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str]:
+    """What stands between ``experiments``' claims (those of ``register``'s paper) and the
+    register: a claim not registered, or whose threshold is not its registered reading (a
+    bound, reading or regime rule changed without a :class:`Change`)."""
+    problems = []
+    for experiment in experiments:
+        for claim in experiment.claims:
+            where = f"{experiment.id}: claim {claim.name!r}"
+            if claim.name not in register.claims:
+                problems.append(f"{where} is not registered in paper {register.paper}'s register")
+            elif claim.threshold != register.reading(claim.name):
+                problems.append(
+                    f"{where}: its threshold is not its registered reading; a changed bound, "
+                    f"reading or regime rule needs a Change in paper {register.paper}'s "
+                    f"register\n  registered: {register.reading(claim.name)}\n  now:        "
+                    f"{claim.threshold}"
+                )
+    return problems
+
+
 def register_for(paper: str) -> Register | None:
     """The register of ``paper`` (its number), or ``None`` (the demo, an unknown paper)."""
     module = REGISTERS.get(str(paper))
