@@ -364,3 +364,60 @@ def test_tier_counts_read_demonstrations_by_outcome() -> None:
     assert counts[AMBIGUITY] == {"confirmed": 0, "not confirmed": 1, "not evaluable": 0}
     assert counts[SUBSTITUTED]["holds"] == 1
     assert sum(counts[t]["holds"] for t in COUNTED) == 1
+
+
+def test_tier_summary_and_list_show_each_experiments_tiers() -> None:
+    from typer.testing import CliRunner
+
+    from collapselab.cli.main import app
+    from collapselab.experiments.preregistration import tier_summary
+
+    by_id = {e.id: e for e in all_experiments()}
+    assert tier_summary(by_id["fd-operations"], "quick") == (
+        "5 paper, substituted, 1 erratum (the paper's own at: paper)"
+    )
+    assert tier_summary(by_id["fd-operations"], "paper") == "5 paper, 1 erratum"
+    assert tier_summary(by_id["dlufm-relu"], "quick") == "9 paper, 1 beyond"
+    assert tier_summary(by_id["pcbias-init"], "paper") == (
+        "1 paper, 2 paper, substituted, 1 beyond, 1 ambiguity (the paper's own at: paper)"
+    )
+    assert tier_summary(by_id["demo"], "quick") == ""
+    result = CliRunner().invoke(app, ["list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "[tiers at quick: 4 paper, 1 erratum]" in text  # pfc-lambda-sweep
+    assert "[tiers at quick: 13 paper, 1 ambiguity]" in text  # dlufm-linear (E.1 apart)
+    assert "erratum and ambiguity apart from every fraction." in text
+
+
+def test_reports_show_tiers_and_history() -> None:
+    from collapselab.report.html import verdict_line
+    from collapselab.report.tiers import history_cell, tier_cell, tier_text, tiers_table
+
+    register = register_for("004")
+    name = "relu-constant-masks-follow-the-linear-model"
+    document = annotate(
+        {"summary": {"holds": 1}, "claims": [
+            _entry(name, "does not hold", register.reading(name)),
+            _entry("relu-knockouts", "holds", register.reading("relu-knockouts")),
+        ]},
+        "dlufm-relu", "004", "quick",
+    )  # fmt: skip
+    table = tiers_table(document["tiers"], document["tiers_apart"], document["post_hoc"])
+    assert "<td>paper</td><td>1 / 1 hold (100%)</td>" in table
+    assert "<td>beyond</td><td>0 / 1 hold (0%)</td>" in table
+    assert 'erratum <span class="small">(apart from every fraction)</span></td><td>none' in table
+    assert f"post hoc; see each claim's history): {name}." in table
+    entry = document["claims"][0]
+    assert tier_cell(entry).startswith('<br><span class="badge na">beyond</span>')
+    assert "prediction tested: 004 Thm 4.1, App. A" in tier_cell(entry)
+    history = history_cell(entry)
+    assert "changed 2026-11-27 (9c7ac41, bound, results seen: post hoc)" in history
+    assert "was: in every symmetric ReLU-inactive run" in history
+    assert "reading not registered" not in history
+    moved = {**entry, "reading_registered": False}
+    assert "reading not registered" in history_cell(moved)
+    assert "by tier: paper 1 / 1 hold (100%); beyond 0 / 1 hold (0%)" in verdict_line(document)
+    assert tier_text("erratum", {"confirmed": 2, "not evaluable": 1}, APART) == (
+        "2 / 3 confirmed, 1 not evaluable"
+    )

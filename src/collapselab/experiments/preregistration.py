@@ -279,6 +279,27 @@ def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str
     return problems
 
 
+def tier_summary(experiment: Any, preset: str) -> str:
+    """An experiment's claims by tier at ``preset`` in words, and the presets that run the
+    paper's own data and architecture where some substitute:
+    ``"4 paper, substituted, 1 erratum (the paper's own at: paper)"``; ``""`` for an
+    experiment of no registered paper."""
+    register = register_for(experiment.paper)
+    if register is None or not experiment.claims:
+        return ""
+    counts = dict.fromkeys(TIERS, 0)
+    faithful: set[str] = set()
+    for claim in experiment.claims:
+        counts[register.tier(experiment.id, claim.name, preset)] += 1
+        tiering = register.tiering(experiment.id, claim.name)
+        if tiering.tier in (None, PAPER) and tiering.substitution is not None:
+            faithful |= set(tiering.substitution.faithful)
+    text = ", ".join(f"{n} {tier}" for tier, n in counts.items() if n)
+    if faithful and counts[SUBSTITUTED]:
+        text += f" (the paper's own at: {', '.join(sorted(faithful))})"
+    return text
+
+
 def register_for(paper: str) -> Register | None:
     """The register of ``paper`` (its number), or ``None`` (the demo, an unknown paper)."""
     module = REGISTERS.get(str(paper))
