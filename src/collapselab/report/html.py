@@ -261,9 +261,20 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
             "<h2>Erratum demonstrations</h2>\n<p>These run the paper's formula or solver as "
             "printed where it was found wrong, to show the error; they are counted apart from "
             f"the claims above. {esc(counts.get('confirmed', 0))} of {esc(len(errata))} "
-            "confirm the erratum.</p>\n" + _claims_table(errata)
+            "confirm the erratum." + _ambiguity_note(errata) + "</p>\n" + _claims_table(errata)
         )
     return "\n".join(out) + "\n" + when
+
+
+def _ambiguity_note(errata: Sequence[Mapping[str, Any]]) -> str:
+    # Demonstrations of tier "ambiguity" show a reading, not an error of the paper.
+    names = [str(e.get("name")) for e in errata if e.get("tier") == "ambiguity"]
+    if not names:
+        return ""
+    return (
+        f" Of these, {esc(', '.join(names))} (tier ambiguity) demonstrate a reading of a text "
+        "that can be read two ways, or a result applied outside its assumption, not an error."
+    )
 
 
 def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
