@@ -188,6 +188,7 @@ def list_experiments(
 
     from collapselab.experiments import all_experiments, find_paper
     from collapselab.experiments.papers import paper_label
+    from collapselab.experiments.preregistration import tier_summary
     from collapselab.experiments.runtimes import quick_campaigns
 
     # A block per experiment rather than a table: ids and runtimes stay on one line (easy
@@ -221,6 +222,9 @@ def list_experiments(
                 if errata == 1
                 else f" [{errata} claims demonstrate errata]"
             )
+        tiers = tier_summary(experiment, "quick")
+        if tiers:
+            shown += f" [tiers at quick: {tiers}]"
         console.print(Padding(Text(shown, style="dim"), (0, 0, 0, 6)))
     measured_by = "; ".join(c.describe() for c in quick_campaigns())
     console.print(
@@ -228,6 +232,13 @@ def list_experiments(
             "Runtimes: measured wall times of the quick preset (beside the id) and of the "
             "other presets (beside their names, with the cores and the 1-minute load "
             f"average they ran under); the quick ones by {measured_by}."
+        )
+    )
+    console.print(
+        Text(
+            "Tiers (collapselab.experiments.preregistration): paper; paper, substituted (other "
+            "data or architecture than the paper's); beyond (the project's own checks); "
+            "erratum and ambiguity apart from every fraction."
         )
     )
 

@@ -363,6 +363,11 @@ _ERRATUM_WORDS = {
         "paper's attribution confirmed confounded",
         "paper's attribution not refuted",
     ),
+    "reading": ("the text's reading confirmed not to hold", "the text's reading not refuted"),
+    "assumption": (
+        "confirmed not to carry outside its assumption",
+        "carries outside its assumption",
+    ),
 }
 """Report wording of an erratum demonstration's outcome: (confirmed, not confirmed)."""
 
@@ -379,11 +384,14 @@ class Erratum:
             reaches a lower objective than the paper's literal gradient descent").
         subject: what the paper printed: ``"formula"``, ``"solver"``, or ``"attribution"``
             (an effect the paper attributes to one cause where a control the implementer's
-            notes ask for can show it is another: confirmed "confounded").
+            notes ask for can show it is another: confirmed "confounded"); for an ambiguity
+            (tier ``ambiguity``, :mod:`~collapselab.experiments.preregistration`):
+            ``"reading"`` (one reading of a text that can be read two ways) or
+            ``"assumption"`` (a result applied outside the assumption it was derived under).
     """
 
     confirmed_when: Verdict = DOES_NOT_HOLD
-    subject: Literal["formula", "solver", "attribution"] = "formula"
+    subject: Literal["formula", "solver", "attribution", "reading", "assumption"] = "formula"
 
     def __post_init__(self) -> None:
         check_choice("confirmed_when", self.confirmed_when, (HOLDS, DOES_NOT_HOLD))

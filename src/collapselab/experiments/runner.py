@@ -43,6 +43,7 @@ from collapselab.experiments.claims import (
 )
 from collapselab.experiments.data_plan import DataPlan, plan_data
 from collapselab.experiments.overrides import apply_overrides, overrides_tag
+from collapselab.experiments.preregistration import annotate
 from collapselab.experiments.preset import Preset
 from collapselab.experiments.progress import NoProgress, ProgressDisplay
 from collapselab.experiments.registry import (
@@ -281,6 +282,8 @@ def evaluate_run_claims(run: Run, experiment: Experiment) -> dict[str, Any]:
         reason += "; claims are evaluated on completed runs only"
         entries = [claim_entry(c, not_evaluable(reason)) for c in experiment.claims]
         document = claims_document(entries)
+    # Each claim's tier at this preset, its registered reading and history (issue 35).
+    document = annotate(document, experiment.id, experiment.paper, run.preset)
     header = {
         "run_id": run.id,
         "experiment": run.experiment,

@@ -36,6 +36,7 @@ from collapselab.report._html import (
     table,
     verdict_badge,
 )
+from collapselab.report.tiers import history_cell, tier_cell, tiers_line, tiers_table
 from collapselab.store import CLAIMS_FILE, FIGURES_DIR, REPORT_FILE, Run, atomic_write
 
 _MAX_FINAL_ROWS = 60
@@ -139,6 +140,9 @@ def verdict_line(claims: Mapping[str, Any] | None) -> str:
     errata = claims.get("errata") or {}
     if errata.get("confirmed"):
         parts.append(f"{esc(errata['confirmed'])} erratum demonstration(s) confirmed")
+    by_tier = tiers_line(claims.get("tiers") or {}, claims.get("tiers_apart") or ())
+    if by_tier:
+        parts.append(f'<br><span class="small">by tier: {esc(by_tier)}</span>')
     return f'<p class="verdicts"><a href="#claims">Claims</a>: {" ".join(parts)}</p>'
 
 
@@ -237,6 +241,11 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
     evaluated = claims.get("evaluated")
     when = f'<p class="small">Evaluated {esc(evaluated)}.</p>' if evaluated else ""
     out = []
+    tiers = tiers_table(
+        claims.get("tiers") or {}, claims.get("tiers_apart") or (), claims.get("post_hoc") or ()
+    )
+    if tiers:
+        out.append('<a id="tiers"></a><h2>Claims by tier</h2>\n' + tiers)
     if empirical:
         summary = claims.get("summary") or {}
         counts = " ".join(
@@ -252,9 +261,20 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
             "<h2>Erratum demonstrations</h2>\n<p>These run the paper's formula or solver as "
             "printed where it was found wrong, to show the error; they are counted apart from "
             f"the claims above. {esc(counts.get('confirmed', 0))} of {esc(len(errata))} "
-            "confirm the erratum.</p>\n" + _claims_table(errata)
+            "confirm the erratum." + _ambiguity_note(errata) + "</p>\n" + _claims_table(errata)
         )
     return "\n".join(out) + "\n" + when
+
+
+def _ambiguity_note(errata: Sequence[Mapping[str, Any]]) -> str:
+    # Demonstrations of tier "ambiguity" show a reading, not an error of the paper.
+    names = [str(e.get("name")) for e in errata if e.get("tier") == "ambiguity"]
+    if not names:
+        return ""
+    return (
+        f" Of these, {esc(', '.join(names))} (tier ambiguity) demonstrate a reading of a text "
+        "that can be read two ways, or a result applied outside its assumption, not an error."
+    )
 
 
 def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
@@ -267,6 +287,7 @@ def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
         threshold = esc(entry.get("threshold_text", ""))
         if entry.get("threshold") is not None:
             threshold += f'<br><span class="small">= {esc(fmt_number(entry["threshold"]))}</span>'
+        threshold += history_cell(entry)
         verdict = verdict_badge(str(entry.get("verdict", "")))
         if entry.get("kind") == "erratum":
             verdict = erratum_badge(entry.get("erratum") or {})
@@ -275,7 +296,7 @@ def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
             )
         rows.append(
             (
-                f"<b>{esc(entry.get('name', ''))}</b>",
+                f"<b>{esc(entry.get('name', ''))}</b>{tier_cell(entry)}",
                 statement,
                 f'<td class="words">{_values_text(entry.get("values") or {})}</td>',
                 threshold,
@@ -283,7 +304,7 @@ def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
                 esc(entry.get("detail", "")),
             )
         )
-    header = ("claim", "statement (source)", "measured", "threshold", "verdict", "detail")
+    header = ("claim (tier)", "statement (source)", "measured", "threshold", "verdict", "detail")
     # the measured values break after an underscore of a name, never inside a word
     return table(header, rows, wrap=(1, 3, 5))
 

@@ -4,7 +4,9 @@ One row per run found under the root (searched recursively): experiment, paper, 
 seed, the data it ran on, status, the claims' verdict counts and each claim's verdict, the
 run's total time and a relative link to its ``report.html``. Above them, per paper and
 preset: how many of the paper's empirical claims hold, and, counted apart, how many erratum
-demonstrations confirm the erratum they demonstrate. ``index.json`` holds the same data
+demonstrations confirm the erratum they demonstrate; and the same by tier (``paper``,
+``paper, substituted``, ``beyond``, each with its own fraction; ``erratum`` and
+``ambiguity`` apart: :mod:`collapselab.report.tiers`). ``index.json`` holds the same data
 (strict JSON: NaN is ``null``; ``papers`` for the per-paper counts), plus what the last
 ``collapselab reproduce`` invocation did, if given.
 """
@@ -30,6 +32,7 @@ from collapselab.report._html import (
     verdict_badge,
 )
 from collapselab.report.html import data_summary, erratum_badge, read_claims
+from collapselab.report.tiers import add_tier_counts, tier_text
 from collapselab.store import DAMAGED, REPORT_FILE, DamagedRunError, Run, atomic_write, list_runs
 
 INDEX_HTML = "index.html"
@@ -58,7 +61,11 @@ def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | N
     status_counts: dict[str, int] = {}
     claim_counts = dict.fromkeys(_VERDICTS, 0)
     erratum_counts = dict.fromkeys(_OUTCOMES, 0)
+    tier_counts: dict[str, dict[str, int]] = {}
+    apart: list[str] = []
     for run in runs:
+        add_tier_counts(tier_counts, run["claims"])
+        apart += [t for t in (run["claims"] or {}).get("tiers_apart") or [] if t not in apart]
         status_counts[run["status"]] = status_counts.get(run["status"], 0) + 1
         _add_counts(claim_counts, (run["claims"] or {}).get("summary"), _VERDICTS)
         _add_counts(erratum_counts, (run["claims"] or {}).get("errata"), _OUTCOMES)
@@ -70,6 +77,8 @@ def collect_index(root: str | os.PathLike[str], reproduce: Mapping[str, Any] | N
             "status_counts": status_counts,
             "claim_counts": claim_counts,
             "erratum_counts": erratum_counts,
+            "tier_counts": tier_counts,
+            "tiers_apart": apart,
             "papers": paper_counts(runs),
             "total_run_s": sum(r["total_s"] or 0.0 for r in runs),
             "reproduce": dict(reproduce) if reproduce is not None else None,
@@ -102,9 +111,15 @@ def paper_counts(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "runs": 0,
                 "empirical": dict.fromkeys(_VERDICTS, 0),
                 "errata": dict.fromkeys(_OUTCOMES, 0),
+                "tiers": {},
+                "tiers_apart": [],
             },
         )
         group["runs"] += 1
+        add_tier_counts(group["tiers"], run["claims"])
+        for tier in (run["claims"] or {}).get("tiers_apart") or []:
+            if tier not in group["tiers_apart"]:
+                group["tiers_apart"].append(tier)
         _add_counts(group["empirical"], (run["claims"] or {}).get("summary"), _VERDICTS)
         _add_counts(group["errata"], (run["claims"] or {}).get("errata"), _OUTCOMES)
     for group in groups.values():
@@ -147,6 +162,10 @@ def _entry(root: Path, path: Path, damage: str | None = None) -> dict[str, Any]:
                 for c in entries
                 if c.get("kind") == "erratum"
             },
+            "tiers": claims.get("tiers") or {},
+            "tiers_apart": claims.get("tiers_apart") or [],
+            "claim_tiers": {str(c.get("name")): c.get("tier") for c in entries if c.get("tier")},
+            "post_hoc": claims.get("post_hoc") or [],
         }
     report = path / REPORT_FILE
     total = (manifest.get("durations") or {}).get("total_s")
@@ -188,6 +207,7 @@ def render_index(document: Mapping[str, Any]) -> str:
         f"<p>{esc(len(runs))} run(s): {statuses or esc(None)}</p>",
         f"<p>Empirical claims: {verdicts}</p>",
         _errata_line(document.get("erratum_counts") or {}),
+        _tiers_line(document.get("tier_counts") or {}, document.get("tiers_apart") or ()),
         _papers_section(document.get("papers") or []),
         f"<p>Total run time: {esc(fmt_seconds(document.get('total_run_s')))}</p>",
         _reproduce_section(document.get("reproduce")),
@@ -209,6 +229,11 @@ def _errata_line(counts: Mapping[str, Any]) -> str:
     )
 
 
+def _tiers_line(tiers: Mapping[str, Mapping[str, int]], apart: Any) -> str:
+    text = _tiers_cell(tiers, apart)
+    return "" if text == "\u2014" else f"<p>By tier (per tier, the papers together):<br>{text}</p>"
+
+
 def _papers_section(papers: list[Mapping[str, Any]]) -> str:
     if not papers:
         return ""
@@ -222,6 +247,7 @@ def _papers_section(papers: list[Mapping[str, Any]]) -> str:
                 f'<td class="num">{esc(group["runs"])}</td>',
                 f'<td class="num">{esc(_holding_text(empirical))}</td>',
                 f'<td class="num">{esc(errata["confirmed"])} / {esc(errata["total"])}</td>',
+                _tiers_cell(group.get("tiers") or {}, group.get("tiers_apart") or ()),
             )
         )
     header = (
@@ -230,8 +256,19 @@ def _papers_section(papers: list[Mapping[str, Any]]) -> str:
         "runs",
         "empirical claims holding, of those evaluated",
         "erratum demonstrations confirming",
+        "by tier (erratum and ambiguity apart from every fraction)",
     )
     return "<h2>Papers</h2>\n" + table(header, rows)
+
+
+def _tiers_cell(tiers: Mapping[str, Mapping[str, int]], apart: Any) -> str:
+    # one line per tier with claims: "paper, substituted: 10 / 15 hold (67%)"
+    lines = [
+        f"{esc(tier)}: {esc(tier_text(tier, counts, apart))}"
+        for tier, counts in tiers.items()
+        if tier_text(tier, counts, apart) != "none"
+    ]
+    return "<br>".join(lines) or "\u2014"
 
 
 def _holding_text(empirical: Mapping[str, int]) -> str:
@@ -318,11 +355,11 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
         verdicts = "<br>".join(
             [
                 *(
-                    f"{verdict_badge(str(v))} {esc(name)}"
+                    f"{verdict_badge(str(v))} {esc(name)}{_tier_note(claims, name)}"
                     for name, v in (claims.get("verdicts") or {}).items()
                 ),
                 *(
-                    f"{erratum_badge(outcome)} {esc(name)}"
+                    f"{erratum_badge(outcome)} {esc(name)}{_tier_note(claims, name)}"
                     for name, outcome in (claims.get("erratum_outcomes") or {}).items()
                 ),
             ]
@@ -362,6 +399,16 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
     )
     # Ten columns must fit a narrow window too: their text may break anywhere.
     return table(header, rows, wrap=(0, 1, 2, 3, 5, 8))
+
+
+def _tier_note(claims: Mapping[str, Any], name: str) -> str:
+    # " (paper, substituted)" after a claim's name; "post hoc" where its reading changed
+    # after results had been seen
+    tier = (claims.get("claim_tiers") or {}).get(name)
+    if not tier:
+        return ""
+    post_hoc = ", post hoc" if name in (claims.get("post_hoc") or []) else ""
+    return f' <span class="small">({esc(tier)}{post_hoc})</span>'
 
 
 def write_index(

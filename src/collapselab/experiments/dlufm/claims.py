@@ -448,13 +448,14 @@ LINEAR_CLAIMS: list[Claim] = [
     ),
     claim(
         "gradient-second-moment-as-published",
-        "Theorem E.1 as printed: the second moment of the per-sample gradients has K − 1 "
-        "non-zero eigenvalues (erratum: that count holds for the centred covariance only; "
-        "the uncentred second moment has K).",
+        "Theorem E.1 read as the second moment (the converted text says both covariance and "
+        "second moment): the second moment of the per-sample gradients has K − 1 non-zero "
+        "eigenvalues (an ambiguity: that count holds for the centred covariance only; the "
+        "uncentred second moment has K).",
         "004 App. E.1, Theorem E.1 (note §3.12, §8.12)",
         f"number of eigenvalues of (1/N) Σ ∇ℓ∇ℓᵀ above {ZERO:g} x the largest = K − 1",
         _second_moment_published,
-        erratum=Erratum(),  # confirmed when it does not hold (the rank is K)
+        erratum=Erratum(subject="reading"),  # confirmed when it does not hold (the rank is K)
     ),
     claim(
         "extended-errors-spectrum",
@@ -1139,7 +1140,7 @@ def _mlp_knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None
     return ok, values, None, detail
 
 
-_MLP_SOURCE = "issue 13 (beyond the paper); 004 Theorems 4.1-4.3"
+_MLP_SOURCE = "the project's real-network check (issue 13); tests 004 Theorems 4.1-4.3"
 
 MLP_CLAIMS: list[Claim] = [
     claim(
@@ -1370,35 +1371,35 @@ NETWORK_CLAIMS = [
         "hessian-k2-outliers",
         "The layer-wise Hessian has K² outliers, with eigenvectors the Kronecker products of "
         "adjacent class means",
-        "004 Thm 4.1, Fig. 3",
+        "Papyan 2019, 2020 (outliers of real networks' Hessian spectra); tests 004 Thm 4.1",
         "outlier count of the classifier layer's Hessian at the final epoch within K of K²",
         _with_premise(_count_claim("hessian_outliers", "K^2", "K", -1)),
     ),
     Claim(
         "class-part-k-outliers",
         "Knocking the cross-class part out of G leaves the K class outliers",
-        "004 Thm 4.2, Figs 5-6; Papyan 2020",
+        "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
         "outliers of G - G_cross (classifier layer, final epoch) within 1 of K",
         _with_premise(_count_claim("ggn_outliers_without_cross", "K", "1", -1)),
     ),
     Claim(
         "cross-part-k2-outliers",
         "Knocking the class part out of G leaves the K(K-1) cross-class outliers",
-        "004 Thm 4.2, Figs 5-6; Papyan 2020",
+        "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
         "outliers of G - G_class (classifier layer, final epoch) within K of K(K-1)",
         _with_premise(_count_claim("ggn_outliers_without_class", "K(K-1)", "K", -1)),
     ),
     Claim(
         "ggn-k2-outliers",
         "G has K + K(K-1) = K² outliers (the class part plus the cross-class mini-bulk)",
-        "004 §1, Thm 4.1; Papyan 2020",
+        "Papyan 2020 (K + K(K-1) outliers of G); tests 004 Thm 4.1",
         "outliers of G (weight layer before the classifier, final epoch) within K of K²",
         _with_premise(_count_claim("ggn_outliers", "K^2", "K", -2)),
     ),
     Claim(
         "within-part-shrinks",
         "The within-class part of G vanishes at collapse (G_within = 0 under DNC1)",
-        "004 Thm 4.2(a)",
+        "the project's real-network check (issue 13); tests 004 Thm 4.2(a)",
         f"λ1(G_within)/λ1(G) of the classifier layer falls to <= {WITHIN_RATIO_DROP} x its "
         "first value",
         _with_premise(_within_shrinks),
@@ -1406,7 +1407,7 @@ NETWORK_CLAIMS = [
     Claim(
         "class-cross-orthogonal",
         "The images of G_class and G_cross are orthogonal (MSE; not evaluated with CE)",
-        "004 Thm 4.2",
+        "the project's real-network check (issue 13); tests 004 Thm 4.2",
         f"largest cosine between the images (classifier layer, final) <= {OVERLAP}",
         _with_premise(
             _mse_only(
@@ -1419,7 +1420,7 @@ NETWORK_CLAIMS = [
         "f-top-to-one",
         "The gradient lies almost entirely in the top Hessian eigenspace (f_top -> 1): the "
         "K² outliers' for MSE (004), the top K for CE (Gur-Ari et al.)",
-        "004 Thm 4.3, App. C, M14; Gur-Ari et al. 2018",
+        "Gur-Ari et al. 2018 (gradient in the top Hessian space); tests 004 Thm 4.3, M14",
         f"f_top of the weight layer before the classifier at the final epoch >= {NETWORK_F_TOP}",
         _with_premise(_network_f_top),
     ),
@@ -1427,7 +1428,7 @@ NETWORK_CLAIMS = [
         "kronecker-eigenvectors",
         "The K² Kronecker products of adjacent class means are Hessian eigenvectors (MSE; "
         "not evaluated with CE)",
-        "004 Thm 4.1, M11",
+        "the project's real-network check (issue 13); tests 004 Thm 4.1, M11",
         f"mean a(v) over the K² vectors (weight layer before the classifier, final) >= {KRONECKER}",
         _with_premise(
             _mse_only(
@@ -1439,7 +1440,7 @@ NETWORK_CLAIMS = [
     Claim(
         "weights-k-outliers",
         "W Wᵀ of a layer has K outliers (low-rank weights under DNC)",
-        "004 Thm 4.4",
+        "the project's real-network check (issue 13); tests 004 Thm 4.4",
         "outliers of eig(W Wᵀ) of the weight layer before the classifier within 1 of K",
         _with_premise(_count_claim("weight_outliers", "K", "1", -2)),
     ),

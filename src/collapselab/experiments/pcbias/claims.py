@@ -431,12 +431,12 @@ INIT_CLAIMS: list[Claim] = [
     Claim(
         "closed-form-glorot-paper-factor",
         "Eq. 10 with the paper's c = L describes GD for the paper's Glorot-initialised nets "
-        "(erratum: with Glorot init A_l ≈ α_l I, B_l ≈ β_l I with α_l, β_l ≠ 1, so the rate "
-        "is Σα_lβ_l, not L; note 002 §7 item 6).",
+        "(an assumption mismatch: Eq. 10 is derived under Def. 3; with Glorot init A_l ≈ α_l I, "
+        "B_l ≈ β_l I with α_l, β_l ≠ 1, so the rate is Σα_lβ_l, not L; note 002 §7 item 6).",
         "002 Eq. 10, §3.1 (Glorot uniform); note 002 §3.6, §7 item 6",
         f"largest mean motion-relative error of Eq. 10 with c = L <= {FOLLOWS:g} (Glorot uniform)",
         _init_follows("glorot_uniform", "published"),
-        erratum=Erratum(),
+        erratum=Erratum(subject="assumption"),
     ),
 ]
 """The claims of ``pcbias-init``."""

@@ -1,0 +1,255 @@
+"""Paper 002's pre-registration (:mod:`collapselab.experiments.preregistration`): every
+claim's tier and registered reading, and their history.
+
+Tiers. The paper's deep linear experiments (Figs 2-4, 7a, 10, 12: linear FC nets on CIFAR-10,
+cats and dogs, small mammals) run as printed at the ``paper`` preset; ``quick`` and
+``standard`` put Fashion-MNIST (or a Gaussian with a chosen spectrum) in their place. Its
+non-linear experiments trained st-VGGs (Figs 5a, 6, 8, 9, 11, 13, Table 1) and VGG-19s
+(Figs 5b, 7b); every preset here substitutes ReLU MLPs or two-layer ReLU nets, and Fashion-MNIST
+for small mammals where the st-VGG itself runs: ``paper, substituted`` at every preset
+(issue 35 item 5 adds the paper's networks). ``def3-converges-faster`` and
+``same-final-accuracy`` compare the initialisations with full-batch gradient descent at one
+step size where App. C.1/D trained with SGD and cross-entropy and grid-searched the rate per
+initialisation: substituted protocol. Eq. 10 with ``c = Σ α_l β_l`` under Glorot is note
+002 §3.6's generalisation: ``beyond``.
+
+Apart: the printed Eq. 10 index shift and the two-layer ReLU constant (½ vs ¼) are errata.
+"Eq. 10 with c = L under Glorot uniform" is an ambiguity, not an erratum: Eq. 10 is derived
+under Def. 3 (``A_l ≈ B_l ≈ I``), where ``c = L`` is right; the paper's experiments use Glorot
+uniform and never say whether the formula with ``c = L`` is meant to describe them (note 002
+§7 item 6). The demonstration shows it does not carry outside its assumption; the formula
+itself is not wrong.
+"""
+
+from collapselab.experiments.preregistration import (
+    AMBIGUITY,
+    BEYOND,
+    ERRATUM,
+    PAPER,
+    SUBSTITUTED,
+    Register,
+    Registered,
+    Substitution,
+    Tiering,
+)
+
+CPU_DATA = Substitution(
+    what="Fashion-MNIST (or a Gaussian with a chosen spectrum) for CIFAR-10, cats and dogs "
+    "and small mammals, with the paper's linear FC nets",
+    why="minutes on two CPU cores; the paper preset runs the paper's datasets",
+    faithful=("paper",),
+)
+MLP_FOR_STVGG = Substitution(
+    what="ReLU MLPs (and their linear twins) for st-VGG / VGG-19, and Fashion-MNIST for small "
+    "mammals and CIFAR-10 below the paper preset",
+    why="an ensemble of st-VGGs is GPU work; the paper's networks are issue 35 item 5",
+)
+STVGG_DATA = Substitution(
+    what="Fashion-MNIST for cats and dogs (Fig. 4d) and small mammals (Fig. 5a), with the "
+    "paper's st-VGG",
+    why="the paper's images need CIFAR's files and a GPU for 100 networks",
+)
+GD_PROTOCOL = Substitution(
+    what="full-batch gradient descent at one step size for both initialisations, where App. "
+    "C.1/D trained with SGD and cross-entropy and grid-searched the rate per initialisation "
+    "(at equal step the project's own theory predicts Glorot is faster)",
+    why="the closed-form analysis of Eq. 10 needs exact GD; the paper's protocol is issue 35 "
+    "item 4",
+)
+MLP_ON_FREQUENCY = Substitution(
+    what="ReLU MLPs for the 100 st-VGGs of Figs 8 and 13, on the paper's frequency dataset",
+    why="its inputs are 2-D points, which a convolutional net does not take as images",
+)
+VGG19_RELU = Substitution(
+    what="two-layer ReLU nets (one hidden layer) for Fig. 7b's VGG-19s on CIFAR-10",
+    why="VGG-19 ensembles are GPU work; issue 35 item 5",
+)
+
+REGISTER = Register(
+    paper="002",
+    registered="2026-11-28, at 7c5c37e (integ3)",
+    experiments={
+        "pcbias-amplification": Tiering(PAPER, MLP_FOR_STVGG),
+        "pcbias-convergence": Tiering(PAPER, CPU_DATA),
+        "pcbias-frequency": Tiering(PAPER, MLP_ON_FREQUENCY),
+        "pcbias-init": Tiering(PAPER, CPU_DATA),
+        "pcbias-loc": Tiering(PAPER, CPU_DATA),
+        "pcbias-projections": Tiering(PAPER, MLP_FOR_STVGG),
+        "pcbias-relu": Tiering(PAPER),
+        "pcbias-scales": Tiering(PAPER, CPU_DATA),
+        "pcbias-separable": Tiering(PAPER, MLP_FOR_STVGG),
+        "pcbias-stvgg": Tiering(PAPER, STVGG_DATA),
+    },
+    claims={
+        "early-stopping-bottom-amplified-nonlinear": Registered(
+            "early-stopping benefit: bottom-amplified > top-amplified and >= natural (ReLU MLPs)"
+        ),
+        "early-stopping-bottom-amplified-linear": Registered(
+            "early-stopping benefit: bottom-amplified > top-amplified and >= natural (linear twins)"
+        ),
+        "closed-form-follows-gd": Registered(
+            "largest motion-relative error of the corrected Eq. 10, mean over members, over "
+            "the checkpoints <= 0.2 (natural data)"
+        ),
+        "closed-form-follows-gd-whitened": Registered(
+            "same as closed-form-follows-gd on the ZCA-whitened data (<= 0.2)"
+        ),
+        "top-pcs-converge-first": Registered(
+            "at the checkpoint where the median std_j^s/std_j^0 first reaches 0.1 (else the "
+            "last): 90th/10th percentile over PCs >= 10 and Spearman(d_j, ratio) <= -0.8"
+        ),
+        "whitening-flattens-convergence": Registered(
+            "whitened: 90th/10th percentile of std_j^s/std_j^0 over PCs <= 2"
+        ),
+        "whitening-drops-the-spread": Registered(
+            "spread (90th/10th percentile) whitened <= natural / 10"
+        ),
+        "printed-eq10-at-step-one": Registered(
+            ("motion-relative error of the printed Eq. 10 at the first checkpoint after 0 <= 0.2"),
+            Tiering(
+                ERRATUM, note="the index shift of the printed Eqs. 4 and 10 (note 002 §7 item 2)"
+            ),
+        ),
+        "critical-frequency-vs-accessibility": Registered(
+            "Pearson of the critical frequency with the mean accessibility per value <= -0.5"
+        ),
+        "critical-frequency-vs-discriminability": Registered(
+            "Pearson of the critical frequency with the mean discriminability per value <= -0.5"
+        ),
+        "boundary-adds-frequencies": Registered(
+            "number of terms j of the partial sum λ_j that agrees best with the network's "
+            "decision regions on the data's box: at the last snapshot >= at the first + 1"
+        ),
+        "def3-converges-faster": Registered(
+            (
+                "GD step where the mean train accuracy first reaches 0.95 x its final value "
+                "(linear between the checkpoints around it): Def. 3 < Glorot uniform (same μ)"
+            ),
+            Tiering(SUBSTITUTED, GD_PROTOCOL),
+        ),
+        "same-final-accuracy": Registered(
+            "|final mean test accuracy Def. 3 − Glorot| <= 0.02",
+            Tiering(SUBSTITUTED, GD_PROTOCOL),
+        ),
+        "closed-form-def3": Registered(
+            "largest mean motion-relative error of Eq. 10 with c = L <= 0.2 (Def. 3)"
+        ),
+        "closed-form-glorot-effective-factor": Registered(
+            (
+                "largest mean motion-relative error of Eq. 10 with c = Σα_lβ_l <= 0.2 (Glorot "
+                "uniform)"
+            ),
+            Tiering(
+                BEYOND,
+                premise=(
+                    "Glorot uniform makes A_l ≈ α_l I and B_l ≈ β_l I (Thm 3), so Eq. 10's rate "
+                    "becomes c = Σ α_l β_l (note 002 §3.6)"
+                ),
+                prediction="002 Eq. 10, generalised by note 002 §3.6",
+            ),
+        ),
+        "closed-form-glorot-paper-factor": Registered(
+            ("largest mean motion-relative error of Eq. 10 with c = L <= 0.2 (Glorot uniform)"),
+            Tiering(
+                AMBIGUITY,
+                note=(
+                    "an assumption mismatch, not a wrong formula: Eq. 10 with c = L is derived "
+                    "under Def. 3; the paper runs Glorot uniform without saying whether it "
+                    "applies there (note 002 §7 item 6)"
+                ),
+            ),
+        ),
+        "loc-natural-high": Registered(
+            "Pearson correlation of two independent ensembles' accessibility (learning "
+            "phase) >= 0.7"
+        ),
+        "whitening-drops-loc": Registered("Pearson LOC natural − whitened >= 0.2"),
+        "whitening-drops-loc-fastest": Registered(
+            "drop of the Pearson LOC on the fastest 20% (ranked by the first ensemble's "
+            "accessibility) > drop on all examples"
+        ),
+        "nonlinear-whitening-drops-loc-less": Registered(
+            (
+                "Pearson LOC drop (natural − whitened, all examples) of the ReLU nets <= 0.5 x "
+                "that of the one-layer linear nets"
+            ),
+            Tiering(SUBSTITUTED, VGG19_RELU),
+        ),
+        "nonlinear-whitening-halves-loc-fastest": Registered(
+            (
+                "ReLU nets, fastest 20% (ranked by the first ensemble): drop > drop on all "
+                "examples, and whitened LOC <= 0.5 x natural"
+            ),
+            Tiering(SUBSTITUTED, VGG19_RELU),
+        ),
+        "shuffled-labels-slower": Registered(
+            "steps to 0.9 of the final train-accuracy gain, shuffled / real >= 2 (natural data)"
+        ),
+        "whitening-removes-label-gap": Registered(
+            "steps to 0.9 of the final train-accuracy gain, shuffled / real <= 1.5 (whitened data)"
+        ),
+        "small-p-peaks-first": Registered(
+            "epoch of the peak mean test accuracy on the smallest-P projection < on the largest P"
+        ),
+        "small-p-declines": Registered(
+            "largest peak-minus-final mean test accuracy over P <= 10 >= 0.02"
+        ),
+        "linear-nonlinear-accessibility": Registered(
+            "Pearson of the two ensembles' accessibility >= 0.5"
+        ),
+        "critical-pc-vs-accessibility": Registered(
+            "Pearson of the critical PC with the binned, smoothed accessibility <= -0.5"
+        ),
+        "discriminability-vs-accessibility": Registered(
+            "0 < Pearson(accessibility, raw discriminability) < Pearson(accessibility, "
+            "penultimate discriminability)"
+        ),
+        "relu-top-pcs-first": Registered(
+            "Spearman(d_j, std_j^S / std_j^0) <= -0.8 at the last step"
+        ),
+        "relu-approximate-dynamics": Registered(
+            "largest relative error of the predicted std <= 0.1 where the prediction is >= "
+            "1% of its start"
+        ),
+        "relu-printed-constant": Registered(
+            "largest relative error of the printed ratio's std <= 0.1 (same pairs rule)",
+            Tiering(
+                ERRATUM,
+                note=(
+                    "the ½ vs ¼ constant of the approximate two-layer ReLU dynamics (note 002 "
+                    "§7 item 25)"
+                ),
+            ),
+        ),
+        "scales-near-identity-early": Registered(
+            "up to the checkpoint of the peak mean test accuracy: mean |M_ii − s|/s and "
+            "mean |M_ij|/s (i ≠ j), mean over networks, <= 0.25 for A_l and B_l of every "
+            "recorded layer"
+        ),
+        "a-drifts-b-stays": Registered(
+            "largest change over the run of the mean relative diagonal deviation from its "
+            "step-0 value (over the recorded layers): A's > B's"
+        ),
+        "separable-smaller-p-faster": Registered(
+            "first epoch with mean train accuracy >= 0.9 non-decreasing in P, smallest P "
+            "strictly first (relabelled true labels)"
+        ),
+        "separable-smaller-p-faster-shuffled": Registered(
+            "as separable-smaller-p-faster, relabelling from shuffled labels"
+        ),
+        "separable-real-shuffled-alike": Registered(
+            "per P, epochs to the level differ by at most max(2, 50% of the real-label epoch)"
+        ),
+        "stvgg-linearised-pc-bias-early": Registered(
+            "Spearman(d_j, std_j after epoch 1 / std_j at init) <= -0.5"
+        ),
+        "stvgg-small-p-peaks-first": Registered(
+            "epoch of the peak mean test accuracy on the smallest-P projection < on the "
+            "largest P (as pcbias-projections' small-p-peaks-first)"
+        ),
+        "stvgg-small-p-declines": Registered(
+            "largest peak-minus-final mean test accuracy over P <= 10 >= 0.02 (as "
+            "pcbias-projections' small-p-declines)"
+        ),
+    },
+)
