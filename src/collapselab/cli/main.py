@@ -167,9 +167,8 @@ def demo(
     progress: ProgressOption = True,
     mirror: MirrorOption = None,
 ) -> None:
-    """Train a small MLP on scikit-learn's digits and watch its layers collapse (about 38 s
-    on 2 CPU cores shared with other work, load 11-13; `collapselab list` gives the
-    measurement)."""
+    """Train a small MLP on scikit-learn's digits and watch its layers collapse (about 9 s
+    on 2 quiet CPU cores; `collapselab list` gives the measurement)."""
     _run_and_report("demo", "quick", out, seed, "cpu", None, progress, mirror or [])
 
 
