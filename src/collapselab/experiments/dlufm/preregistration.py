@@ -58,6 +58,25 @@ _FIRST_SPLIT_REASON = (
     "The commit says the rule was decided by the formula before re-running; runs under the "
     "rule before it (23fb3db) had been made, so it is recorded as made with results seen."
 )
+_FIRST_SPLIT_READINGS = {
+    "relu-hessian-outliers-unequal": (
+        "in every symmetric run where the ReLU acts at the analysed layer (a non-positive "
+        "pre-activation after W_l..W_{L−1}), (max − min)/max of the top K² eigenvalues >= 0.05"
+    ),
+    "relu-alignment-close-to-one": (
+        "in every symmetric ReLU-active run, 0.9 <= min a(v) < 1 − 1e-09"
+    ),
+    "relu-gradient-k-unequal-true-coefficients": (
+        "in every symmetric ReLU-active run, exactly K coefficients |⟨g/‖g‖, u_j⟩| > 0.05, with "
+        "relative spread >= 0.01"
+    ),
+    "relu-table4-diagonal-not-constant": (
+        "in every symmetric ReLU-active run, relative spread of its diagonal >= 0.01"
+    ),
+}
+"""dlufm-relu's readings under the first regime split (3df1920 to 9c7ac41): the after of one
+change and the before of the next."""
+
 _SECOND_SPLIT_REASON = (
     "Re-drawn after the data: a unit that is off for every sample (dead) leaves A_i the same "
     "for every sample, so the layer-l Hessian is the pruned linear model's Kronecker product "
@@ -300,23 +319,7 @@ REGISTER = Register(
                     "in every symmetric run, relative spread of its diagonal >= 0.01"
                 ),
             },
-            after={
-                "relu-hessian-outliers-unequal": (
-                    "in every symmetric run where the ReLU acts at the analysed layer (a "
-                    "non-positive pre-activation after W_l..W_{L−1}), (max − min)/max of the "
-                    "top K² eigenvalues >= 0.05"
-                ),
-                "relu-alignment-close-to-one": (
-                    "in every symmetric ReLU-active run, 0.9 <= min a(v) < 1 − 1e-09"
-                ),
-                "relu-gradient-k-unequal-true-coefficients": (
-                    "in every symmetric ReLU-active run, exactly K coefficients |⟨g/‖g‖, u_j⟩| "
-                    "> 0.05, with relative spread >= 0.01"
-                ),
-                "relu-table4-diagonal-not-constant": (
-                    "in every symmetric ReLU-active run, relative spread of its diagonal >= 0.01"
-                ),
-            },
+            after=_FIRST_SPLIT_READINGS,
             reason=_FIRST_SPLIT_REASON,
             results_seen=True,
         ),
@@ -324,23 +327,7 @@ REGISTER = Register(
             date="2026-11-27",
             commit="9c7ac41",
             kind="regime rule",
-            before={
-                "relu-hessian-outliers-unequal": (
-                    "in every symmetric run where the ReLU acts at the analysed layer (a "
-                    "non-positive pre-activation after W_l..W_{L−1}), (max − min)/max of the "
-                    "top K² eigenvalues >= 0.05"
-                ),
-                "relu-alignment-close-to-one": (
-                    "in every symmetric ReLU-active run, 0.9 <= min a(v) < 1 − 1e-09"
-                ),
-                "relu-gradient-k-unequal-true-coefficients": (
-                    "in every symmetric ReLU-active run, exactly K coefficients |⟨g/‖g‖, u_j⟩| "
-                    "> 0.05, with relative spread >= 0.01"
-                ),
-                "relu-table4-diagonal-not-constant": (
-                    "in every symmetric ReLU-active run, relative spread of its diagonal >= 0.01"
-                ),
-            },
+            before=_FIRST_SPLIT_READINGS,
             after={
                 "relu-hessian-outliers-unequal": (
                     "in every symmetric run where the ReLU acts at the analysed layer (a mixed "
