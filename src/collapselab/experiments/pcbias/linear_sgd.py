@@ -46,7 +46,7 @@ import torch
 from collapselab.checks import check_choice
 from collapselab.experiments.pcbias._common import Member, log_steps
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
-from collapselab.experiments.pcbias.training import sgd_step
+from collapselab.experiments.pcbias.training import batched_sgd_step, sgd_step
 from collapselab.models import DeepLinear, DeepReLU
 from collapselab.train.batched import BatchedModel
 
@@ -197,19 +197,11 @@ def _train_attached(
         batched.module.train()
         while step < mark and any(s is not None for s in scores):
             rows = torch.stack([next(stream) for stream in streams], 1).reshape(-1)
-            logits = batched.module(data.x[rows])
-            per = torch.nn.functional.cross_entropy(logits, data.y[rows], reduction="none")
-            losses = per.view(-1, size).mean(0)
-            for e, value in enumerate(losses.detach().tolist()):
+            losses = batched_sgd_step(batched.module, params, data.x[rows], data.y[rows], size, lr)
+            for e, value in enumerate(losses):
                 if scores[e] is not None and not math.isfinite(value):
                     scores[e] = None
                     out[e] = _diverged(members[e]) if members[e].allow_divergence else None
-            for p in params:
-                p.grad = None
-            losses.sum().backward()
-            with torch.no_grad():
-                for p in params:
-                    p.add_(p.grad, alpha=-lr)
             step += 1
         for s, net in zip(scores, batched.members, strict=True):
             if s is not None:

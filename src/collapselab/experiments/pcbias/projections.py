@@ -68,7 +68,7 @@ from collapselab.experiments.pcbias._common import (
 )
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
 from collapselab.experiments.pcbias.presets import MLPPreset, ProjectionsPreset
-from collapselab.experiments.pcbias.training import sgd_epoch
+from collapselab.experiments.pcbias.training import batched_sgd_step, sgd_epoch
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pcbias import (
     accessibility,
@@ -306,18 +306,11 @@ def _train_attached(
         batches = [torch.randperm(n, generator=g).split(members[0].batch_size) for g in orders]
         for idx in zip(*batches, strict=True):
             rows = torch.stack(idx, 1).reshape(-1)  # row b E + e: member e's sample b
-            logits = batched.module(tensors.x[rows])
-            per = torch.nn.functional.cross_entropy(logits, tensors.y[rows], reduction="none")
-            losses = per.view(-1, size).mean(0)
-            for e, value in enumerate(losses.detach().tolist()):
+            x, y = tensors.x[rows], tensors.y[rows]
+            losses = batched_sgd_step(batched.module, params, x, y, size, lr)
+            for e, value in enumerate(losses):
                 if scores[e] is not None and not math.isfinite(value):
                     scores[e] = None
-            for p in params:
-                p.grad = None
-            losses.sum().backward()
-            with torch.no_grad():
-                for p in params:
-                    p.add_(p.grad, alpha=-lr)
         for e, s in enumerate(scores):
             if s is None:
                 continue

@@ -319,6 +319,30 @@ def sgd_step(
     return float(loss.detach())
 
 
+def batched_sgd_step(
+    module: torch.nn.Module,
+    params: Sequence[torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    size: int,
+    lr: float,
+) -> list[float]:
+    r"""One plain SGD step (``θ ← θ − lr ∇``) of every member of a batched model
+    (:class:`~collapselab.train.batched.BatchedModel`), each on the mean cross-entropy of its
+    own rows (row ``b E + e`` of ``x``, ``y``: member ``e``'s sample ``b``, ``E = size``);
+    returns each member's batch loss before the step. A non-finite loss does not stop the
+    step: the caller decides what a diverged member becomes."""
+    per = torch.nn.functional.cross_entropy(module(x), y, reduction="none")
+    losses = per.view(-1, size).mean(0)
+    for p in params:
+        p.grad = None
+    losses.sum().backward()
+    with torch.no_grad():
+        for p in params:
+            p.add_(p.grad, alpha=-lr)
+    return losses.detach().tolist()
+
+
 def linear_dry_run(
     config: GDPreset, data_dir: str | Path | None = None, seed: int = 0
 ) -> dict[str, Any]:
