@@ -87,7 +87,17 @@ ExecutorOption = Annotated[
 ]
 WorkersOption = Annotated[
     int | None,
-    typer.Option(help="Processes of the local pool, or Ray workers (default: one per core)."),
+    typer.Option(
+        help="Processes of the local pool, or CPUs of the local Ray instance (default: one "
+        "per core; with --address: the cluster's CPUs)."
+    ),
+]
+AddressOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With --executor ray: the Ray cluster to run on (host:port of its head node, "
+        "ray://host:port, or auto); default: a local Ray instance. docs/sweeps.md"
+    ),
 ]
 
 # Errors a user can cause (arguments, files, SQL, other processes): one line, exit code 2.
@@ -136,6 +146,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
         KeyError,
         ValueError,
         ImportError,
+        ConnectionError,
     )
 
 
@@ -371,8 +382,9 @@ def _format_cell(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else _e(value)
 
 
-def _check_sweep_options(executor: str, workers: int | None) -> None:
-    """Check --executor and --workers (Ray installed when asked for) before running."""
+def _check_sweep_options(executor: str, workers: int | None, address: str | None = None) -> None:
+    """Check --executor, --workers and --address (Ray installed when asked for, something
+    listening at the address) before running."""
     from collapselab.experiments.sweeps import make_executor
 
     if workers is not None and workers < 1:
@@ -381,6 +393,16 @@ def _check_sweep_options(executor: str, workers: int | None) -> None:
         make_executor(executor, workers)
     except (ValueError, ImportError) as error:
         _fail(f"--executor {executor}: {error}")
+    if address is None:
+        return
+    if executor != "ray":
+        _fail(f"--address {address}: a Ray cluster's address needs --executor ray")
+    from collapselab.experiments.sweeps.ray_executor import check_address
+
+    try:
+        check_address(address)
+    except ConnectionError as error:
+        _fail(f"--address {address}: {error}")
 
 
 def _check_run_options(device: str, mirrors: list[str], experiments: list[Any]) -> None:
@@ -515,6 +537,7 @@ def reproduce(
     mirror: MirrorOption = None,
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
+    address: AddressOption = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -529,6 +552,8 @@ def reproduce(
     A failing experiment does not stop the others; the exit code is 1 if any failed. An
     experiment whose dataset files are missing is reported once, and its paper's other
     experiments are not run. The demo is not part of 'all' (run it with `collapselab demo`).
+    With --executor ray the experiments are Ray tasks, side by side, on a local Ray
+    instance or the cluster at --address (docs/sweeps.md).
     """
     import time
 
@@ -546,33 +571,46 @@ def reproduce(
         _dry_run(paper, preset, data_dir, seed)
         return
     mirrors = mirror or []
-    _check_sweep_options(executor, workers)
+    _check_sweep_options(executor, workers, address)
+    fanned = executor == "ray"
     try:
         chosen = select_experiments(paper)
     except ValueError as error:
         _fail(error)
-    _check_run_options(device, mirrors, chosen)
+    # On Ray the experiments train on the cluster's devices: checked there, not here.
+    _check_run_options(device, mirrors, [] if fanned else chosen)
     clock = ReproduceClock([estimated_seconds(e, preset, out, seed) for e in chosen])
     position = {e.id: i for i, e in enumerate(chosen, start=1)}
     board = ProgressBoard(console, enabled=progress)
 
+    ended: list[str] = []
+
     def remaining() -> tuple[float, bool] | None:
-        return clock.remaining(time.perf_counter())
+        # Side by side on Ray, one experiment's time says little about the rest.
+        return None if fanned else clock.remaining(time.perf_counter())
 
     def started(experiment: Experiment) -> None:
-        clock.start(position[experiment.id] - 1, time.perf_counter())
-        step(position[experiment.id])
+        where = " (submitted to Ray)" if fanned else ""
+        if not fanned:
+            clock.start(position[experiment.id] - 1, time.perf_counter())
+            step(position[experiment.id])
         board.note(
             f"[{position[experiment.id]}/{len(chosen)}] {experiment.id} ({experiment.title})"
+            + where
         )
 
     def finished(outcome: ExperimentOutcome) -> None:
         ran = outcome.outcome == "completed" and not outcome.resumed
-        clock.finish(position[outcome.experiment] - 1, outcome.seconds, ran)
+        ended.append(outcome.experiment)
+        if fanned:
+            step(len(ended) + 1 if len(ended) < len(chosen) else len(chosen))
+        else:
+            clock.finish(position[outcome.experiment] - 1, outcome.seconds, ran)
         colour = {"completed": "green", "skipped": "cyan", "not run": "yellow"}.get(
             outcome.outcome, "red"
         )
-        text = f"  [{colour}]{outcome.outcome}[/{colour}] in {outcome.seconds:.1f} s"
+        who = f"{outcome.experiment}: " if fanned else ""  # they end in any order
+        text = f"  {_e(who)}[{colour}]{outcome.outcome}[/{colour}] in {outcome.seconds:.1f} s"
         if outcome.claims:
             counts = outcome.claims
             text += (
@@ -603,6 +641,7 @@ def reproduce(
                     progress=board,
                     executor=executor,
                     workers=workers,
+                    address=address,
                 )
             except _user_errors() as error:
                 _fail(_message(error))

@@ -137,6 +137,8 @@ def reproduce(
     progress: ProgressDisplay | None = None,
     executor: str | Executor = "local",
     workers: int | None = None,
+    address: str | None = None,
+    retries: int = 1,
 ) -> ReproduceResult:
     """Run every experiment of ``paper`` with ``preset`` under ``root`` and write the index.
 
@@ -147,14 +149,28 @@ def reproduce(
         callbacks: training callbacks per experiment (a progress bar, say).
         on_start, on_done: called before and after each experiment (for printing).
         mirrors, progress, executor, workers: as for :func:`run_experiment`, for every
-            experiment.
+            experiment. With ``executor="ray"`` the experiments themselves are Ray tasks,
+            side by side (:mod:`~collapselab.experiments.fanout`): ``callbacks`` and
+            ``progress`` stay in this process and are not used, ``on_start`` is called as
+            each is submitted, ``on_done`` as each ends (in any order; the outcomes are
+            returned in the experiments' order).
+        address: the Ray cluster to join (``host:port``, ``ray://host:port``, ``auto``);
+            ``None``: the Ray already initialised here, else a local instance with
+            ``workers`` CPUs. Only with ``executor="ray"``.
+        retries: with ``executor="ray"``, how many times an experiment whose Ray worker
+            died is submitted again (it resumes its run).
 
     Returns:
         A :class:`ReproduceResult`; check :attr:`ReproduceResult.ok`.
     """
     chosen = select_experiments(paper)
-    make_executor(executor, workers)  # a bad executor fails before any experiment runs
-    sweeps = {"executor": executor, "workers": workers}
+    fanned = make_executor(executor, workers).name == "ray"  # a bad executor fails first
+    if address is not None and not fanned:
+        raise ValueError("address is the Ray cluster to run on: it needs executor 'ray'")
+    if fanned:
+        from collapselab.experiments.fanout import check_device
+
+        check_device(device)
     root = prepare_root(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     load_at_start = load_average()
@@ -162,41 +178,37 @@ def reproduce(
     t0 = time.perf_counter()
     outcomes: list[ExperimentOutcome] = []
     plans, blocked = _plan_all(chosen, preset, data_dir)
+    arguments = {"preset": preset, "root": root, "seed": seed, "device": device,
+                 "data_dir": data_dir, "mirrors": mirrors}  # fmt: skip
     stopped: str | None = None  # what interrupted the reproduction, if anything
+
+    def finished(outcome: ExperimentOutcome) -> None:
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
     try:
+        runnable = []
         for experiment in chosen:
+            settled = _settled(experiment, plans.get(experiment.id), blocked, preset, seed)
+            if settled is None and fanned:
+                runnable.append(experiment)  # submitted below, all together
+                continue
             if on_start is not None:
                 on_start(experiment)
-            plan = plans.get(experiment.id)
-            if isinstance(plan, DataPlan) or plan is None:
-                if experiment.paper in blocked:
-                    outcome = _not_run(experiment, preset, seed, blocked[experiment.paper])
-                else:
-                    extra = list(callbacks(experiment)) if callbacks is not None else []
-                    outcome = _run_one(
-                        experiment,
-                        plan,
-                        preset,
-                        root,
-                        seed,
-                        device,
-                        data_dir,
-                        extra,
-                        mirrors,
-                        progress,
-                        sweeps,
-                    )
-            else:  # its data is missing: fail now, once, without a run directory
-                outcome = ExperimentOutcome(
-                    experiment.id,
-                    run_id_for(experiment.id, preset, seed),
-                    "failed",
-                    0.0,
-                    error=plan.one_line(),
-                )
-            outcomes.append(outcome)
-            if on_done is not None:
-                on_done(outcome)
+            if settled is None:
+                extra = list(callbacks(experiment)) if callbacks is not None else []
+                settled = run_one(experiment, plans.get(experiment.id), callbacks=extra,
+                                  progress=progress, executor=executor, workers=workers,
+                                  **arguments)  # fmt: skip
+            finished(settled)
+        if runnable:
+            from collapselab.experiments.fanout import Dispatch, fan_out  # needs Ray
+
+            dispatch = Dispatch(address, workers, retries=retries)
+            fan_out(runnable, plans, arguments, dispatch, on_start, finished)
+            order = {e.id: i for i, e in enumerate(chosen)}
+            outcomes.sort(key=lambda o: order[o.experiment])
     except KeyboardInterrupt as error:
         stopped = interruption(error)
         raise
@@ -240,9 +252,21 @@ def _plan_all(
     return plans, blocked
 
 
-def _not_run(
-    experiment: Experiment, preset: str, seed: int, lacking: list[str]
-) -> ExperimentOutcome:
+def _settled(
+    experiment: Experiment,
+    plan: DataPlan | MissingDataError | None,
+    blocked: dict[str, list[str]],
+    preset: str,
+    seed: int,
+) -> ExperimentOutcome | None:
+    """The outcome of an experiment that does not run (its data, or its paper's, is
+    missing); ``None`` for one that runs."""
+    if isinstance(plan, MissingDataError):  # fail now, once, without a run directory
+        run_id = run_id_for(experiment.id, preset, seed)
+        return ExperimentOutcome(experiment.id, run_id, "failed", 0.0, error=plan.one_line())
+    if experiment.paper not in blocked:
+        return None
+    lacking = ", ".join(blocked[experiment.paper])
     return ExperimentOutcome(
         experiment.id,
         run_id_for(experiment.id, preset, seed),
@@ -250,14 +274,32 @@ def _not_run(
         0.0,
         error=(
             f"not run: paper {paper_label(experiment.paper)}'s data is missing "
-            f"(for {', '.join(lacking)}); install it and run again"
+            f"(for {lacking}); install it and run again"
         ),
     )
 
 
-def _run_one(
+def _run_id(experiment: Experiment, plan: DataPlan | None, preset: str, seed: int) -> str:
+    # The run is the fallback preset's when the requested preset's data is missing.
+    return run_id_for(experiment.id, plan.preset if plan is not None else preset, seed)
+
+
+def failed_outcome(
+    experiment: Experiment, plan: DataPlan | None, arguments: dict[str, Any], error: str
+) -> ExperimentOutcome:
+    """A failed outcome of ``experiment`` that no run reported (its Ray worker died):
+    ``arguments`` as for :func:`run_one`."""
+    run_id = _run_id(experiment, plan, arguments["preset"], arguments["seed"])
+    path = Path(arguments["root"]) / run_id
+    notes = plan.notes() if plan is not None else None
+    where = str(path) if path.exists() else None
+    return ExperimentOutcome(experiment.id, run_id, "failed", 0.0, where, error, notes=notes)
+
+
+def run_one(
     experiment: Experiment,
     plan: DataPlan | None,
+    *,
     preset: str,
     root: Path,
     seed: int,
@@ -266,11 +308,14 @@ def _run_one(
     callbacks: list[Any],
     mirrors: Sequence[str | Mirror],
     progress: ProgressDisplay | None,
-    sweeps: dict[str, Any],
+    executor: str | Executor,
+    workers: int | None,
 ) -> ExperimentOutcome:
+    """Run one experiment of a reproduction (:func:`run_experiment`, never raising: an
+    error is a failed outcome) and say what happened to it; in this process, or in the
+    Ray task of :mod:`~collapselab.experiments.fanout`."""
     notes = plan.notes() if plan is not None else None
-    # The run is the fallback preset's when the requested preset's data is missing.
-    run_id = run_id_for(experiment.id, plan.preset if plan is not None else preset, seed)
+    run_id = _run_id(experiment, plan, preset, seed)
     already = _completed(root / run_id)
     resumed = (root / run_id).exists() and not already
     load_at_start = load_average()
@@ -288,7 +333,8 @@ def _run_one(
             mirrors=mirrors,
             progress=progress,
             plan=plan,
-            **sweeps,
+            executor=executor,
+            workers=workers,
         )
     except Exception as error:  # before the run existed: bad preset, conflicting run dir
         return ExperimentOutcome(

@@ -7,13 +7,19 @@ identical). Ray's own task retries are off: a task whose worker died
 :func:`~collapselab.experiments.sweeps.run_sweep` retries it like any other.
 
 Ray is used as it is found: when it is already initialised (``ray.init(address=...)`` to
-join a cluster), its resources are used as they are; otherwise a local instance with
-``workers`` CPUs is started for the sweep and shut down after it.
+join a cluster, or :func:`ray_session`), its resources are used as they are; otherwise a
+local instance with ``workers`` CPUs is started for the sweep and shut down after it.
+
+:func:`ray_session` joins a cluster at an address (checked first: a wrong address is one
+clear error, not minutes of Ray's retries) or starts a local instance, for the length of a
+block; :func:`crashed` tells a dead worker or node from other task errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import socket
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from collapselab.experiments.sweeps.member import Job, Outcome, Task, attempt
@@ -30,6 +36,72 @@ def _import_ray() -> Any:
             "(or use executor 'local', a process pool on this machine)"
         ) from None
     return ray
+
+
+def check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Raise ``ConnectionError`` (one line) unless something listens at ``address``.
+
+    ``address`` is ``host:port`` (a head node's GCS, ``ray start --head`` prints it) or
+    ``ray://host:port`` (Ray Client); ``"auto"`` (the cluster ``ray start`` left on this
+    machine) is left to Ray, which says at once when there is none. Without this check
+    ``ray.init`` retries an unreachable address for minutes."""
+    if address == "auto":
+        return
+    where = address.removeprefix("ray://")
+    host, sep, port = where.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConnectionError(
+            f"Ray address {address!r}: expected host:port (the head node's address, as "
+            "`ray start --head` prints it), ray://host:port or auto"
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConnectionError(
+            f"no Ray cluster answers at {address} ({reason}); start one there with "
+            "`ray start --head`, or check the address"
+        ) from None
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator[Any]:
+    """Ray for the length of the block; yields the ``ray`` module.
+
+    Already initialised: used as it is. Else ``address`` given: join that cluster
+    (:func:`check_address` first). Else: start a local instance with ``cpus`` CPUs (default:
+    every core). What was joined or started here is shut down after the block.
+
+    Raises ``ImportError`` naming the extra when Ray is not installed and
+    ``ConnectionError`` (one line) when the cluster cannot be reached.
+    """
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    options: dict[str, Any] = {"logging_level": "warning"}
+    if address is not None:
+        check_address(address)
+        options["address"] = address
+    else:
+        options["include_dashboard"] = False
+        if cpus is not None:
+            options["num_cpus"] = cpus
+    try:
+        ray.init(**options)
+    except ConnectionError as error:  # "auto" without a cluster; a cluster that went away
+        raise ConnectionError(str(error).splitlines()[0]) from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def crashed(ray: Any, error: BaseException) -> bool:
+    """Whether a Ray task's ``error`` is its worker process or node dying (a kill, the
+    out-of-memory killer, a lost node), as opposed to the task raising."""
+    return isinstance(error, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError))
 
 
 def _ray_attempt(task: Task, job: Job) -> Outcome:
@@ -86,8 +158,8 @@ def _outcome(ray: Any, ref: Any, job: Job) -> Outcome:
     """The outcome of a finished Ray task; a dead worker or node is a ``crashed`` outcome."""
     try:
         return ray.get(ref)
-    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as error:
-        text = f"the Ray worker died while running member {job.index} (attempt {job.attempt})"
-        return Outcome(job.index, error=f"{text}: {error}", crashed=True)
     except ray.exceptions.RayError as error:  # lost objects, a task that could not start
+        if crashed(ray, error):
+            text = f"the Ray worker died while running member {job.index} (attempt {job.attempt})"
+            return Outcome(job.index, error=f"{text}: {error}", crashed=True)
         return Outcome(job.index, error=f"{type(error).__name__}: {error}")
