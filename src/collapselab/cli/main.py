@@ -14,7 +14,7 @@ import os
 import signal
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -290,9 +290,10 @@ def run(
     mirror: MirrorOption = None,
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
+    address: AddressOption = None,
 ) -> None:
     """Run one experiment with a preset and write it to the run store."""
-    _check_sweep_options(executor, workers)
+    _check_sweep_options(executor, workers, address)
     _run_and_report(
         experiment_id,
         preset,
@@ -303,6 +304,7 @@ def run(
         progress,
         mirror or [],
         sweeps={"executor": executor, "workers": workers},
+        address=address,
     )
 
 
@@ -405,6 +407,23 @@ def _check_sweep_options(executor: str, workers: int | None, address: str | None
         _fail(f"--address {address}: {error}")
 
 
+@contextmanager
+def _on_cluster(address: str | None) -> Iterator[None]:
+    """Joined to the Ray cluster at ``address`` for the block (nothing without one): the
+    Ray executor's sweeps then run there. A cluster that cannot be joined is one line."""
+    if address is None:
+        yield
+        return
+    from collapselab.experiments.sweeps.ray_executor import ray_session
+
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(ray_session(address))
+        except (ImportError, ConnectionError) as error:
+            _fail(f"--address {address}: {error}")
+        yield
+
+
 def _check_run_options(device: str, mirrors: list[str], experiments: list[Any]) -> None:
     """Check --device (when one of ``experiments`` trains) and --mirror before running."""
     from collapselab.store import check_mirror_available
@@ -432,6 +451,7 @@ def _run_and_report(
     progress: bool,
     mirrors: list[str],
     sweeps: dict[str, Any] | None = None,
+    address: str | None = None,
 ) -> None:
     _starting(f"run {experiment_id}")
     from collapselab.cli.progress import ProgressBoard
@@ -458,7 +478,7 @@ def _run_and_report(
             f"below (delete {_e(root / run_id)}, or give another --out, to run it again)"
         )
     board = ProgressBoard(console, enabled=progress)
-    with _interruptible(f"run {run_id}"), board:
+    with _interruptible(f"run {run_id}"), _on_cluster(address), board:
         try:
             result = run_experiment(
                 experiment_id,
@@ -750,6 +770,7 @@ def sweep(
     ] = None,
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
+    address: AddressOption = None,
     data_dir: DataDirOption = None,
     device: DeviceOption = "cpu",
     out: RootOption = DEFAULT_ROOT,
@@ -763,7 +784,7 @@ def sweep(
     from collapselab.experiments.sweeps import SweepError
     from collapselab.experiments.sweeps.grid import grid_configs, parse_seeds, parse_set, run_grid
 
-    _check_sweep_options(executor, workers)
+    _check_sweep_options(executor, workers, address)
     try:
         seed_list = parse_seeds(seeds)
         sets = [parse_set(text) for text in set_values or []]
@@ -781,7 +802,7 @@ def sweep(
         f"{_e(executor)}" + (f" with {workers} workers" if workers else "")
     )
     failed: list[int] = []
-    with _interruptible(f"sweep {experiment_id}"), board:
+    with _interruptible(f"sweep {experiment_id}"), _on_cluster(address), board:
         try:
             result = run_grid(configs, executor=executor, workers=workers, progress=board)
         except SweepError as error:
