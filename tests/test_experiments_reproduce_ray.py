@@ -62,19 +62,27 @@ def _computed(root: Path) -> list[int]:
     return sorted(int(line) for line in (root / fan.COMPUTED).read_text().split())
 
 
-def _kill_when_waiting(root: Path) -> threading.Thread:
-    """Kill (SIGKILL) the process that writes its id to ``root/killed``, once it does."""
+class _Killer(threading.Thread):
+    """Kills (SIGKILL) the process that writes its id to ``root/killed``, once it does;
+    ``killed``: that process id, once killed."""
 
-    def kill() -> None:
+    def __init__(self, root: Path) -> None:
+        super().__init__(daemon=True)
+        self.root, self.killed = root, 0
+        self.start()
+
+    def run(self) -> None:
         deadline = time.monotonic() + 90
-        while not (root / fan.KILLED).exists() and time.monotonic() < deadline:
+        while not (self.root / fan.KILLED).exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.2)  # the id is written
-        os.kill(int((root / fan.KILLED).read_text()), signal.SIGKILL)
+        pid = int((self.root / fan.KILLED).read_text())
+        os.kill(pid, signal.SIGKILL)
+        self.killed = pid
 
-    thread = threading.Thread(target=kill, daemon=True)
-    thread.start()
-    return thread
+    def done(self) -> int:
+        self.join(timeout=5)
+        return self.killed
 
 
 @pytest.fixture(scope="module")
@@ -103,10 +111,11 @@ def test_ray_runs_the_same_as_serial(local_ray: None, serial_root: Path, tmp_pat
 def test_a_killed_worker_loses_only_its_unfinished_part(
     local_ray: None, serial_root: Path, tmp_path: Path
 ) -> None:
+    # Killed between its two sweeps, with no retry: reported failed, the first sweep kept.
     (tmp_path / fan.KILL_REQUEST).touch()
-    killer = _kill_when_waiting(tmp_path)
+    killer = _Killer(tmp_path)
     first = reproduce(KILL_PAPER, root=tmp_path, executor="ray", retries=0)
-    killer.join(timeout=5)
+    assert killer.done()
     (lost,) = first.outcomes
     assert lost.outcome == "failed"
     assert "the Ray worker running t-fan-kill died (once)" in lost.error
@@ -114,27 +123,17 @@ def test_a_killed_worker_loses_only_its_unfinished_part(
     assert Run.open(tmp_path / lost.run_id).status == "running"  # left by the dead process
     assert _computed(tmp_path) == [0, 1, 2]  # the first sweep finished before the kill
 
-    again = reproduce(KILL_PAPER, root=tmp_path, executor="ray", retries=0)
+    # Run again, and killed again at the same place: resubmitted at once (one retry), it
+    # resumes; the first sweep's members are loaded, not computed again.
+    (tmp_path / fan.KILLED).unlink()
+    killer = _Killer(tmp_path)
+    again = reproduce(KILL_PAPER, root=tmp_path, executor="ray")
+    assert killer.done()
     (resumed,) = again.outcomes
     assert resumed.outcome == "completed" and resumed.resumed
-    assert _computed(tmp_path) == [0, 1, 2, 3, 4]  # members 0-2 loaded, not computed again
+    assert _computed(tmp_path) == [0, 1, 2, 3, 4]
     pd.testing.assert_frame_equal(_table(tmp_path, lost.run_id), _table(serial_root, lost.run_id))
     assert _verdicts(tmp_path, lost.run_id) == _verdicts(serial_root, lost.run_id)
-
-
-def test_a_killed_worker_is_resubmitted_and_resumes(
-    local_ray: None, serial_root: Path, tmp_path: Path
-) -> None:
-    (tmp_path / fan.KILL_REQUEST).touch()
-    killer = _kill_when_waiting(tmp_path)
-    result = reproduce(KILL_PAPER, root=tmp_path, executor="ray")  # retries=1
-    killer.join(timeout=5)
-    (outcome,) = result.outcomes
-    assert result.ok and outcome.resumed
-    assert _computed(tmp_path) == [0, 1, 2, 3, 4]
-    pd.testing.assert_frame_equal(
-        _table(tmp_path, outcome.run_id), _table(serial_root, outcome.run_id)
-    )
 
 
 def test_a_device_ray_cannot_give_is_refused(local_ray: None, tmp_path: Path) -> None:
