@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from collapselab._version import __version__
+from collapselab.checks import check_int
 from collapselab.experiments.data_plan import DataPlan, MissingDataError, plan_data
 from collapselab.experiments.papers import PAPERS, find_paper, paper_label
 from collapselab.experiments.progress import ProgressDisplay
@@ -171,6 +172,7 @@ def reproduce(
         from collapselab.experiments.fanout import check_device
 
         check_device(device)
+        retries = check_int("retries", retries, minimum=0)
     root = prepare_root(root)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     load_at_start = load_average()
