@@ -66,12 +66,15 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
 
 
 @contextlib.contextmanager
-def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator[Any]:
+def ray_session(
+    address: str | None = None, cpus: int | None = None, options: dict[str, Any] | None = None
+) -> Iterator[Any]:
     """Ray for the length of the block; yields the ``ray`` module.
 
     Already initialised: used as it is. Else ``address`` given: join that cluster
     (:func:`check_address` first). Else: start a local instance with ``cpus`` CPUs (default:
-    every core). What was joined or started here is shut down after the block.
+    every core). ``options``: more keyword arguments for ``ray.init``. What was joined or
+    started here is shut down after the block.
 
     Raises ``ImportError`` naming the extra when Ray is not installed and
     ``ConnectionError`` (one line) when the cluster cannot be reached.
@@ -80,16 +83,16 @@ def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator
     if ray.is_initialized():
         yield ray
         return
-    options: dict[str, Any] = {"logging_level": "warning"}
+    settings: dict[str, Any] = {"logging_level": "warning"}
     if address is not None:
         check_address(address)
-        options["address"] = address
+        settings["address"] = address
     else:
-        options["include_dashboard"] = False
+        settings["include_dashboard"] = False
         if cpus is not None:
-            options["num_cpus"] = cpus
+            settings["num_cpus"] = cpus
     try:
-        ray.init(**options)
+        ray.init(**(settings | (options or {})))
     except ConnectionError as error:  # "auto" without a cluster; a cluster that went away
         raise ConnectionError(str(error).splitlines()[0]) from None
     try:
@@ -127,18 +130,8 @@ class RayExecutor:
         self.init_options = dict(init_options or {})
 
     def run(self, task: Task, jobs: Sequence[Job], done: Any) -> None:
-        ray = self._ray
-        started_here = not ray.is_initialized()
-        if started_here:
-            options = {"include_dashboard": False, "logging_level": "warning"}
-            if self.workers is not None:
-                options["num_cpus"] = self.workers
-            ray.init(**(options | self.init_options))
-        try:
+        with ray_session(cpus=self.workers, options=self.init_options) as ray:
             self._run(ray, task, jobs, done)
-        finally:
-            if started_here:
-                ray.shutdown()
 
     @staticmethod
     def _run(ray: Any, task: Task, jobs: Sequence[Job], done: Any) -> None:
