@@ -155,9 +155,8 @@ class MLPMember(Member):
         """Member 0 of an ensemble of ``preset``: its data, MLP and SGD, and ``fields``
         (``kind``, the run's seeds and folder, what differs from the preset)."""
         base = {"data": preset.data, "width": preset.width, "depth": preset.depth, "lr": preset.lr,
-                "batch_size": preset.batch_size, "epochs": preset.epochs}  # fmt: skip
-        if preset.net != "mlp":  # only then: the MLP members' fields (and hashes) stay as they were
-            base["net"] = preset.net
+                "batch_size": preset.batch_size, "epochs": preset.epochs,
+                "net": preset.net}  # fmt: skip
         return cls(**{**base, **fields})
 
     def network(self, q: int, k: int) -> torch.nn.Module:
