@@ -176,7 +176,8 @@ def test_standard_mlps_descend_full_batch_and_conv_nets_keep_sgd(loss):
     ("net", "sizes"),
     [
         ("mlp", {"layers.3.linear": 512 * 512, "classifier": 512 * 10}),
-        ("conv", {"fc": 64 * 7 * 7 * 512, "classifier": 512 * 10}),
+        # issue 35 item 5: Papyan's VGG-11, its last convolution and classifier
+        ("conv", {"features.25": 512 * 512 * 9, "classifier": 512 * 10}),
     ],
 )
 def test_the_paper_preset_dry_runs_on_fashion_mnist_fixture_files(tmp_path, net, sizes):

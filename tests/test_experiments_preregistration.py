@@ -251,8 +251,8 @@ def test_tier_counts_per_paper_and_preset() -> None:
     assert _counts("002", "quick") == {
         PAPER: 2, SUBSTITUTED: 33, BEYOND: 1, ERRATUM: 2, AMBIGUITY: 1
     }  # fmt: skip
-    assert _counts("002", "paper") == {
-        PAPER: 15, SUBSTITUTED: 20, BEYOND: 1, ERRATUM: 2, AMBIGUITY: 1
+    assert _counts("002", "paper") == {  # issue 35 item 5: Figs 5a, 9, 11, 7b's own networks
+        PAPER: 24, SUBSTITUTED: 11, BEYOND: 1, ERRATUM: 2, AMBIGUITY: 1
     }  # fmt: skip
     assert _counts("003", "quick") == {PAPER: 6, SUBSTITUTED: 16, ERRATUM: 1}
     assert _counts("003", "standard") == {PAPER: 22, ERRATUM: 1}
@@ -283,7 +283,13 @@ def test_002_substitutions_say_what_and_why() -> None:
     register = register_for("002")
     stvgg = register.tiering("pcbias-projections", "small-p-declines").substitution
     assert stvgg.what.startswith("ReLU MLPs (and their linear twins) for st-VGG / VGG-19")
-    assert stvgg.faithful == ()
+    assert stvgg.faithful == ("paper",)  # issue 35 item 5: the paper preset trains st-VGGs
+    assert register.tier("pcbias-projections", "small-p-declines", "paper") == PAPER
+    assert register.tier("pcbias-projections", "small-p-declines", "quick") == SUBSTITUTED
+    fig6 = register.tiering("pcbias-projections", "critical-pc-vs-accessibility").substitution
+    assert fig6.faithful == () and "cats and dogs" in fig6.what
+    fig7b = register.tiering("pcbias-loc", "nonlinear-whitening-drops-loc-less").substitution
+    assert fig7b.faithful == ("paper",) and "VGG-19" in fig7b.what
     linear = register.tiering("pcbias-convergence", "top-pcs-converge-first").substitution
     assert linear.faithful == ("paper",)
     assert register.tier("pcbias-convergence", "top-pcs-converge-first", "quick") == SUBSTITUTED

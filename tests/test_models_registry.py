@@ -29,6 +29,7 @@ CASES: dict[str, tuple[dict, tuple[int, ...], int]] = {
     "resnet50": ({"n_classes": 3, "width_multiplier": 0.0625}, (3, 32, 32), 3),
     "vgg11": ({"n_classes": 3, "width_multiplier": 0.0625}, (3, 32, 32), 3),
     "vgg13": ({"n_classes": 3, "width_multiplier": 0.0625}, (3, 32, 32), 3),
+    "vgg19": ({"n_classes": 3, "width_multiplier": 0.0625}, (3, 32, 32), 3),
     "densenet": ({"block_config": [1, 1], "growth_rate": 2, "n_classes": 3}, (3, 8, 8), 3),
     "densenet40": ({"n_classes": 3, "growth_rate": 2}, (3, 32, 32), 3),
     "densenet100": ({"n_classes": 3, "growth_rate": 2}, (3, 32, 32), 3),

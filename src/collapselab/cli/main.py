@@ -686,6 +686,7 @@ def reproduce(
 def _dry_run(paper: str, preset: str, data_dir: Path | None, seed: int) -> None:
     """``reproduce --dry-run``: plan and build every experiment of ``paper``; train nothing."""
     from collapselab.experiments import dry_run_experiment, select_experiments
+    from collapselab.experiments.gpu_hours import hours_line
 
     try:
         chosen = select_experiments(paper)
@@ -708,6 +709,7 @@ def _dry_run(paper: str, preset: str, data_dir: Path | None, seed: int) -> None:
                 console.print(f"  [yellow]note:[/yellow] {_e(note)}")
         for line in _built_lines(result.built):
             console.print(f"  {_e(line)}")
+        console.print(f"  {_e(hours_line(result.built))}")
     verdict = "[green]ok[/green]" if not failed else f"[red]{failed} failed[/red]"
     console.print(f"dry run of {len(chosen)} experiment(s): {verdict}; nothing was trained")
     if failed:
@@ -743,8 +745,11 @@ def _built_lines(built: dict | None) -> list[str]:
             f"{built['epochs']} epochs, lr {built['lr']}, milestones {built['milestones']}, "
             f"{len(built['measure_epochs'])} measured epochs",
         ]
-    # any other experiment's summary: one "key: value" line per entry
-    return [f"{key.replace('_', ' ')}: {value}" for key, value in built.items()]
+    # any other experiment's summary: one "key: value" line per entry (its GPU work is
+    # summed into the estimate's line instead)
+    return [
+        f"{key.replace('_', ' ')}: {value}" for key, value in built.items() if key != "gpu_work"
+    ]
 
 
 _TRAINING_SUMMARY = {

@@ -11,9 +11,10 @@ divided by 255) and int64 labels, and accepts
   before the conversion to float, so large datasets are subsampled cheaply).
 
 Formats: IDX (MNIST, Fashion-MNIST; gzipped or raw), Python pickles (CIFAR-10/100; loaded
-with an unpickler that only admits numpy arrays), MATLAB v5 ``.mat`` (SVHN), raw
-column-major binaries (STL-10) and folders of JPEG images (Tiny-ImageNet; decoded with
-Pillow, a dependency of matplotlib).
+with an unpickler that only admits numpy arrays) or CIFAR's binary records (the
+``-binary.tar.gz`` distributions; the pickles are read where both are present), MATLAB v5
+``.mat`` (SVHN), raw column-major binaries (STL-10) and folders of JPEG images
+(Tiny-ImageNet; decoded with Pillow, a dependency of matplotlib).
 """
 
 from __future__ import annotations
@@ -86,17 +87,26 @@ _CIFAR10 = _Source(
     "cifar10",
     "the folder cifar-10-batches-py (from cifar-10-python.tar.gz) in data_dir, holding the "
     "pickles data_batch_1 ... data_batch_5 and test_batch with keys b'data' (10000 x 3072 "
-    "uint8) and b'labels'",
-    "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-    ("cifar-10-batches-py/test_batch", "test_batch"),
+    "uint8) and b'labels'; or the folder cifar-10-batches-bin (from cifar-10-binary.tar.gz) "
+    "holding data_batch_1.bin ... data_batch_5.bin and test_batch.bin, records of 1 label "
+    "byte and 3072 pixel bytes",
+    "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (or cifar-10-binary.tar.gz)",
+    (
+        "cifar-10-batches-py/test_batch",
+        "test_batch",
+        "cifar-10-batches-bin/test_batch.bin",
+        "test_batch.bin",
+    ),
 )
 _CIFAR100 = _Source(
     "cifar100",
     "the folder cifar-100-python (from cifar-100-python.tar.gz) in data_dir, holding the "
     "pickles train and test with keys b'data' (N x 3072 uint8), b'fine_labels' and "
-    "b'coarse_labels' (and optionally meta)",
-    "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
-    ("cifar-100-python/test", "test"),
+    "b'coarse_labels' (and optionally meta); or the folder cifar-100-binary (from "
+    "cifar-100-binary.tar.gz) holding train.bin and test.bin, records of 1 coarse-label "
+    "byte, 1 fine-label byte and 3072 pixel bytes",
+    "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz (or cifar-100-binary.tar.gz)",
+    ("cifar-100-python/test", "test", "cifar-100-binary/test.bin", "test.bin"),
 )
 _SVHN = _Source(
     "svhn",
@@ -397,6 +407,50 @@ def _dataset_folder(root: Path, folder: str, marker: str) -> Path:
     return root / folder if (root / folder).is_dir() or not (root / marker).is_file() else root
 
 
+def _cifar_records(path: Path, n_labels: Sequence[int], source: _Source):
+    """A file of CIFAR's binary distribution: fixed-size records of ``len(n_labels)`` label
+    bytes (CIFAR-100: coarse, then fine) and 3072 pixel bytes in the pickles' order (1024 red,
+    1024 green, 1024 blue, each plane row-major). Returns what :func:`_cifar_batch` does."""
+    raw = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+    width = len(n_labels) + 3 * 32 * 32
+    if raw.size == 0 or raw.size % width:
+        raise _corrupt(
+            path, source, f"{raw.size} bytes, not a whole number of {width}-byte records"
+        )
+    rows = raw.reshape(-1, width)
+    labels = []
+    for j, k in enumerate(n_labels):
+        y = rows[:, j].astype(np.int64)
+        if y.max() >= k:
+            raise _corrupt(path, source, f"label byte {j} outside 0..{k - 1}")
+        labels.append(y)
+    return rows[:, len(n_labels) :].reshape(-1, 3, 32, 32), labels
+
+
+def _cifar_layout(
+    root: Path, python: tuple[str, str], binary: tuple[str, str]
+) -> tuple[Path, bool]:
+    """The folder to read and whether it holds the binary layout: ``python`` and ``binary``
+    are each a (folder, marker file) pair; the pickles win where both are present, and a
+    folder that holds neither is read as the pickles' (the error then names their files)."""
+    pickles = _dataset_folder(root, *python)
+    if (pickles / python[1]).is_file():
+        return pickles, False
+    records = _dataset_folder(root, *binary)
+    if (records / binary[1]).is_file():
+        return records, True
+    return pickles, False
+
+
+def _text_names(path: Path, n: int) -> list[str] | None:
+    """The class names of a binary distribution's text file (one per non-empty line), or
+    ``None`` when it is missing or does not hold ``n`` names."""
+    if not path.is_file():
+        return None
+    names = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return names if len(names) == n else None
+
+
 def _names(meta: dict, key: str, default: Sequence[str] | None, n: int) -> list[str]:
     values = meta.get(key)
     if isinstance(values, list) and len(values) == n:
@@ -411,23 +465,35 @@ def read_cifar10(
     n_test_per_class: int | None = None,
     seed: int = 0,
 ) -> DataSplits:
-    """CIFAR-10 from ``data_dir/cifar-10-batches-py`` (3 x 32 x 32, 50000/10000 images).
+    """CIFAR-10 from ``data_dir/cifar-10-batches-py`` (the pickles) or
+    ``data_dir/cifar-10-batches-bin`` (the binary records): 3 x 32 x 32, 50000/10000 images.
 
     ``classes=(3, 5)`` gives the "cats and dogs" task of paper 002. See the module docstring
     for the other options.
     """
-    root = _dataset_folder(_data_dir(data_dir, _CIFAR10), "cifar-10-batches-py", "test_batch")
-    files = [root / f"data_batch_{i}" for i in range(1, 6)] + [root / "test_batch"]
+    root, binary = _cifar_layout(
+        _data_dir(data_dir, _CIFAR10),
+        ("cifar-10-batches-py", "test_batch"),
+        ("cifar-10-batches-bin", "test_batch.bin"),
+    )
+    suffix = ".bin" if binary else ""
+    files = [root / f"data_batch_{i}{suffix}" for i in range(1, 6)] + [root / f"test_batch{suffix}"]
     parts = []
     for path in files:
         if not path.is_file():
             raise _missing(path, _CIFAR10)
-        parts.append(_cifar_batch(path, ["labels"], [10], _CIFAR10))
+        if binary:
+            parts.append(_cifar_records(path, [10], _CIFAR10))
+        else:
+            parts.append(_cifar_batch(path, ["labels"], [10], _CIFAR10))
     x_tr = np.concatenate([p[0] for p in parts[:5]])
     y_tr = np.concatenate([p[1][0] for p in parts[:5]])
-    meta_path = root / "batches.meta"
-    meta = _load_pickle(meta_path, _CIFAR10) if meta_path.is_file() else {}
-    names = _names(meta, "label_names", _CIFAR10_NAMES, 10)
+    if binary:
+        names = _text_names(root / "batches.meta.txt", 10) or list(_CIFAR10_NAMES)
+    else:
+        meta_path = root / "batches.meta"
+        meta = _load_pickle(meta_path, _CIFAR10) if meta_path.is_file() else {}
+        names = _names(meta, "label_names", _CIFAR10_NAMES, 10)
     return _finish(
         _CIFAR10,
         (x_tr, y_tr),
@@ -460,7 +526,8 @@ def read_cifar100(
     n_test_per_class: int | None = None,
     seed: int = 0,
 ) -> DataSplits:
-    """CIFAR-100 from ``data_dir/cifar-100-python`` (3 x 32 x 32, 50000/10000 images).
+    """CIFAR-100 from ``data_dir/cifar-100-python`` (the pickles) or
+    ``data_dir/cifar-100-binary`` (the binary records): 3 x 32 x 32, 50000/10000 images.
 
     Args:
         label_type: ``"fine"`` (100 classes) or ``"coarse"`` (20 superclasses).
@@ -473,17 +540,32 @@ def read_cifar100(
     check_choice("label_type", label_type, ("fine", "coarse"))
     if superclass is not None and label_type != "fine":
         raise ValueError("superclass selects fine classes; use it with label_type='fine'")
-    root = _dataset_folder(_data_dir(data_dir, _CIFAR100), "cifar-100-python", "test")
-    files = [root / "train", root / "test"]
+    root, binary = _cifar_layout(
+        _data_dir(data_dir, _CIFAR100),
+        ("cifar-100-python", "test"),
+        ("cifar-100-binary", "test.bin"),
+    )
+    files = [root / "train.bin", root / "test.bin"] if binary else [root / "train", root / "test"]
     parts = []
     for path in files:
         if not path.is_file():
             raise _missing(path, _CIFAR100)
-        parts.append(_cifar_batch(path, ["fine_labels", "coarse_labels"], [100, 20], _CIFAR100))
-    meta_path = root / "meta"
-    meta = _load_pickle(meta_path, _CIFAR100) if meta_path.is_file() else {}
-    fine_names = _names(meta, "fine_label_names", None, 100)
-    coarse_names = _names(meta, "coarse_label_names", _CIFAR100_COARSE_NAMES, 20)
+        if binary:  # records: coarse byte first, then fine; returned in the pickles' order
+            x, (coarse, fine) = _cifar_records(path, [20, 100], _CIFAR100)
+            parts.append((x, [fine, coarse]))
+        else:
+            keys = ["fine_labels", "coarse_labels"]
+            parts.append(_cifar_batch(path, keys, [100, 20], _CIFAR100))
+    if binary:
+        fine_names = _text_names(root / "fine_label_names.txt", 100) or _names({}, "", None, 100)
+        coarse_names = _text_names(root / "coarse_label_names.txt", 20) or list(
+            _CIFAR100_COARSE_NAMES
+        )
+    else:
+        meta_path = root / "meta"
+        meta = _load_pickle(meta_path, _CIFAR100) if meta_path.is_file() else {}
+        fine_names = _names(meta, "fine_label_names", None, 100)
+        coarse_names = _names(meta, "coarse_label_names", _CIFAR100_COARSE_NAMES, 20)
     (x_tr, (fine_tr, coarse_tr)), (x_te, (fine_te, coarse_te)) = parts
     extra_meta: dict = {"label_type": label_type, "superclass": superclass}
     if label_type == "coarse":

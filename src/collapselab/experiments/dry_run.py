@@ -6,6 +6,11 @@ one-line error naming the places looked and how to install it), then the experim
 ``dry_run`` function reads the local files, builds the models and the optimiser schedules
 and passes a batch through each model, and stops. Experiments that read no files and build
 nothing (the theory experiments) only get their data plan checked. Nothing is written.
+
+Where an experiment's dry run reports the network trainings it would do (``gpu_work`` in its
+summary), the result carries the estimated GPU hours
+(:mod:`~collapselab.experiments.gpu_hours`: measured forward FLOPs per sample x 3 x samples
+x epochs, plus the evaluations, at an assumed sustained throughput), and the CLI prints them.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from collapselab.data import DatasetFileError
 from collapselab.experiments.data_plan import DataDirError, MissingDataError, plan_data
+from collapselab.experiments.gpu_hours import gpu_hours
 from collapselab.experiments.registry import Experiment
 
 
@@ -44,6 +50,13 @@ class DryRunResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def gpu_hours(self) -> float | None:
+        """The estimated GPU hours of the trainings its dry run reported (``None``: none
+        reported; :mod:`~collapselab.experiments.gpu_hours`)."""
+        work = (self.built or {}).get("gpu_work")
+        return gpu_hours(work) if work else None
 
 
 def dry_run_experiment(

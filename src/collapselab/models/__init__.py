@@ -37,7 +37,7 @@ Models
   (:func:`pfc_mnist`, :func:`pfc_fashion_mnist`, :func:`pfc_cifar10`, :func:`pfc_stl10`,
   :func:`pfc_cifar100`).
 * :func:`resnet18`, :func:`resnet34`, :func:`resnet50`, :func:`vgg11`, :func:`vgg13`:
-  small-image classics of 003.
+  small-image classics of 003; :func:`vgg19`, 002's VGG-19.
 * :class:`DenseNet`, :func:`densenet40`, :func:`densenet100`, :func:`densenet201`,
   :func:`densenet250`, :func:`densenet_bc`: DenseNets of 003.
 * :class:`StVGG`: st-VGG of 002 and its linear twin.
@@ -84,7 +84,7 @@ from collapselab.models.resnet_conv import (
 from collapselab.models.resnet_fc import FCResNet, pfc_mnist
 from collapselab.models.st_vgg import StVGG
 from collapselab.models.two_layer import TwoLayerReLU
-from collapselab.models.vgg import VGG, vgg11, vgg13
+from collapselab.models.vgg import VGG, vgg11, vgg13, vgg19
 
 __all__ = [
     "MLP",
@@ -123,5 +123,6 @@ __all__ = [
     "resnet50",
     "vgg11",
     "vgg13",
+    "vgg19",
     "xavier_normal_variance",
 ]

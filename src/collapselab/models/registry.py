@@ -22,7 +22,7 @@ from collapselab.models.resnet_conv import (
 from collapselab.models.resnet_fc import FCResNet, pfc_mnist
 from collapselab.models.st_vgg import StVGG
 from collapselab.models.two_layer import TwoLayerReLU
-from collapselab.models.vgg import vgg11, vgg13
+from collapselab.models.vgg import vgg11, vgg13, vgg19
 
 
 def _st_vgg_linear(n_classes: int, **kwargs: Any) -> StVGG:
@@ -48,6 +48,7 @@ _REGISTRY: dict[str, Callable[..., nn.Module]] = {
     "resnet50": resnet50,
     "vgg11": vgg11,
     "vgg13": vgg13,
+    "vgg19": vgg19,
     "densenet": DenseNet,
     "densenet40": densenet40,
     "densenet100": densenet100,

@@ -1,4 +1,5 @@
-"""VGG-11/13 with BatchNorm for small images, as used by the MSE neural-collapse paper (003)."""
+"""VGG-11/13/19 with BatchNorm for small images: VGG-11/13 as used by the MSE neural-collapse
+paper (003), VGG-19 as used by the PC-bias paper (002, Figs 5b and 7b)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from torch import nn
 from collapselab.checks import check_int
 from collapselab.models._common import _check_image_input, _check_width_multiplier, _scaled_channels
 
-#: Simonyan & Zisserman's configurations A (VGG-11) and B (VGG-13); "M" is a 2x2 max-pool.
+#: Simonyan & Zisserman's configurations A (VGG-11), B (VGG-13) and E (VGG-19: 16
+#: convolutions); "M" is a 2x2 max-pool.
 _CONFIGS: dict[str, list[int | str]] = {
     "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
     "vgg13": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-}
+    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
+              512, 512, 512, 512, "M", 512, 512, 512, 512, "M"],
+}  # fmt: skip
 
 
 class VGG(nn.Module):
@@ -105,3 +109,18 @@ def vgg11(in_channels: int = 3, n_classes: int = 10, width_multiplier: float = 1
 def vgg13(in_channels: int = 3, n_classes: int = 10, width_multiplier: float = 1.0) -> VGG:
     """VGG-13 with BatchNorm (configuration B)."""
     return VGG(_CONFIGS["vgg13"], in_channels, n_classes, width_multiplier)
+
+
+def vgg19(in_channels: int = 3, n_classes: int = 10, width_multiplier: float = 1.0) -> VGG:
+    """VGG-19 with BatchNorm (configuration E: 16 3x3 convolutions in five stages of 2, 2, 4,
+    4, 4, each stage ending in a 2x2 max-pool), paper 002's VGG-19 (Figs 5b and 7b).
+
+    002 names the network (Simonyan & Zisserman) and nothing else; for 32x32 CIFAR images the
+    head and the BatchNorm are this module's (see :class:`VGG`): the original's 4096-wide FC
+    layers were made for 224x224 inputs, and 002's other networks train by SGD without
+    momentum, under which a 19-layer VGG without normalisation hardly trains from scratch
+    (Simonyan & Zisserman initialised their deeper configurations from shallower ones).
+    At width 1 with 3 input channels and 10 classes: 20,024,384 convolution parameters (the
+    configuration's well-known count), 11,008 BatchNorm and 5,130 classifier parameters.
+    """
+    return VGG(_CONFIGS["vgg19"], in_channels, n_classes, width_multiplier)

@@ -35,11 +35,12 @@ from torch import nn
 from collapselab.data import DataSplits, load_data
 from collapselab.experiments.dlufm.presets import NetworkPreset
 from collapselab.experiments.dlufm.terminal import terminal_phase
+from collapselab.experiments.gpu_hours import Training, forward_flops
 from collapselab.experiments.preset import sgd_config
 from collapselab.experiments.registry import RunContext
 from collapselab.families import NC
 from collapselab.families.builtin import Curvature
-from collapselab.models import MLP
+from collapselab.models import MLP, vgg11
 from collapselab.store import Run
 from collapselab.track import Monitor, Schedule
 from collapselab.train import seed_everything, stationarity, train
@@ -87,13 +88,17 @@ class SmallConvNet(nn.Module):
 
 def build_network(config: NetworkPreset, data: DataSplits) -> nn.Module:
     """The preset's network for ``data``: ``"mlp"``, ``depth`` linear layers of ``width``
-    (3 is 784-width-width-K) with biases, or ``"conv"``, :class:`SmallConvNet`."""
+    (3 is 784-width-width-K) with biases, ``"conv"``, :class:`SmallConvNet`, or
+    ``"vgg11"``, :func:`~collapselab.models.vgg11` with BatchNorm (Papyan's network for
+    Fashion-MNIST; images of at least 32 x 32)."""
     shape = data.input_shape
     if config.net == "mlp":
         return MLP(math.prod(shape), data.n_classes, width=config.width, depth=config.depth,
                    bias=True)  # fmt: skip
     if len(shape) != 3:
-        raise ValueError(f"the conv net needs image inputs (C, H, W), got {shape}")
+        raise ValueError(f"the {config.net} net needs image inputs (C, H, W), got {shape}")
+    if config.net == "vgg11":
+        return vgg11(shape[0], data.n_classes)
     return SmallConvNet(shape, data.n_classes, list(config.channels), config.width)
 
 
@@ -204,12 +209,17 @@ def network_dry_run(
                          f"{config.net} network; its weight layers: {weighted}")  # fmt: skip
     with torch.no_grad():
         model.eval()(data.train.x[: config.batch_size])
-    K = data.n_classes
-    return {"dataset": config.data.name, "n_train": len(data.train),
+    K, n = data.n_classes, len(data.train)
+    work = Training(  # training, and a pass over the training set at every NC measurement
+        f"{config.net}, {config.data.name}", forward_flops(model, data.train.x[:1]), n,
+        config.epochs, 1, n, len(measurement_epochs(config)) + 1)  # fmt: skip
+    return {"dataset": config.data.name, "n_train": n, "net": config.net,
+            "parameters": sum(p.numel() for p in model.parameters()),
             "train_class_counts": torch.bincount(data.train.y, minlength=K).tolist(),
             "input_shape": list(data.input_shape),
             "hessian_sizes": {name: modules[name].weight.numel() for name in layers},
-            "eigenpairs": 2 * K * K + K, "epochs": config.epochs}  # fmt: skip
+            "eigenpairs": 2 * K * K + K, "epochs": config.epochs,
+            "gpu_work": [work.to_dict()]}  # fmt: skip
 
 
 def measurement_epochs(config: NetworkPreset) -> list[int]:

@@ -67,8 +67,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from collapselab._threads import serial_threads
+from collapselab.data import DataSpec
+from collapselab.experiments.gpu_hours import Training, forward_flops
 from collapselab.experiments.pcbias._common import (
     data_variant,
     read_inputs,
@@ -77,6 +80,7 @@ from collapselab.experiments.pcbias._common import (
     run_fields,
     stacked,
 )
+from collapselab.experiments.pcbias.image_nets import image_network
 from collapselab.experiments.pcbias.linear_sgd import (
     LinearSGDMember,
     select_rate,
@@ -111,6 +115,13 @@ def _hidden(preset: LocPreset, setup: str) -> tuple[int, ...]:
     return () if setup == "loc" else preset.hidden_labels
 
 
+def _data(preset: LocPreset, setup: str) -> DataSpec:
+    """The data of ``setup``'s networks: Fig. 7b's own (``nonlinear_data``) or ``data``."""
+    if setup == "nonlinear" and preset.nonlinear_data is not None:
+        return preset.nonlinear_data
+    return preset.data
+
+
 def _member(
     preset: LocPreset,
     context: RunContext,
@@ -124,7 +135,9 @@ def _member(
     shuffled training labels); ``fields``: its rate, what it records and its ``seed`` (in
     place of the run's; the data keep the run's seed)."""
     whiten = preset.zca_eps if condition == "whitened" else None
-    data = data_variant(preset.data, shuffle=1.0 if shuffle else 0.0, whiten=whiten)
+    data = data_variant(_data(preset, setup), shuffle=1.0 if shuffle else 0.0, whiten=whiten)
+    if setup == "nonlinear" and preset.nonlinear_net != "fc":  # Fig. 7b's own VGG-19s
+        fields = {"network": preset.nonlinear_net, "device": context.device, **fields}
     return LinearSGDMember(
         data=data, hidden=_hidden(preset, setup),
         activation="relu" if setup == "nonlinear" else "none", init=preset.init,
@@ -273,10 +286,43 @@ def loc_dry_run(
             for setup, w in built.items()]  # fmt: skip
     marks, per_epoch = sgd_checkpoints(config.epochs, config.batch_size, config.checkpoints,
                                        len(inputs.y))  # fmt: skip
-    return {"dataset": config.data.name, "n_train": int(inputs.x.shape[0]),
-            "n_test": int(inputs.x_test.shape[0]), "widths": built["loc"],
-            "widths_labels": built["labels"], "widths_nonlinear": built["nonlinear"],
-            "parameters": [sum(p.numel() for p in net.parameters()) for net in nets],
-            "members": config.members, "epochs": config.epochs,
-            "steps": int(marks[-1]), "steps_per_epoch": per_epoch,
-            "rates": list(config.rates)}  # fmt: skip
+    n_test = int(inputs.x_test.shape[0])
+    evaluated = len(inputs.y) + n_test * (1 + len(config.eval_transforms))
+    count = {
+        "loc": 4 * config.members,
+        "labels": 4 * config.members,
+        "nonlinear": 4 * config.members,
+    }  # two ensembles (or real, shuffled) per condition
+    probes = len(config.rates) * len(CONDITIONS)  # the rate grid: one network per rate
+    example = torch.from_numpy(inputs.x[:1]).float()
+    work = [Training(f"{setup} {'x'.join(map(str, widths))}", forward_flops(net, example),
+                     len(inputs.y), config.epochs, count[setup] + probes, evaluated,
+                     config.checkpoints)
+            for (setup, widths), net in zip(built.items(), nets, strict=True)]  # fmt: skip
+    out = {"dataset": config.data.name, "n_train": int(inputs.x.shape[0]),
+           "n_test": int(inputs.x_test.shape[0]), "widths": built["loc"],
+           "widths_labels": built["labels"], "widths_nonlinear": built["nonlinear"],
+           "parameters": [sum(p.numel() for p in net.parameters()) for net in nets],
+           "members": config.members, "epochs": config.epochs,
+           "steps": int(marks[-1]), "steps_per_epoch": per_epoch,
+           "rates": list(config.rates)}  # fmt: skip
+    if config.nonlinear_net != "fc":  # Fig. 7b's own networks on their own data
+        spec = data_variant(_data(config, "nonlinear"), whiten=config.zca_eps)
+        images = read_inputs(spec, folder, seed)
+        net = image_network(config.nonlinear_net, images.x.shape[1], images.n_classes).eval()
+        with torch.no_grad():
+            net(torch.from_numpy(images.x[: config.batch_size]).float())
+        steps = sgd_checkpoints(config.epochs, config.batch_size, config.checkpoints,
+                                len(images.y))[0][-1]  # fmt: skip
+        out |= {"nonlinear_net": config.nonlinear_net, "nonlinear_dataset": spec.name,
+                "nonlinear_n_train": int(images.x.shape[0]),
+                "widths_nonlinear": config.nonlinear_net,
+                "nonlinear_steps": int(steps)}  # fmt: skip
+        out["parameters"][-1] = sum(p.numel() for p in net.parameters())
+        flops = forward_flops(net, torch.from_numpy(images.x[:1]).float())
+        networks = count["nonlinear"] + probes
+        scored = len(images.y) + len(images.y_test)
+        work[-1] = Training(f"{config.nonlinear_net}, {spec.name}", flops, len(images.y),
+                            config.epochs, networks, scored, config.checkpoints)  # fmt: skip
+    out["gpu_work"] = [t.to_dict() for t in work]
+    return out

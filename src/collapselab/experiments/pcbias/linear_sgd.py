@@ -26,7 +26,10 @@ evaluation mode (no dropout) at log-spaced steps.
 ``activation="relu"`` trains the non-linear counterpart instead
 (:class:`~collapselab.models.DeepReLU`: the same layers, init and dropout with a ReLU after
 every hidden layer), the analogue of Fig. 7b's non-linear nets with everything else held
-fixed.
+fixed. ``network="vgg19"`` trains the paper's own non-linear network of Fig. 7b instead,
+VGG-19 (:mod:`~collapselab.experiments.pcbias.image_nets`; ``hidden``, ``activation``,
+``init`` and ``dropout`` then unused) on the member's ``device``, with the same SGD, batches,
+checkpoints and rate search.
 
 Unlike the exact full-batch GD of :mod:`~collapselab.experiments.pcbias.training`, none of this
 follows the closed form (Eq. 10) exactly (note 002 §7 item 10): it serves the experiments
@@ -46,6 +49,7 @@ import torch
 from collapselab.checks import check_choice
 from collapselab.experiments.pcbias._common import Member, log_steps
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
+from collapselab.experiments.pcbias.image_nets import chunked_logits, image_network
 from collapselab.experiments.pcbias.training import batched_sgd_step, sgd_step
 from collapselab.models import DeepLinear, DeepReLU
 from collapselab.train.batched import BatchedModel
@@ -74,6 +78,8 @@ class LinearSGDMember(Member):
             (:mod:`~collapselab.experiments.pcbias.evaluation`).
         allow_divergence: a non-finite loss ends the training with ``diverged`` (a rate of
             the grid search) instead of raising.
+        network: ``"fc"`` (the fields above) or ``"vgg19"`` (Fig. 7b's VGG-19 on the rows
+            as images); device: where a VGG-19 trains (FC nets train on the CPU).
     """
 
     hidden: tuple[int, ...] = ()
@@ -87,9 +93,12 @@ class LinearSGDMember(Member):
     record_correct: bool = False
     eval_transforms: tuple[str, ...] = ()
     allow_divergence: bool = False
+    network: Literal["fc", "vgg19"] = "fc"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         check_choice("activation", self.activation, ("none", "relu"))
+        check_choice("network", self.network, ("fc", "vgg19"))
 
     def train(self) -> dict[str, Any]:
         return linear_sgd_member(self)
@@ -97,6 +106,10 @@ class LinearSGDMember(Member):
     @classmethod
     def train_batch(cls, members: Sequence[Member]) -> list[dict[str, Any] | None]:
         return linear_sgd_batch(members)  # type: ignore[arg-type]
+
+    def batch_key(self) -> Member | None:
+        """None for VGG-19s (the batched trainer stacks FC nets only): they train one by one."""
+        return None if self.network != "fc" else super().batch_key()
 
 
 def minibatches(n: int, batch_size: int, order: torch.Generator) -> Iterator[torch.Tensor]:
@@ -116,9 +129,13 @@ def sgd_checkpoints(
     return log_steps(epochs * per_epoch, checkpoints), per_epoch
 
 
-def _score(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, float]:
+def _score(
+    net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, chunked: bool = False
+) -> tuple[np.ndarray, float]:
+    """Which rows ``net`` classifies correctly and its mean cross-entropy; ``chunked``: an
+    image network, evaluated by chunks on its device (:func:`chunked_logits`)."""
     with torch.no_grad():
-        logits = net(x)
+        logits = chunked_logits(net, x) if chunked else net(x)
         loss = torch.nn.functional.cross_entropy(logits, y)
         return (logits.argmax(1) == y).numpy(), float(loss)
 
@@ -149,7 +166,7 @@ def linear_sgd_member(member: LinearSGDMember) -> dict[str, Any]:
         try:
             while step < mark:
                 idx = next(batches)
-                sgd_step(net, data.x[idx], data.y[idx], optimiser)
+                sgd_step(net, data.x_train[idx], data.y_train[idx], optimiser)
                 step += 1
         except FloatingPointError:
             if not member.allow_divergence:
@@ -221,11 +238,17 @@ class _Data:
         self.extra_test = transformed_sets(member.eval_transforms, self.x, self.x_test,
                                            self.y_test)  # fmt: skip
         self.n_classes = data.n_classes
+        # what the training steps index: on the device of an image network, once
+        device = "cpu" if member.network == "fc" else member.device
+        self.x_train, self.y_train = self.x.to(device), self.y.to(device)
 
 
 def _network(member: LinearSGDMember, data: _Data) -> torch.nn.Module:
-    """The member's untrained network, drawn after seeding torch with ``2 s``."""
+    """The member's untrained network, drawn after seeding torch with ``2 s`` (a VGG-19 then
+    moved to the member's device)."""
     torch.manual_seed(2 * (1000 * member.seed + member.member))
+    if member.network != "fc":
+        return image_network(member.network, data.x.shape[1], data.n_classes).to(member.device)
     widths = [data.x.shape[1], *member.hidden, data.n_classes]
     network = DeepReLU if member.activation == "relu" else DeepLinear
     return network(widths, init=member.init, dropout=member.dropout)
@@ -252,16 +275,17 @@ class _Scores:
     def score(self, net: torch.nn.Module) -> None:
         """Score ``net`` (in evaluation mode, left so) at the next checkpoint."""
         net.eval()
-        data = self.data
-        correct, loss = _score(net, data.x, data.y)
-        test_correct = _score(net, data.x_test, data.y_test)[0]
+        data, chunked = self.data, self.member.network != "fc"
+        correct, loss = _score(net, data.x, data.y, chunked)
+        test_correct = _score(net, data.x_test, data.y_test, chunked)[0]
         values = {"train_accuracy": float(correct.mean()), "train_loss": loss,
                   "test_accuracy": float(test_correct.mean())}  # fmt: skip
         if self.member.record_correct:
             values["correct"] = correct
             values["test_correct"] = test_correct
         if data.extra_test:
-            values["eval_accuracy"] = set_accuracies(net, data.extra_test)
+            model = (lambda x: chunked_logits(net, x)) if chunked else net
+            values["eval_accuracy"] = set_accuracies(model, data.extra_test)
         for key, value in values.items():
             self.record.setdefault(key, []).append(value)
 

@@ -33,14 +33,13 @@ from collapselab.experiments.pcbias._common import (
     data_variant,
     read_inputs,
     run_ensembles,
-    run_fields,
 )
 from collapselab.experiments.pcbias.presets import (
     AmplificationPreset,
     MLPPreset,
     SeparablePreset,
 )
-from collapselab.experiments.pcbias.projections import KINDS, MLPMember
+from collapselab.experiments.pcbias.projections import KINDS, MLPMember, member_fields
 from collapselab.experiments.registry import RunContext
 from collapselab.metrics.pcbias import convergence_epoch, early_stopping_benefit
 from collapselab.store import Run
@@ -57,7 +56,8 @@ LEVEL = 0.9
 def _ensemble(preset: MLPPreset, context: RunContext, **fields: Any) -> list[MLPMember]:
     """An ensemble of ``preset``'s MLPs (``fields``: ``kind``, ``data``), scored on the
     plain test set only."""
-    member = MLPMember.of(preset, discriminability=False, **run_fields(context), **fields)
+    member = MLPMember.of(preset, discriminability=False, **member_fields(preset, context),
+                          **fields)  # fmt: skip
     return member.ensemble(preset.members)
 
 

@@ -31,7 +31,11 @@ low-pass); rows of split ``projected`` (``layer``
 ``P=<p>``: ensemble-mean accuracy per epoch).
 
 The networks are :class:`MLPMember` s (:func:`sgd_member`), shared with
-``pcbias-amplification``, ``pcbias-separable`` and ``pcbias-frequency``.
+``pcbias-amplification``, ``pcbias-separable`` and ``pcbias-frequency``. With ``net="st_vgg"``
+(the ``paper`` presets of this experiment, ``pcbias-amplification`` and ``pcbias-separable``)
+a member is the paper's own network instead: st-VGG for ``nonlinear``, the linear st-VGG
+for ``linear`` (:mod:`~collapselab.experiments.pcbias.image_nets`), trained one by one on
+the member's ``device`` with the same SGD, scored in evaluation mode (dropout off).
 
 Fig. 1 (R32): images projected onto their top ``P`` principal components look like low-pass
 filtered images. A few test images of the experiment's own inputs (standardised as the
@@ -59,6 +63,7 @@ from collapselab._threads import serial_threads
 from collapselab.checks import check_choice, check_int
 from collapselab.data.fourier import fourier_lowpass, lowpass_mask
 from collapselab.data.pca import PCAProjection
+from collapselab.experiments.gpu_hours import Training, forward_flops
 from collapselab.experiments.pcbias._common import (
     Member,
     read_inputs,
@@ -67,6 +72,11 @@ from collapselab.experiments.pcbias._common import (
     stacked,
 )
 from collapselab.experiments.pcbias.evaluation import set_accuracies, transformed_sets
+from collapselab.experiments.pcbias.image_nets import (
+    chunked_features,
+    chunked_logits,
+    image_network,
+)
 from collapselab.experiments.pcbias.presets import MLPPreset, ProjectionsPreset
 from collapselab.experiments.pcbias.training import batched_sgd_step, sgd_epoch
 from collapselab.experiments.registry import RunContext
@@ -88,6 +98,7 @@ __all__ = [
     "MLPMember",
     "image_shape",
     "log_projected",
+    "member_fields",
     "mlp_dry_run",
     "pca_vs_lowpass",
     "projections_dry_run",
@@ -116,6 +127,9 @@ class MLPMember(Member):
         discriminability: keep the penultimate features' discriminability (non-linear only).
         boundary_epochs, boundary_grid: for 2-D inputs, the epochs after which the decision
             regions are kept on a ``boundary_grid x boundary_grid`` grid.
+        net: ``"mlp"`` (width, depth as above) or ``"st_vgg"`` (the paper's st-VGG, or the
+            linear st-VGG for ``kind="linear"``; width and depth unused).
+        device: where an st-VGG trains (``"cpu"``, ``"cuda"``); MLPs train on the CPU.
     """
 
     kind: Literal["nonlinear", "linear"]
@@ -129,21 +143,28 @@ class MLPMember(Member):
     discriminability: bool = True
     boundary_epochs: tuple[int, ...] = ()
     boundary_grid: int = 60
+    net: Literal["mlp", "st_vgg"] = "mlp"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, KINDS)
+        check_choice("net", self.net, ("mlp", "st_vgg"))
 
     @classmethod
     def of(cls, preset: MLPPreset, **fields: Any) -> MLPMember:
         """Member 0 of an ensemble of ``preset``: its data, MLP and SGD, and ``fields``
         (``kind``, the run's seeds and folder, what differs from the preset)."""
         base = {"data": preset.data, "width": preset.width, "depth": preset.depth, "lr": preset.lr,
-                "batch_size": preset.batch_size, "epochs": preset.epochs}  # fmt: skip
+                "batch_size": preset.batch_size, "epochs": preset.epochs,
+                "net": preset.net}  # fmt: skip
         return cls(**{**base, **fields})
 
-    def network(self, q: int, k: int) -> MLP:
-        """The untrained MLP for ``q`` inputs and ``k`` classes."""
+    def network(self, q: int, k: int) -> torch.nn.Module:
+        """The untrained network for ``q`` inputs and ``k`` classes: the MLP, or the st-VGG
+        (linear st-VGG for ``kind="linear"``) on the rows as ``(C, H, W)`` images."""
         linear = self.kind == "linear"
+        if self.net == "st_vgg":
+            return image_network("st_vgg", q, k, linear=linear)
         return MLP(q, k, width=self.width, depth=self.depth, bias=True,
                    activation="leaky_relu" if linear else "relu",
                    negative_slope=1.0 if linear else 0.01)  # fmt: skip
@@ -154,6 +175,10 @@ class MLPMember(Member):
     @classmethod
     def train_batch(cls, members: Sequence[Member]) -> list[dict[str, Any] | None]:
         return sgd_batch(list(members))  # type: ignore[arg-type]
+
+    def batch_key(self) -> Member | None:
+        """None for st-VGGs (the batched trainer stacks MLPs only): they train one by one."""
+        return None if self.net != "mlp" else super().batch_key()
 
 
 def _grid(x: np.ndarray, size: int) -> torch.Tensor:
@@ -192,8 +217,9 @@ class _Scores:
                                                        "boundary")}  # fmt: skip
 
     def score(self, epoch: int) -> None:
-        """Score the network after ``epoch`` (0: untrained)."""
-        net, t, out = self.net, self.t, self.lists
+        """Score the network after ``epoch`` (0: untrained; an st-VGG in evaluation mode)."""
+        t, out = self.t, self.lists
+        net = self._logits()
         with torch.no_grad():
             hits = net(t.x).argmax(1) == t.y
             out["correct"].append(hits.numpy())
@@ -206,6 +232,13 @@ class _Scores:
         if epoch in self.member.boundary_epochs and epoch > 0:
             with torch.no_grad():
                 out["boundary"].append(net(t.grid).argmax(1).numpy().astype(np.int8))
+
+    def _logits(self):
+        """The MLP itself, or the st-VGG in evaluation mode by chunks, logits on the CPU."""
+        if self.member.net == "mlp":
+            return self.net
+        self.net.eval()
+        return lambda x: chunked_logits(self.net, x)
 
     def result(self) -> dict[str, Any]:
         """The member's measurements at the end of its training."""
@@ -220,18 +253,24 @@ class _Scores:
         if lists["boundary"]:
             out["boundary"] = np.stack(lists["boundary"])
         if member.kind == "nonlinear" and member.discriminability:
-            with torch.no_grad():
-                features = net.flatten(t.x)
-                for layer in net.layers:
-                    features = layer(features)
+            if member.net == "mlp":
+                with torch.no_grad():
+                    features = net.flatten(t.x)
+                    for layer in net.layers:
+                        features = layer(features)
+            else:
+                net.eval()
+                features = chunked_features(net, t.x)
             out["penultimate"] = discriminability(features.double().numpy(), t.data.y, NEIGHBOURS)
         return out
 
 
-def _initial_network(member: MLPMember, tensors: _Tensors) -> MLP:
-    """The member's untrained MLP, drawn after seeding torch with ``1000 seed + member``."""
+def _initial_network(member: MLPMember, tensors: _Tensors) -> torch.nn.Module:
+    """The member's untrained network, drawn after seeding torch with ``1000 seed +
+    member`` (an st-VGG then moved to the member's device)."""
     torch.manual_seed(1000 * member.seed + member.member)
-    return member.network(tensors.x.shape[1], tensors.data.n_classes)
+    net = member.network(tensors.x.shape[1], tensors.data.n_classes)
+    return net if member.net == "mlp" else net.to(member.device)
 
 
 def sgd_member(member: MLPMember) -> dict[str, Any]:
@@ -257,8 +296,12 @@ def _sgd_alone(member: MLPMember) -> _Scores:
     order = torch.Generator().manual_seed(member.member)
     scores = _Scores(member, net, tensors)
     scores.score(0)
+    # an st-VGG trains on its device (the data moved there once), in training mode
+    device = "cpu" if member.net == "mlp" else member.device
+    x, y = tensors.x.to(device), tensors.y.to(device)
     for epoch in range(1, member.epochs + 1):
-        sgd_epoch(net, tensors.x, tensors.y, optimiser, member.batch_size, order)
+        net.train()
+        sgd_epoch(net, x, y, optimiser, member.batch_size, order)
         scores.score(epoch)
     return scores
 
@@ -332,11 +375,25 @@ def mlp_dry_run(
     if bad:
         raise ValueError(f"pcs {bad} must lie in [1, q = {q}] (the input dimension)")
     batch = torch.from_numpy(data.x[: config.batch_size]).float()
+    parameters, flops = {}, {}
     for kind in KINDS:
-        MLPMember.of(config, kind=kind).network(q, data.n_classes)(batch)
-    return {"dataset": config.data.name, "n_train": int(data.x.shape[0]),
-            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(pcs),
-            "members": config.members, "epochs": config.epochs}  # fmt: skip
+        net = MLPMember.of(config, kind=kind).network(q, data.n_classes).eval()
+        with torch.no_grad():
+            net(batch)
+        parameters[kind] = sum(p.numel() for p in net.parameters())
+        flops[kind] = forward_flops(net, batch)
+    n_train, n_test = int(data.x.shape[0]), int(data.x_test.shape[0])
+    work = Training(
+        f"{config.net}, {config.data.name}", flops["nonlinear"], n_train, config.epochs,
+        config.ensembles * config.members,
+        evaluated=n_train + n_test * (1 + len(pcs) + len(getattr(config, "eval_transforms", ()))),
+        evaluations=config.epochs + 1,
+    )  # fmt: skip
+    return {"dataset": config.data.name, "n_train": n_train, "n_test": n_test,
+            "input_dim": q, "pcs": list(pcs), "net": config.net, "parameters": parameters,
+            "forward_flops": flops["nonlinear"], "networks": work.networks,
+            "members": config.members, "epochs": config.epochs,
+            "gpu_work": [work.to_dict()]}  # fmt: skip
 
 
 def projections_dry_run(
@@ -363,12 +420,20 @@ def _optional_records(
     return out
 
 
+def member_fields(preset: MLPPreset, context: RunContext) -> dict[str, Any]:
+    """The run's fields of an ensemble's members (:func:`~collapselab.experiments.pcbias.
+    _common.run_fields`) and, for st-VGGs, the run's device (``--device``)."""
+    fields = run_fields(context)
+    return fields if preset.net == "mlp" else {**fields, "device": context.device}
+
+
 def run_projections(run: Run, context: RunContext) -> None:
     """Train both ensembles; store the curves, accessibility, critical PCs and
     discriminability."""
     preset: ProjectionsPreset = context.config
     first = {kind: MLPMember.of(preset, kind=kind, pcs=preset.pcs,
-                                eval_transforms=preset.eval_transforms, **run_fields(context))
+                                eval_transforms=preset.eval_transforms,
+                                **member_fields(preset, context))
              for kind in KINDS}  # fmt: skip
     ensembles = {kind: member.ensemble(preset.members) for kind, member in first.items()}
     with serial_threads():

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from collapselab._threads import serial_threads
+from collapselab.experiments.gpu_hours import Training, forward_flops
 from collapselab.experiments.pcbias._common import (
     Member,
     one_hot,
@@ -193,8 +194,18 @@ def stvgg_dry_run(
     batch = torch.from_numpy(data.x[: config.batch_size]).float()
     with torch.no_grad():
         net.eval()(batch.reshape(-1, 1, side, side))
-    return {"dataset": config.data.name, "n_train": int(data.x.shape[0]),
-            "n_test": int(data.x_test.shape[0]), "input_dim": q, "pcs": list(config.pcs),
+    n_train, n_test = int(data.x.shape[0]), int(data.x_test.shape[0])
+    work = Training(  # scored on the training set, the projections and the q basis images
+        f"st-VGG x{config.width_multiplier}, {config.data.name}",
+        forward_flops(net, batch.reshape(-1, 1, side, side)),
+        n_train,
+        config.epochs,
+        config.members,
+        n_train + n_test * len(config.pcs) + q,
+        config.epochs + 1,
+    )
+    return {"dataset": config.data.name, "n_train": n_train, "gpu_work": [work.to_dict()],
+            "n_test": n_test, "input_dim": q, "pcs": list(config.pcs),
             "width_multiplier": config.width_multiplier,
             "parameters": sum(p.numel() for p in net.parameters()),
             "members": config.members, "epochs": config.epochs}  # fmt: skip
