@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collapselab.checks import check_choice
+from collapselab.experiments.claims import INCONCLUSIVE, PREMISE_NOT_MET, premise_failed
 
 PAPER = "paper"
 SUBSTITUTED = "paper, substituted"
@@ -334,8 +335,10 @@ def entry_tier(
 
 def tier_counts(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Per tier: verdict counts for the counted tiers (``holds``, ``does not hold``,
-    ``not evaluable``), demonstration outcomes for the tiers apart (``confirmed``, ``not
-    confirmed``, ``not evaluable``); every tier present."""
+    ``not evaluable``; ``inconclusive`` where some claim of the tier is, and ``premise not
+    met``, the not evaluable whose premise failed, where some is), demonstration outcomes
+    for the tiers apart (``confirmed``, ``not confirmed``, ``not evaluable``); every tier
+    present."""
     counts: dict[str, dict[str, int]] = {
         tier: dict.fromkeys(
             ("holds", "does not hold", "not evaluable")
@@ -352,8 +355,12 @@ def tier_counts(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int
         key = entry.get("verdict")
         if tier in APART:
             key = (entry.get("erratum") or {}).get("outcome", "not evaluable")
+        if key == INCONCLUSIVE and tier in COUNTED:
+            counts[tier].setdefault(INCONCLUSIVE, 0)
         if key in counts[tier]:
             counts[tier][key] += 1
+        if premise_failed(entry):
+            counts[tier][PREMISE_NOT_MET] = counts[tier].get(PREMISE_NOT_MET, 0) + 1
     return counts
 
 
