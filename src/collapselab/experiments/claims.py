@@ -640,8 +640,10 @@ def summarize(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 def premise_failed(entry: Mapping[str, Any]) -> bool:
     """Whether a ``claims.json`` entry is not evaluable because its premise was not met."""
     premise = entry.get("premise")
-    return entry.get("verdict") == NOT_EVALUABLE and isinstance(premise, Mapping) and (
-        premise.get("met") is False
+    return (
+        entry.get("verdict") == NOT_EVALUABLE
+        and isinstance(premise, Mapping)
+        and (premise.get("met") is False)
     )
 
 

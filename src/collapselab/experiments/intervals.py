@@ -212,3 +212,22 @@ def judge(interval: Interval, bound: float, op: str) -> str:
     if not any(ends):
         return DOES_NOT_HOLD
     return INCONCLUSIVE
+
+
+def bootstrap_reading(over: str = "the members") -> str:
+    """The words a claim's reading adds when its verdict is decided by
+    :func:`bootstrap_interval` at the defaults (part of the registered reading)."""
+    return (
+        f"; decided by its {100 * LEVEL:g}% percentile-bootstrap interval over {over} "
+        f"({RESAMPLES} resamples, seed {SEED}): all of it within the bound holds, none of it "
+        "does not hold, straddling the bound inconclusive"
+    )
+
+
+def exact_reading(method: str, over: str = "the members") -> str:
+    """The words a claim's reading adds when its verdict is decided by an exact interval
+    (``"Clopper-Pearson"``, ``"order-statistic"``) at :data:`LEVEL`."""
+    return (
+        f"; decided by its exact {100 * LEVEL:g}% {method} interval over {over}: all of it "
+        "within the bound holds, none of it does not hold, straddling the bound inconclusive"
+    )

@@ -30,6 +30,13 @@ that states, for every claim of the paper, in one place:
   bound, the quantity read and the regime of runs it reads (the text is built from the
   constants the check compares with, so a changed bound changes it);
 
+* its **bounds** (:attr:`Registered.bounds`, by name, e.g. ``{"bound": 0.2}``), for the
+  claims that read them from here: such a claim takes its threshold text
+  (:meth:`Register.reading`) and the numbers it compares with (:meth:`Register.bound`) from
+  its register, the one source of truth; a :class:`Change` of such a claim states its new
+  bounds (:attr:`Change.bounds`) beside its new reading, and the test checks that every
+  registered bound is printed in the reading;
+
 * its **history**: a :class:`Change` per change of a bound, a reading or a regime rule
   (date, commit, reason, whether results had been seen). The current reading of a claim
   is the last change's ``after``, else the reading registered first. A registered reading
@@ -145,6 +152,8 @@ class Change:
         results_seen: whether results of the claims had been seen when it was made (a
             change after results is post hoc; its verdicts are not confirmatory).
         renamed: ``claim -> its name before the change``, where the change renamed it.
+        bounds: ``claim -> {name: value}``, the bounds after the change of the claims that
+            read their bounds from the register (:meth:`Register.bound`), where it set any.
     """
 
     date: str
@@ -155,6 +164,7 @@ class Change:
     reason: str
     results_seen: bool
     renamed: Mapping[str, str] = field(default_factory=dict)
+    bounds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, CHANGE_KINDS)
@@ -178,16 +188,20 @@ class Change:
         }
         if claim in self.renamed:
             record["renamed_from"] = self.renamed[claim]
+        if claim in self.bounds:
+            record["bounds"] = dict(self.bounds[claim])
         return record
 
 
 @dataclass(frozen=True)
 class Registered:
-    """A claim's registration: the reading registered first, and its own tiering (which
-    overrides its experiment's)."""
+    """A claim's registration: the reading registered first, its own tiering (which
+    overrides its experiment's) and, for a claim that reads them from here, the bounds
+    registered first (by name)."""
 
     reading: str
     tiering: Tiering = field(default_factory=Tiering)
+    bounds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -217,6 +231,24 @@ class Register:
             if claim in change.after:
                 reading = change.after[claim]
         return reading
+
+    def bounds(self, claim: str) -> dict[str, float]:
+        """The claim's current registered bounds: those registered first, each replaced by
+        the last change that set it."""
+        bounds = dict(self.claims[claim].bounds)
+        for change in self.changes:
+            bounds |= dict(change.bounds.get(claim, {}))
+        return bounds
+
+    def bound(self, claim: str, name: str = "bound") -> float:
+        """One registered bound of ``claim`` (what its check compares with)."""
+        bounds = self.bounds(claim)
+        if name not in bounds:
+            raise KeyError(
+                f"paper {self.paper}'s register has no bound {name!r} for claim {claim!r}; "
+                f"registered: {sorted(bounds)}"
+            )
+        return float(bounds[name])
 
     def history(self, claim: str) -> list[dict[str, Any]]:
         """The claim's changes, oldest first, as ``claims.json`` records."""
