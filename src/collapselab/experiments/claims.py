@@ -566,7 +566,8 @@ def evaluate_claim(claim: Claim, results: RunResults) -> ClaimResult:
             return not_evaluable(f"the premise check raised {type(error).__name__}: {error}")
         premise = checked.record(claim.premise.statement)
         if not checked.met:
-            reason = f"{PREMISE_NOT_MET}: {claim.premise.statement} ({checked.detail})"
+            # the premise's statement is in the record; the detail says what was measured
+            reason = f"{PREMISE_NOT_MET}: {checked.detail}"
             return ClaimResult(NOT_EVALUABLE, {}, None, reason, premise=premise)
     try:
         result = claim.evaluate(results)
@@ -954,14 +955,15 @@ def claim_from_check(
     check: CheckFn,
     presets: tuple[str, ...] | None = None,
     erratum: Erratum | None = None,
+    premise: Premise | None = None,
 ) -> Claim:
     """A :class:`Claim` whose ``evaluate`` turns ``check``'s four results into a verdict
     (``"holds"`` when its first result is true); ``erratum`` marks the demonstration of a
-    published error. :class:`NotEvaluable` raised by ``check`` propagates to
-    :func:`evaluate_claim`, which reports it."""
+    published error, ``premise`` what the claim presumes of the run. :class:`NotEvaluable`
+    raised by ``check`` propagates to :func:`evaluate_claim`, which reports it."""
 
     def evaluate(results: RunResults) -> ClaimResult:
         ok, values, bound, detail = check(results)
         return ClaimResult.decided(ok, dict(values), bound, detail)
 
-    return Claim(name, statement, source, threshold, evaluate, presets, erratum)
+    return Claim(name, statement, source, threshold, evaluate, presets, erratum, premise)

@@ -50,6 +50,7 @@ that states, for every claim of the paper, in one place:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -290,6 +291,20 @@ class Register:
                     problems.append(f"{change.commit}: {claim!r} is not changed")
                 current[claim] = change.after[claim]
         return problems
+
+
+def extended(register: Register, *changes: Change) -> Register:
+    """``register`` with ``changes`` appended (a register is built once, then its later
+    changes are appended in order; :meth:`Register.chain_problems` checks that each
+    follows on from the reading before it)."""
+    return dataclasses.replace(register, changes=(*register.changes, *changes))
+
+
+def amended(register: Register, claims: Sequence[str], words: str) -> tuple[dict, dict]:
+    """``(before, after)`` of a :class:`Change` that adds ``words`` to the current reading
+    of each of ``claims`` (a premise, the interval that decides the verdict)."""
+    before = {name: register.reading(name) for name in claims}
+    return before, {name: reading + words for name, reading in before.items()}
 
 
 def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str]:

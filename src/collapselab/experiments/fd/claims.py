@@ -29,10 +29,13 @@ from collapselab.experiments.claims import (
     Claim,
     Erratum,
     NotEvaluable,
+    Premise,
+    PremiseCheck,
     RunResults,
     check_rank_correlation,
     claim_from_check,
 )
+from collapselab.experiments.fd.preregistration import LEADING_PREMISE, REGISTER
 from collapselab.experiments.fd.results import (
     arms,
     describe_lengths,
@@ -422,6 +425,27 @@ def _few_classes(results: RunResults) -> tuple[bool, dict, float, str]:
     )
 
 
+def _leading_learnt(results: RunResults) -> PremiseCheck:
+    """Both leading classes above twice chance at the end of phase 1 (the premise)."""
+    d = _directions(results)
+    acc = np.asarray(d["class_accuracy"], dtype=np.float64)
+    leading = [int(c) for c in d["leading"]]
+    learnt = {int(c) for c in np.asarray(d["dominant"]).ravel()}
+    twice_chance = 2.0 / acc.size
+    values = {f"class{c}_accuracy": float(acc[c]) for c in leading}
+    values["twice_chance"] = twice_chance
+    detail = (
+        "probe accuracy at the end of phase 1: "
+        + ", ".join(f"class {c} {acc[c]:.3g}" for c in leading)
+        + f" (learnt: above twice chance, {twice_chance:.3g})"
+    )
+    return PremiseCheck(all(c in learnt for c in leading), values, detail)
+
+
+LEADING_LEARNT = Premise(LEADING_PREMISE, _leading_learnt)
+"""The premise of the common-direction claims: the leading classes were learnt in phase 1."""
+
+
 def _theorem2(results: RunResults) -> tuple[bool, dict, float, str]:
     d = _directions(results)
     hyp = np.asarray(d["theorem2_hypothesis"])
@@ -444,39 +468,41 @@ DIRECTION_CLAIMS: list[Claim] = [
         "The strength of the primary common direction of the average weight change is "
         "about ten times that of the second; the others are small.",
         "§4.2, Fig. 4, S-Fig. 25",
-        f"s_1 / s_2 >= {STRENGTH_RATIO} for both leading classes (third linear layer)",
+        REGISTER.reading("primary-direction-dominates-average-change"),
         _strengths,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "s-primary-order-of-magnitude-above-s-k",
         "S_primary is about an order of magnitude above each noise strength S_k.",
         "§4.3, Table 1",
-        f"S_primary / max(S_1, S_2, S_3) >= {S_RATIO} (the paper's weakest entry is 9.2) "
-        "at every analysed layer for both leading classes",
+        REGISTER.reading("s-primary-order-of-magnitude-above-s-k"),
         _table,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "feature-similar-to-delta-v",
         "cos(α_c ΔV, F) is positive over the samples of the category in phase 1.",
         "§4.2, Fig. 5",
-        "the class mean of cos(α_c ΔV, F) (ΔV from the actual mini-batch update) > 0 at "
-        "every captured iteration, both leading classes",
+        REGISTER.reading("feature-similar-to-delta-v"),
         _m10,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "o-positive",
         "For each sample, o^(l) = cos(ΔV, F) cos(V, ΔF) is positive and usually increases.",
         "§4.2, Lemma 3, Fig. 6, S-Fig. 26",
-        "mean o^(l) over the probe samples > 0 at every captured iteration with ΔF = -Ḟ "
-        "(the other two readings reported beside it)",
+        REGISTER.reading("o-positive"),
         _o,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "lemma3-primary-term-dominates",
         "At the end of phase 1 Lemma 3's primary term is much larger than its noise term.",
         "Lemma 3, S-Fig. 27",
-        f"median |primary| / |noise| >= {LEMMA3_DOMINANCE} over the probe samples",
+        REGISTER.reading("lemma3-primary-term-dominates"),
         _lemma3,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "one-or-two-classes-learnt-in-phase-1",
@@ -489,7 +515,8 @@ DIRECTION_CLAIMS: list[Claim] = [
         "theorem2-sign-consistency",
         "Same-category samples share the sign of Cᵀ D Ḟ (Theorem 2's hypothesis).",
         "Theorem 2",
-        ">= 90% of same-class pairs of both leading classes share the sign",
+        REGISTER.reading("theorem2-sign-consistency"),
         _theorem2,
+        premise=LEADING_LEARNT,
     ),
 ]

@@ -11,11 +11,31 @@ erratum demonstration (the paper's attribution, note 000 A19).
 from collapselab.experiments.preregistration import (
     ERRATUM,
     PAPER,
+    Change,
     Register,
     Registered,
     Substitution,
     Tiering,
+    amended,
+    extended,
 )
+
+LEADING_PREMISE = (
+    "the two leading classes (highest probe accuracy at the end of phase 1) were learnt in "
+    "phase 1: each has a probe accuracy above twice chance there (Assumption 1, note A23), so "
+    "that their common direction is the one the paper analyses"
+)
+COMMON_DIRECTION_CLAIMS = (
+    "primary-direction-dominates-average-change",
+    "s-primary-order-of-magnitude-above-s-k",
+    "feature-similar-to-delta-v",
+    "o-positive",
+    "lemma3-primary-term-dominates",
+    "theorem2-sign-consistency",
+)
+"""The claims about the common direction of the classes learnt in phase 1 (premise)."""
+ISSUE35_COMMIT = "verdicts"
+"""The commit that made the issue-35 change below (the premise checked)."""
 
 CPU_DATA = Substitution(
     what="Fashion-MNIST or a Gaussian mixture for CIFAR-10, MNIST and Tiny ImageNet, with the "
@@ -25,7 +45,7 @@ CPU_DATA = Substitution(
 )
 """What ``quick`` and ``standard`` substitute for the paper's data."""
 
-REGISTER = Register(
+_REGISTER = Register(
     paper="000",
     registered="2026-11-28, at 7c5c37e (integ3)",
     experiments={
@@ -124,4 +144,27 @@ REGISTER = Register(
             "reported, not required)"
         ),
     },
+)
+
+REGISTER = extended(
+    _REGISTER,
+    Change(
+        "2026-11-28",
+        ISSUE35_COMMIT,
+        "regime rule",
+        *amended(
+            _REGISTER,
+            COMMON_DIRECTION_CLAIMS,
+            "; read only on a run whose two leading classes were learnt in phase 1 (premise: "
+            "probe accuracy above twice chance at the end of the window), otherwise not "
+            "evaluable",
+        ),
+        reason=(
+            "issue 35 item 6: the common-direction claims presume the classes whose direction "
+            "they read were learnt in phase 1; on a run where they were not, the claims are "
+            "not evaluable (premise not met), never a verdict. At quick the premise is met "
+            "(classes 1 and 3 at probe accuracy 0.5, twice chance 0.2): verdicts unchanged"
+        ),
+        results_seen=True,
+    ),
 )

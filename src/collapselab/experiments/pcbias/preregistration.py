@@ -94,7 +94,7 @@ _FIRST = {
 }
 """The readings registered first of the claims decided over members (as in ``claims``)."""
 _MEMBER_CLAIMS = tuple(_FIRST)
-MEMBER_INTERVALS_COMMIT = "e0f1b1c"
+MEMBER_INTERVALS_COMMIT = "1d2770d"
 """The commit that decided the ensemble claims by an interval over members (issue 35)."""
 
 REGISTER = Register(
