@@ -113,8 +113,7 @@ def test_median_interval_coverage_by_enumeration():
     for n in (3, 5, 10):
         for j in range(1, (n + 1) // 2 + 1):
             outside = sum(
-                sum(s) <= j - 1 or n - sum(s) <= j - 1
-                for s in itertools.product((0, 1), repeat=n)
+                sum(s) <= j - 1 or n - sum(s) <= j - 1 for s in itertools.product((0, 1), repeat=n)
             )
             assert median_coverage(n, j) == pytest.approx(1 - outside / 2**n, abs=1e-15)
     values = np.array([5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 4.0, 6.0, 10.0])

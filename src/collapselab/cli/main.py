@@ -237,7 +237,9 @@ def list_experiments(
         Text(
             "Tiers (collapselab.experiments.preregistration): paper; paper, substituted (other "
             "data or architecture than the paper's); beyond (the project's own checks); "
-            "erratum and ambiguity apart from every fraction."
+            "erratum and ambiguity apart from every fraction. A claim with a premise (what it "
+            "presumes of the run) is not evaluable on a run that does not meet it; reports "
+            "and the index count those per tier."
         )
     )
 

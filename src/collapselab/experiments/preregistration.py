@@ -328,10 +328,11 @@ def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str
 
 
 def tier_summary(experiment: Any, preset: str) -> str:
-    """An experiment's claims by tier at ``preset`` in words, and the presets that run the
-    paper's own data and architecture where some substitute:
-    ``"4 paper, substituted, 1 erratum (the paper's own at: paper)"``; ``""`` for an
-    experiment of no registered paper."""
+    """An experiment's claims by tier at ``preset`` in words, the presets that run the
+    paper's own data and architecture where some substitute, and how many claims have a
+    premise (not evaluable on a run that does not meet it):
+    ``"4 paper, substituted, 1 erratum (the paper's own at: paper); 3 with a premise"``;
+    ``""`` for an experiment of no registered paper."""
     register = register_for(experiment.paper)
     if register is None or not experiment.claims:
         return ""
@@ -345,6 +346,9 @@ def tier_summary(experiment: Any, preset: str) -> str:
     text = ", ".join(f"{n} {tier}" for tier, n in counts.items() if n)
     if faithful and counts[SUBSTITUTED]:
         text += f" (the paper's own at: {', '.join(sorted(faithful))})"
+    premised = sum(getattr(claim, "premise", None) is not None for claim in experiment.claims)
+    if premised:
+        text += f"; {premised} with a premise"
     return text
 
 

@@ -1288,19 +1288,23 @@ def _at_start(results: RunResults, metric: str, layer: str) -> float:
 
 
 def _count_claim(name: str, metric: str, target: str, layer_index: int):
-    """A count the theory fixes (``K``, ``K(K-1)``, ``K²``), read with the claim's registered
-    tolerance (0: exactly; a window would admit a competing structure, e.g. K(K−1) for K²)."""
+    """A count the theory fixes (``K``, ``K(K-1)``, ``K²``; ``rank``: the collapsed weights'
+    rank, ``K`` under MSE by Thm 4.4 and ``K − 1`` under CE, the simplex ETF's), read with
+    the claim's registered tolerance (0: exactly; a window would admit a competing
+    structure, e.g. K(K−1) for K²)."""
     slack = REGISTER.bound(name, "tolerance")
 
     def evaluate(results: RunResults) -> ClaimResult:
         K, last, before = _network_info(results)
         layer = last if layer_index == -1 else before
-        expected = {"K": K, "K(K-1)": K * (K - 1), "K^2": K * K}[target]
+        ce = (results.manifest.get("config") or {}).get("loss") == "ce"
+        expected = {"K": K, "K(K-1)": K * (K - 1), "K^2": K * K, "rank": K - 1 if ce else K}[target]
+        target_text = ("K-1 (CE: simplex ETF)" if ce else "K (MSE)") if target == "rank" else target
         got = _at_end(results, metric, layer)
         holds = abs(got - expected) <= slack
         within = "exactly" if slack == 0 else f"within {slack:g}"
         detail = (
-            f"{metric} of {layer!r} at the final epoch is {got:g}; predicted {target} = "
+            f"{metric} of {layer!r} at the final epoch is {got:g}; predicted {target_text} = "
             f"{expected} ({within}): {'yes' if holds else 'no'}"
         )
         values = {"count": got, "predicted": float(expected), "K": float(K)}
@@ -1486,7 +1490,7 @@ NETWORK_CLAIMS = [
         "W Wᵀ of a layer has K outliers (low-rank weights under DNC)",
         "the project's real-network check (issue 13); tests 004 Thm 4.4",
         REGISTER.reading("weights-k-outliers"),
-        _with_premise(_count_claim("weights-k-outliers", "weight_outliers", "K", -2)),
+        _with_premise(_count_claim("weights-k-outliers", "weight_outliers", "rank", -2)),
         premise=TERMINAL_PHASE,
     ),
 ]

@@ -66,7 +66,7 @@ MLP_PREMISED = (
     "mlp-papyan-knockouts",
 )
 """The ``dlufm-mlp`` claims that presume zero training error."""
-ISSUE35_COMMIT = "verdicts"
+ISSUE35_COMMIT = "1b5ffff"
 """The commit that made the issue-35 changes below (counts exact, premises, intervals)."""
 
 
@@ -422,17 +422,21 @@ _EXACT_COUNTS = {
         "outliers of G (weight layer before the classifier, final epoch) exactly K² (tolerance 0)"
     ),
     "weights-k-outliers": (
-        "outliers of eig(W Wᵀ) of the weight layer before the classifier exactly K (tolerance 0)"
+        "outliers of eig(W Wᵀ) of the weight layer before the classifier exactly K with MSE "
+        "(Thm 4.4) and K − 1 with CE (the simplex ETF's rank) (tolerance 0)"
     ),
 }
 _COUNTS_REASON = (
     "issue 35 item 3: a count the theory fixes is read exactly. The windows admitted competing "
     "structures: on an MSE classifier the Hessian is (2/C) I_K ⊗ Σ_h, so its outlier count is "
     "a multiple of K, and at K = 3 'K² within K' accepts 6 = K(K−1); 'K within 1' accepts "
-    "K − 1 (weights-k-outliers held with 2 at K = 3). At quick (K = 5) the exact reading "
-    "changes curvature-mlp-mse's ggn-k2-outliers (27) and curvature-mlp-ce's and "
-    "curvature-conv-mse's weights-k-outliers (4) from holds to does not hold; the premise "
-    "change below makes every curvature claim at quick not evaluable all the same"
+    "K − 1 (weights-k-outliers held with 2 at K = 3). weights-k-outliers now reads the rank "
+    "each loss's collapse fixes: K with MSE (Thm 4.4), K − 1 with CE (the simplex ETF, as "
+    "docs/curvature.md's audit says). At quick (K = 5) the exact reading would change "
+    "curvature-mlp-mse's ggn-k2-outliers (27) and curvature-conv-mse's weights-k-outliers "
+    "(4) from holds to does not hold, and curvature-mlp-ce's weights-k-outliers (4 = K − 1) "
+    "would hold; the premise change below makes every curvature claim at quick not "
+    "evaluable all the same"
 )
 _PREMISE_WORDS = (
     "; read only on a run in the terminal phase (premise: zero training error from some epoch "

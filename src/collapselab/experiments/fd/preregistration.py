@@ -34,7 +34,7 @@ COMMON_DIRECTION_CLAIMS = (
     "theorem2-sign-consistency",
 )
 """The claims about the common direction of the classes learnt in phase 1 (premise)."""
-ISSUE35_COMMIT = "verdicts"
+ISSUE35_COMMIT = "1b5ffff"
 """The commit that made the issue-35 change below (the premise checked)."""
 
 CPU_DATA = Substitution(
