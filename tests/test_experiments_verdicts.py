@@ -171,6 +171,8 @@ FIRST_BOUNDS = {
     "002/closed-form-glorot-paper-factor": {"bound": 0.2},
     "002/shuffled-labels-slower": {"bound": 2.0},
     "002/whitening-removes-label-gap": {"bound": 1.5},
+    "002/small-p-declines": {"bound": 0.02},
+    "002/stvgg-small-p-declines": {"bound": 0.02},
 }
 """Every bound registered first: editing one (rather than appending a Change) fails here."""
 

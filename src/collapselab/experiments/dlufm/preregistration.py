@@ -66,7 +66,7 @@ MLP_PREMISED = (
     "mlp-papyan-knockouts",
 )
 """The ``dlufm-mlp`` claims that presume zero training error."""
-ISSUE35_COMMIT = "1b5ffff"
+ISSUE35_COMMIT = "ecb9b2d"  # made in 1b5ffff, its readings final in ecb9b2d
 """The commit that made the issue-35 changes below (counts exact, premises, intervals)."""
 
 
