@@ -63,7 +63,7 @@ def _claim(name: str) -> Claim:
 def test_a_verdict_from_an_interval(bound, op, verdict):
     result = ClaimResult.from_interval(INTERVAL, bound, op, {"n": 10.0}, "mean error 0.15")
     assert result.verdict == verdict
-    assert result.values == {"n": 10.0, "estimate": 0.15, "low": 0.12, "high": 0.19}
+    assert result.values == {"n": 10.0}
     assert result.threshold == bound
     record = result.to_dict()
     assert record["interval"] == {

@@ -120,12 +120,10 @@ class ClaimResult:
         """The verdict of ``interval`` against ``bound`` (:func:`intervals.judge
         <collapselab.experiments.intervals.judge>`: holds when the whole interval satisfies
         ``op bound``, does not hold when none of it does, inconclusive when it straddles),
-        with the interval's ends among the values and in the detail."""
+        with the interval in the result (``claims.json``: ``interval``) and the detail."""
         verdict = judge(interval, bound, op)
-        values = {**values, "estimate": interval.estimate, "low": interval.low,
-                  "high": interval.high}  # fmt: skip
         text = f"{detail}; interval {interval.text()} {op} {bound:g}? {verdict}"
-        return cls(verdict, values, bound, text, interval)
+        return cls(verdict, dict(values), bound, text, interval)
 
     @classmethod
     def decided(

@@ -8,6 +8,7 @@ substituted`` there. The equal-effective-learning-rate control of the momentum s
 erratum demonstration (the paper's attribution, note 000 A19).
 """
 
+from collapselab.experiments.intervals import bootstrap_reading
 from collapselab.experiments.preregistration import (
     ERRATUM,
     PAPER,
@@ -35,6 +36,8 @@ COMMON_DIRECTION_CLAIMS = (
 )
 """The claims about the common direction of the classes learnt in phase 1 (premise)."""
 ISSUE35_COMMIT = "1b5ffff"
+REPEATS_COMMIT = "verdicts"
+"""The commit that decided the momentum claims over each arm's seeds."""
 """The commit that made the issue-35 change below (the premise checked)."""
 
 CPU_DATA = Substitution(
@@ -164,6 +167,26 @@ REGISTER = extended(
             "they read were learnt in phase 1; on a run where they were not, the claims are "
             "not evaluable (premise not met), never a verdict. At quick the premise is met "
             "(classes 1 and 3 at probe accuracy 0.5, twice chance 0.2): verdicts unchanged"
+        ),
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        REPEATS_COMMIT,
+        "reading",
+        *amended(
+            _REGISTER,
+            ("momentum-shortens-phase-1", "momentum-shortens-phase-1-at-equal-effective-lr"),
+            bootstrap_reading("each arm's seeds, every arm resampled on its own")
+            + " (the statistic: the largest step between consecutive arms' median phase-1 "
+            "lengths, < 0)",
+        ),
+        reason=(
+            "issue 35 item 3: where an arm is trained with several seeds (repeat: standard "
+            "repeats the equal-effective-rate control and the L2 sweep with three seeds) the "
+            "order of the medians is decided by a seeded percentile bootstrap over each "
+            "arm's seeds; with one seed per arm (quick) the interval is the point and the "
+            "verdicts are unchanged"
         ),
         results_seen=True,
     ),

@@ -103,7 +103,7 @@ _DECLINES = {
 }
 """The readings registered first of Fig. 5's decline claims, decided over members since
 :data:`DECLINES_COMMIT`."""
-DECLINES_COMMIT = "verdicts"
+DECLINES_COMMIT = "958f101"
 MEMBER_INTERVALS_COMMIT = "1d2770d"
 """The commit that decided the ensemble claims by an interval over members (issue 35)."""
 
