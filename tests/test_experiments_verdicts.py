@@ -335,3 +335,35 @@ def test_label_gap_bootstraps_two_ensembles_and_straddles_at_the_bound():
     assert result.interval.low <= 1.5 <= result.interval.high  # ratio 1.5: straddles
     assert ratio == pytest.approx(1.5, abs=0.02)
     assert result.verdict == "inconclusive"
+
+
+def _momentum_run(seeds: dict[str, list[float]]) -> RunResults:
+    arms = {value: f"m{value}" for value in seeds}
+    replicas, arrays = {}, {}
+    for value, lengths in seeds.items():
+        names = [arms[value]] + [f"{arms[value]}-seed{i}" for i in range(1, len(lengths))]
+        replicas[arms[value]] = names
+        for name, length in zip(names, lengths, strict=True):
+            arrays[f"traj_{name}"] = {"phase_phase1_length": np.array(length),
+                                      "phase_left_phase1": np.array(1.0)}  # fmt: skip
+    manifest = {"groups": {"momentum": [[v, a] for v, a in arms.items()]}, "replicas": replicas}
+    return RunResults(pd.DataFrame(), manifest, arrays)
+
+
+def test_momentum_order_is_decided_over_each_arms_seeds():
+    claim = _claim("momentum-shortens-phase-1")
+    one = evaluate_claim(claim, _momentum_run({"0.0": [210.0], "0.5": [110.0], "0.9": [44.0]}))
+    assert (one.verdict, one.interval.low, one.interval.high) == ("holds", -66.0, -66.0)
+    # medians 200 > 150 > 100, but the seeds of 0.5 and 0.9 overlap: a resample can rise
+    seeds = {"0.0": [200.0, 210.0, 190.0], "0.5": [150.0, 90.0, 230.0], "0.9": [100.0, 40.0, 160.0]}
+    result = evaluate_claim(claim, _momentum_run(seeds))
+    assert result.values["m0.5_phase1_length"] == 150.0
+    draws = np.random.default_rng(0)
+    idx = [draws.integers(0, 3, size=(2000, 3)) for _ in range(3)]
+    arms = [np.array(v) for v in seeds.values()]
+    rises = np.sort([max(np.median(arms[1][i1]) - np.median(arms[0][i0]),
+                         np.median(arms[2][i2]) - np.median(arms[1][i1]))
+                     for i0, i1, i2 in zip(*idx, strict=True)])  # fmt: skip
+    assert result.interval.low == rises[49] and result.interval.high == rises[1949]
+    assert result.interval.low < 0 < result.interval.high
+    assert result.verdict == "inconclusive"

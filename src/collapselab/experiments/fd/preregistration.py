@@ -36,7 +36,7 @@ COMMON_DIRECTION_CLAIMS = (
 )
 """The claims about the common direction of the classes learnt in phase 1 (premise)."""
 ISSUE35_COMMIT = "1b5ffff"
-REPEATS_COMMIT = "verdicts"
+REPEATS_COMMIT = "ef728e6"
 """The commit that decided the momentum claims over each arm's seeds."""
 """The commit that made the issue-35 change below (the premise checked)."""
 
