@@ -367,3 +367,24 @@ def test_momentum_order_is_decided_over_each_arms_seeds():
     assert result.interval.low == rises[49] and result.interval.high == rises[1949]
     assert result.interval.low < 0 < result.interval.high
     assert result.verdict == "inconclusive"
+
+
+def test_an_inconclusive_demonstration_is_counted_as_such():
+    from collapselab.experiments.claims import Erratum, summarize_errata
+
+    erratum = Erratum()
+    assert erratum.outcome("inconclusive") == "inconclusive"
+    assert erratum.wording("inconclusive") == "inconclusive"
+    entries = [
+        {"kind": "erratum", "erratum": {"outcome": "confirmed"}, "tier": "erratum"},
+        {"kind": "erratum", "erratum": {"outcome": "inconclusive"}, "tier": "erratum"},
+    ]
+    assert summarize_errata(entries) == {
+        "confirmed": 1,
+        "not confirmed": 0,
+        "not evaluable": 0,
+        "inconclusive": 1,
+    }
+    counts = tier_counts(entries)["erratum"]
+    assert counts == {"confirmed": 1, "not confirmed": 0, "not evaluable": 0, "inconclusive": 1}
+    assert tier_text("erratum", counts, ("erratum",)) == "1 / 2 confirmed, 1 inconclusive"

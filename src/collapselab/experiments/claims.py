@@ -443,7 +443,10 @@ class Erratum:
         check_choice("subject", self.subject, tuple(_ERRATUM_WORDS))
 
     def outcome(self, verdict: str) -> str:
-        """``"confirmed"``, ``"not confirmed"`` or ``"not evaluable"`` for a claim verdict."""
+        """``"confirmed"``, ``"not confirmed"``, ``"inconclusive"`` (the claim's interval
+        straddles its bound) or ``"not evaluable"`` for a claim verdict."""
+        if verdict == INCONCLUSIVE:
+            return INCONCLUSIVE
         if verdict not in (HOLDS, DOES_NOT_HOLD):
             return NOT_EVALUABLE
         return CONFIRMED if verdict == self.confirmed_when else NOT_CONFIRMED
@@ -451,8 +454,8 @@ class Erratum:
     def wording(self, verdict: str) -> str:
         """The outcome in words for reports ("published formula confirmed wrong", ...)."""
         outcome = self.outcome(verdict)
-        if outcome == NOT_EVALUABLE:
-            return NOT_EVALUABLE
+        if outcome in (NOT_EVALUABLE, INCONCLUSIVE):
+            return outcome
         confirmed, not_confirmed = _ERRATUM_WORDS[self.subject]
         return confirmed if outcome == CONFIRMED else not_confirmed
 
@@ -647,13 +650,14 @@ def premise_failed(entry: Mapping[str, Any]) -> bool:
 
 
 def summarize_errata(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Number of erratum demonstrations per outcome (confirmed, not confirmed, not evaluable)."""
-    counts = dict.fromkeys(ERRATUM_OUTCOMES, 0)
+    """Number of erratum demonstrations per outcome (confirmed, not confirmed, not
+    evaluable; inconclusive where some demonstration is)."""
+    counts = dict.fromkeys((*ERRATUM_OUTCOMES, INCONCLUSIVE), 0)
     for entry in entries:
         outcome = (entry.get("erratum") or {}).get("outcome")
         if _is_erratum(entry) and outcome in counts:
             counts[outcome] += 1
-    return counts
+    return {k: n for k, n in counts.items() if k in ERRATUM_OUTCOMES or n}
 
 
 # ---------------------------------------------------------------- numeric checks

@@ -406,7 +406,7 @@ def tier_counts(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int
         key = entry.get("verdict")
         if tier in APART:
             key = (entry.get("erratum") or {}).get("outcome", "not evaluable")
-        if key == INCONCLUSIVE and tier in COUNTED:
+        if key == INCONCLUSIVE:  # a verdict, or a demonstration's outcome
             counts[tier].setdefault(INCONCLUSIVE, 0)
         if key in counts[tier]:
             counts[tier][key] += 1

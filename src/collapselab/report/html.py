@@ -225,7 +225,12 @@ def _values_text(values: Mapping[str, Any]) -> str:
     return "<br>".join(f"{breakable(k)} = {esc(fmt_number(v))}" for k, v in values.items())
 
 
-_ERRATUM_CLASS = {"confirmed": "warn", "not confirmed": "na", "not evaluable": "na"}
+_ERRATUM_CLASS = {
+    "confirmed": "warn",
+    "not confirmed": "na",
+    "inconclusive": "warn",
+    "not evaluable": "na",
+}
 
 
 def erratum_badge(erratum: Mapping[str, Any]) -> str:

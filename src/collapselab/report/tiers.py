@@ -46,9 +46,12 @@ def tier_text(tier: str, counts: Mapping[str, int], apart: Sequence[str]) -> str
         total = sum(int(counts.get(k, 0)) for k in _OUTCOMES)
         if not total:
             return "none"
+        undecided = int(counts.get("inconclusive", 0))
         missing = int(counts.get("not evaluable", 0))
-        return f"{counts.get('confirmed', 0)} / {total} confirmed" + (
-            f", {missing} not evaluable" if missing else ""
+        return (
+            f"{counts.get('confirmed', 0)} / {total + undecided} confirmed"
+            + (f", {undecided} inconclusive" if undecided else "")
+            + (f", {missing} not evaluable" if missing else "")
         )
     holds, fails = int(counts.get("holds", 0)), int(counts.get("does not hold", 0))
     undecided = int(counts.get("inconclusive", 0))
