@@ -76,7 +76,7 @@ def test_the_pc_frame_gd_step_is_the_exact_step_on_the_data(widths):
 def test_tiny_preset_runs_end_to_end_with_figures_and_claims(runs, experiment_id):
     claims = check_completed_run(runs[experiment_id], get_experiment(experiment_id))
     # 4 epochs at tiny: the P-separable data is never learnt to 0.9 (said, not evaluated)
-    allowed = ("holds", "does not hold") + (
+    allowed = ("holds", "does not hold", "inconclusive") + (
         ("not evaluable",) * (experiment_id == "pcbias-separable")
     )
     for entry in claims.values():

@@ -248,7 +248,9 @@ def list_experiments(
         Text(
             "Tiers (collapselab.experiments.preregistration): paper; paper, substituted (other "
             "data or architecture than the paper's); beyond (the project's own checks); "
-            "erratum and ambiguity apart from every fraction."
+            "erratum and ambiguity apart from every fraction. A claim with a premise (what it "
+            "presumes of the run) is not evaluable on a run that does not meet it; reports "
+            "and the index count those per tier."
         )
     )
 
@@ -523,11 +525,19 @@ def _print_data(data: object) -> None:
         console.print(f"[yellow]note:[/yellow] {_e(note)}")
 
 
-_VERDICT_COLOURS = {"holds": "green", "does not hold": "red", "not evaluable": "yellow"}
+_VERDICT_COLOURS = {
+    "holds": "green",
+    "does not hold": "red",
+    "inconclusive": "magenta",
+    "not evaluable": "yellow",
+}
 
 
 def _print_claims(run_path: Path) -> None:
+    """The run's claims: name and tier, verdict with its interval over the members where
+    one decided it, and the detail (with the premise check where the claim has one)."""
     from collapselab.report.html import read_claims
+    from collapselab.report.verdicts import interval_text, premise_text
 
     document, problem = read_claims(run_path)
     if problem:
@@ -541,7 +551,15 @@ def _print_claims(run_path: Path) -> None:
         shown = f"[{colour}]{_e(verdict)}[/{colour}]"
         if entry.get("kind") == "erratum":  # an erratum demonstration, in its own words
             shown = f"[cyan]{_e((entry.get('erratum') or {}).get('wording', verdict))}[/cyan]"
-        table.add_row(_e(entry.get("name")), shown, _e(entry.get("detail", "")))
+        if entry.get("interval"):
+            shown += f"\n[dim]{_e(interval_text(entry['interval']))}[/dim]"
+        name = _e(entry.get("name"))
+        if entry.get("tier"):
+            name += f"\n[dim]{_e(entry['tier'])}[/dim]"
+        detail = _e(entry.get("detail", ""))
+        if entry.get("premise") and (entry["premise"].get("met") or verdict != "not evaluable"):
+            detail += f"\n[dim]{_e(premise_text(entry['premise']))}[/dim]"
+        table.add_row(name, shown, detail)
     console.print(table)
 
 
@@ -637,6 +655,8 @@ def reproduce(
                 f"; claims: {counts.get('holds', 0)} hold, {counts.get('does not hold', 0)} "
                 f"do not hold, {counts.get('not evaluable', 0)} not evaluable"
             )
+            if counts.get("inconclusive"):
+                text += f", {counts['inconclusive']} inconclusive"
         if outcome.error:
             text += f"\n  [red]error:[/red] {_e(outcome.error)}"
         for note in outcome.notes or []:

@@ -13,11 +13,20 @@ Verdicts:
     the measured numbers satisfy the stated threshold;
 ``"does not hold"``
     they do not;
+``"inconclusive"``
+    the claim compares a statistic of seeds, ensemble members or repeats with a bound, and
+    the statistic's interval over the members (:mod:`~collapselab.experiments.intervals`:
+    a seeded bootstrap, or an exact interval) straddles the bound
+    (:meth:`ClaimResult.from_interval`); the interval is in the result;
 ``"not evaluable"``
     the run does not contain what the claim needs (missing or NaN values, too few
     points, a preset too small for the claim, a failed run), or the evaluation raised.
     Raise :class:`NotEvaluable` inside an ``evaluate`` function to say so with a reason;
     any other exception is caught by :func:`evaluate_claim` and reported with its text.
+    A claim with a :class:`Premise` (what it presumes of the run: the terminal phase, the
+    leading classes learnt) is "not evaluable" on a run that does not meet it, never a
+    verdict either way; the entry records the premise's check, with its numbers, on every
+    run (``premise``: ``statement``, ``met``, ``values``, ``detail``).
 
 Kinds. Most claims are **empirical**: a statement of the paper held against measurements.
 A claim marked with an :class:`Erratum` is an **erratum demonstration**: it runs the paper's
@@ -39,6 +48,7 @@ stated: :func:`decreases_by` (a series falls by a factor between two points),
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,13 +59,20 @@ import numpy as np
 import pandas as pd
 
 from collapselab.checks import check_choice, check_float
+from collapselab.experiments.intervals import Interval, judge
 from collapselab.store import zero_error_epoch
 
-Verdict = Literal["holds", "does not hold", "not evaluable"]
+Verdict = Literal["holds", "does not hold", "inconclusive", "not evaluable"]
 HOLDS: Verdict = "holds"
 DOES_NOT_HOLD: Verdict = "does not hold"
+INCONCLUSIVE: Verdict = "inconclusive"
 NOT_EVALUABLE: Verdict = "not evaluable"
-VERDICTS: tuple[Verdict, ...] = (HOLDS, DOES_NOT_HOLD, NOT_EVALUABLE)
+VERDICTS: tuple[Verdict, ...] = (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_EVALUABLE)
+SUMMARY_VERDICTS: tuple[Verdict, ...] = (HOLDS, DOES_NOT_HOLD, NOT_EVALUABLE)
+"""The verdicts every summary counts (possibly 0); ``inconclusive`` is counted where some
+claim is (documents written before noise-aware verdicts have no such key)."""
+PREMISE_NOT_MET = "premise not met"
+"""The reason (and count key) of a "not evaluable" claim whose premise the run does not meet."""
 
 ZERO_ERROR = "zero_error_epoch"
 """Window bound meaning "the first epoch with zero training error" (the start of TPT)."""
@@ -70,20 +87,43 @@ class ClaimResult:
     """The outcome of evaluating one claim.
 
     Attributes:
-        verdict: ``"holds"``, ``"does not hold"`` or ``"not evaluable"``.
+        verdict: one of :data:`VERDICTS`.
         values: the measured numbers the verdict was decided on, by name (NaN where a
             number could not be measured).
         threshold: the numeric threshold the deciding value was compared with, if any.
         detail: one or two sentences: the comparison made, or why it could not be made.
+        interval: the statistic's interval over the members, for a verdict decided from
+            one (:meth:`from_interval`).
+        premise: the record of the claim's premise check (:meth:`PremiseCheck.record`),
+            set by :func:`evaluate_claim` for a claim with a :class:`Premise`.
     """
 
     verdict: Verdict
     values: Mapping[str, float] = field(default_factory=dict)
     threshold: float | None = None
     detail: str = ""
+    interval: Interval | None = None
+    premise: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_choice("verdict", self.verdict, VERDICTS)
+
+    @classmethod
+    def from_interval(
+        cls,
+        interval: Interval,
+        bound: float,
+        op: str,
+        values: Mapping[str, float],
+        detail: str,
+    ) -> ClaimResult:
+        """The verdict of ``interval`` against ``bound`` (:func:`intervals.judge
+        <collapselab.experiments.intervals.judge>`: holds when the whole interval satisfies
+        ``op bound``, does not hold when none of it does, inconclusive when it straddles),
+        with the interval in the result (``claims.json``: ``interval``) and the detail."""
+        verdict = judge(interval, bound, op)
+        text = f"{detail}; interval {interval.text()} {op} {bound:g}? {verdict}"
+        return cls(verdict, dict(values), bound, text, interval)
 
     @classmethod
     def decided(
@@ -94,12 +134,17 @@ class ClaimResult:
         return cls(HOLDS if holds else DOES_NOT_HOLD, values, threshold, detail)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        record = {
             "verdict": self.verdict,
             "values": {k: _json_number(v) for k, v in self.values.items()},
             "threshold": _json_number(self.threshold),
             "detail": self.detail,
         }
+        if self.interval is not None:
+            record["interval"] = self.interval.to_dict()
+        if self.premise is not None:
+            record["premise"] = dict(self.premise)
+        return record
 
 
 def _json_number(value: Any) -> Any:
@@ -398,7 +443,10 @@ class Erratum:
         check_choice("subject", self.subject, tuple(_ERRATUM_WORDS))
 
     def outcome(self, verdict: str) -> str:
-        """``"confirmed"``, ``"not confirmed"`` or ``"not evaluable"`` for a claim verdict."""
+        """``"confirmed"``, ``"not confirmed"``, ``"inconclusive"`` (the claim's interval
+        straddles its bound) or ``"not evaluable"`` for a claim verdict."""
+        if verdict == INCONCLUSIVE:
+            return INCONCLUSIVE
         if verdict not in (HOLDS, DOES_NOT_HOLD):
             return NOT_EVALUABLE
         return CONFIRMED if verdict == self.confirmed_when else NOT_CONFIRMED
@@ -406,10 +454,55 @@ class Erratum:
     def wording(self, verdict: str) -> str:
         """The outcome in words for reports ("published formula confirmed wrong", ...)."""
         outcome = self.outcome(verdict)
-        if outcome == NOT_EVALUABLE:
-            return NOT_EVALUABLE
+        if outcome in (NOT_EVALUABLE, INCONCLUSIVE):
+            return outcome
         confirmed, not_confirmed = _ERRATUM_WORDS[self.subject]
         return confirmed if outcome == CONFIRMED else not_confirmed
+
+
+@dataclass(frozen=True)
+class PremiseCheck:
+    """Whether a run meets a claim's premise, with the numbers it was decided on.
+
+    Attributes:
+        met: the run meets the premise.
+        values: the numbers (NC1 at the end, the epoch of zero training error, ...).
+        detail: one sentence: what was measured against what.
+    """
+
+    met: bool
+    values: Mapping[str, float] = field(default_factory=dict)
+    detail: str = ""
+
+    def record(self, statement: str) -> dict[str, Any]:
+        """The ``premise`` record of a ``claims.json`` entry."""
+        return {
+            "statement": statement,
+            "met": bool(self.met),
+            "values": {k: _json_number(v) for k, v in self.values.items()},
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Premise:
+    """What a claim presumes of the run (issue 35, item 6): checked before the claim, and
+    a claim on a run that does not meet it is "not evaluable" (premise not met).
+
+    Attributes:
+        statement: the premise in words ("the terminal phase was reached").
+        check: ``RunResults -> PremiseCheck``; :class:`NotEvaluable` when the run lacks
+            what the check needs (the claim is then not evaluable, with that reason).
+    """
+
+    statement: str
+    check: Callable[[RunResults], PremiseCheck]
+
+    def __post_init__(self) -> None:
+        if not self.statement.strip():
+            raise ValueError("Premise.statement must be a non-empty string")
+        if not callable(self.check):
+            raise TypeError(f"Premise.check must be callable, got {self.check!r}")
 
 
 @dataclass(frozen=True)
@@ -426,6 +519,8 @@ class Claim:
             presets the verdict is "not evaluable" (a run too small to show the effect).
         erratum: set for an erratum demonstration (see the module docstring); ``None`` for
             an empirical claim.
+        premise: what the claim presumes of the run (:class:`Premise`); ``None`` when it
+            presumes nothing beyond the run's completing.
     """
 
     name: str
@@ -435,6 +530,7 @@ class Claim:
     evaluate: Callable[[RunResults], ClaimResult]
     presets: tuple[str, ...] | None = None
     erratum: Erratum | None = None
+    premise: Premise | None = None
 
     @property
     def kind(self) -> str:
@@ -450,6 +546,8 @@ class Claim:
             raise TypeError(f"Claim.evaluate must be callable, got {self.evaluate!r}")
         if self.erratum is not None and not isinstance(self.erratum, Erratum):
             raise TypeError(f"Claim.erratum must be an Erratum or None, got {self.erratum!r}")
+        if self.premise is not None and not isinstance(self.premise, Premise):
+            raise TypeError(f"Claim.premise must be a Premise or None, got {self.premise!r}")
 
 
 def evaluate_claim(claim: Claim, results: RunResults) -> ClaimResult:
@@ -459,15 +557,28 @@ def evaluate_claim(claim: Claim, results: RunResults) -> ClaimResult:
             f"not evaluable at preset {results.preset!r}; the claim needs one of "
             f"{list(claim.presets)}"
         )
+    premise = None
+    if claim.premise is not None:
+        try:
+            checked = claim.premise.check(results)
+        except NotEvaluable as reason:
+            return not_evaluable(f"the premise could not be checked: {reason}")
+        except Exception as error:  # a bug in a premise must not lose the run
+            return not_evaluable(f"the premise check raised {type(error).__name__}: {error}")
+        premise = checked.record(claim.premise.statement)
+        if not checked.met:
+            # the premise's statement is in the record; the detail says what was measured
+            reason = f"{PREMISE_NOT_MET}: {checked.detail}"
+            return ClaimResult(NOT_EVALUABLE, {}, None, reason, premise=premise)
     try:
         result = claim.evaluate(results)
     except NotEvaluable as reason:
-        return not_evaluable(str(reason))
+        result = not_evaluable(str(reason))
     except Exception as error:  # a bug in a claim must not lose the run
-        return not_evaluable(f"evaluation raised {type(error).__name__}: {error}")
+        result = not_evaluable(f"evaluation raised {type(error).__name__}: {error}")
     if not isinstance(result, ClaimResult):
-        return not_evaluable(f"evaluate returned {type(result).__name__}, expected a ClaimResult")
-    return result
+        result = not_evaluable(f"evaluate returned {type(result).__name__}, expected a ClaimResult")
+    return result if premise is None else dataclasses.replace(result, premise=premise)
 
 
 def evaluate_claims(claims: Sequence[Claim], results: RunResults) -> dict[str, Any]:
@@ -518,23 +629,35 @@ def _is_erratum(entry: Mapping[str, Any]) -> bool:
 
 
 def summarize(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Number of empirical entries per verdict (every verdict present, possibly 0)."""
+    """Number of empirical entries per verdict: every verdict of :data:`SUMMARY_VERDICTS`
+    (possibly 0), ``inconclusive`` where some entry is."""
     counts = dict.fromkeys(VERDICTS, 0)
     for entry in entries:
         verdict = entry.get("verdict")
         if verdict in counts and not _is_erratum(entry):
             counts[verdict] += 1
-    return counts
+    return {v: n for v, n in counts.items() if v in SUMMARY_VERDICTS or n}
+
+
+def premise_failed(entry: Mapping[str, Any]) -> bool:
+    """Whether a ``claims.json`` entry is not evaluable because its premise was not met."""
+    premise = entry.get("premise")
+    return (
+        entry.get("verdict") == NOT_EVALUABLE
+        and isinstance(premise, Mapping)
+        and (premise.get("met") is False)
+    )
 
 
 def summarize_errata(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Number of erratum demonstrations per outcome (confirmed, not confirmed, not evaluable)."""
-    counts = dict.fromkeys(ERRATUM_OUTCOMES, 0)
+    """Number of erratum demonstrations per outcome (confirmed, not confirmed, not
+    evaluable; inconclusive where some demonstration is)."""
+    counts = dict.fromkeys((*ERRATUM_OUTCOMES, INCONCLUSIVE), 0)
     for entry in entries:
         outcome = (entry.get("erratum") or {}).get("outcome")
         if _is_erratum(entry) and outcome in counts:
             counts[outcome] += 1
-    return counts
+    return {k: n for k, n in counts.items() if k in ERRATUM_OUTCOMES or n}
 
 
 # ---------------------------------------------------------------- numeric checks
@@ -834,14 +957,15 @@ def claim_from_check(
     check: CheckFn,
     presets: tuple[str, ...] | None = None,
     erratum: Erratum | None = None,
+    premise: Premise | None = None,
 ) -> Claim:
     """A :class:`Claim` whose ``evaluate`` turns ``check``'s four results into a verdict
     (``"holds"`` when its first result is true); ``erratum`` marks the demonstration of a
-    published error. :class:`NotEvaluable` raised by ``check`` propagates to
-    :func:`evaluate_claim`, which reports it."""
+    published error, ``premise`` what the claim presumes of the run. :class:`NotEvaluable`
+    raised by ``check`` propagates to :func:`evaluate_claim`, which reports it."""
 
     def evaluate(results: RunResults) -> ClaimResult:
         ok, values, bound, detail = check(results)
         return ClaimResult.decided(ok, dict(values), bound, detail)
 
-    return Claim(name, statement, source, threshold, evaluate, presets, erratum)
+    return Claim(name, statement, source, threshold, evaluate, presets, erratum, premise)

@@ -30,6 +30,13 @@ that states, for every claim of the paper, in one place:
   bound, the quantity read and the regime of runs it reads (the text is built from the
   constants the check compares with, so a changed bound changes it);
 
+* its **bounds** (:attr:`Registered.bounds`, by name, e.g. ``{"bound": 0.2}``), for the
+  claims that read them from here: such a claim takes its threshold text
+  (:meth:`Register.reading`) and the numbers it compares with (:meth:`Register.bound`) from
+  its register, the one source of truth; a :class:`Change` of such a claim states its new
+  bounds (:attr:`Change.bounds`) beside its new reading, and the test checks that every
+  registered bound is printed in the reading;
+
 * its **history**: a :class:`Change` per change of a bound, a reading or a regime rule
   (date, commit, reason, whether results had been seen). The current reading of a claim
   is the last change's ``after``, else the reading registered first. A registered reading
@@ -43,12 +50,14 @@ that states, for every claim of the paper, in one place:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from collapselab.checks import check_choice
+from collapselab.experiments.claims import INCONCLUSIVE, PREMISE_NOT_MET, premise_failed
 
 PAPER = "paper"
 SUBSTITUTED = "paper, substituted"
@@ -144,6 +153,8 @@ class Change:
         results_seen: whether results of the claims had been seen when it was made (a
             change after results is post hoc; its verdicts are not confirmatory).
         renamed: ``claim -> its name before the change``, where the change renamed it.
+        bounds: ``claim -> {name: value}``, the bounds after the change of the claims that
+            read their bounds from the register (:meth:`Register.bound`), where it set any.
     """
 
     date: str
@@ -154,6 +165,7 @@ class Change:
     reason: str
     results_seen: bool
     renamed: Mapping[str, str] = field(default_factory=dict)
+    bounds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, CHANGE_KINDS)
@@ -177,16 +189,20 @@ class Change:
         }
         if claim in self.renamed:
             record["renamed_from"] = self.renamed[claim]
+        if claim in self.bounds:
+            record["bounds"] = dict(self.bounds[claim])
         return record
 
 
 @dataclass(frozen=True)
 class Registered:
-    """A claim's registration: the reading registered first, and its own tiering (which
-    overrides its experiment's)."""
+    """A claim's registration: the reading registered first, its own tiering (which
+    overrides its experiment's) and, for a claim that reads them from here, the bounds
+    registered first (by name)."""
 
     reading: str
     tiering: Tiering = field(default_factory=Tiering)
+    bounds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -216,6 +232,24 @@ class Register:
             if claim in change.after:
                 reading = change.after[claim]
         return reading
+
+    def bounds(self, claim: str) -> dict[str, float]:
+        """The claim's current registered bounds: those registered first, each replaced by
+        the last change that set it."""
+        bounds = dict(self.claims[claim].bounds)
+        for change in self.changes:
+            bounds |= dict(change.bounds.get(claim, {}))
+        return bounds
+
+    def bound(self, claim: str, name: str = "bound") -> float:
+        """One registered bound of ``claim`` (what its check compares with)."""
+        bounds = self.bounds(claim)
+        if name not in bounds:
+            raise KeyError(
+                f"paper {self.paper}'s register has no bound {name!r} for claim {claim!r}; "
+                f"registered: {sorted(bounds)}"
+            )
+        return float(bounds[name])
 
     def history(self, claim: str) -> list[dict[str, Any]]:
         """The claim's changes, oldest first, as ``claims.json`` records."""
@@ -259,6 +293,20 @@ class Register:
         return problems
 
 
+def extended(register: Register, *changes: Change) -> Register:
+    """``register`` with ``changes`` appended (a register is built once, then its later
+    changes are appended in order; :meth:`Register.chain_problems` checks that each
+    follows on from the reading before it)."""
+    return dataclasses.replace(register, changes=(*register.changes, *changes))
+
+
+def amended(register: Register, claims: Sequence[str], words: str) -> tuple[dict, dict]:
+    """``(before, after)`` of a :class:`Change` that adds ``words`` to the current reading
+    of each of ``claims`` (a premise, the interval that decides the verdict)."""
+    before = {name: register.reading(name) for name in claims}
+    return before, {name: reading + words for name, reading in before.items()}
+
+
 def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str]:
     """What stands between ``experiments``' claims (those of ``register``'s paper) and the
     register: a claim not registered, or whose threshold is not its registered reading (a
@@ -280,10 +328,11 @@ def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str
 
 
 def tier_summary(experiment: Any, preset: str) -> str:
-    """An experiment's claims by tier at ``preset`` in words, and the presets that run the
-    paper's own data and architecture where some substitute:
-    ``"4 paper, substituted, 1 erratum (the paper's own at: paper)"``; ``""`` for an
-    experiment of no registered paper."""
+    """An experiment's claims by tier at ``preset`` in words, the presets that run the
+    paper's own data and architecture where some substitute, and how many claims have a
+    premise (not evaluable on a run that does not meet it):
+    ``"4 paper, substituted, 1 erratum (the paper's own at: paper); 3 with a premise"``;
+    ``""`` for an experiment of no registered paper."""
     register = register_for(experiment.paper)
     if register is None or not experiment.claims:
         return ""
@@ -297,6 +346,9 @@ def tier_summary(experiment: Any, preset: str) -> str:
     text = ", ".join(f"{n} {tier}" for tier, n in counts.items() if n)
     if faithful and counts[SUBSTITUTED]:
         text += f" (the paper's own at: {', '.join(sorted(faithful))})"
+    premised = sum(getattr(claim, "premise", None) is not None for claim in experiment.claims)
+    if premised:
+        text += f"; {premised} with a premise"
     return text
 
 
@@ -334,8 +386,10 @@ def entry_tier(
 
 def tier_counts(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Per tier: verdict counts for the counted tiers (``holds``, ``does not hold``,
-    ``not evaluable``), demonstration outcomes for the tiers apart (``confirmed``, ``not
-    confirmed``, ``not evaluable``); every tier present."""
+    ``not evaluable``; ``inconclusive`` where some claim of the tier is, and ``premise not
+    met``, the not evaluable whose premise failed, where some is), demonstration outcomes
+    for the tiers apart (``confirmed``, ``not confirmed``, ``not evaluable``); every tier
+    present."""
     counts: dict[str, dict[str, int]] = {
         tier: dict.fromkeys(
             ("holds", "does not hold", "not evaluable")
@@ -352,8 +406,12 @@ def tier_counts(entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int
         key = entry.get("verdict")
         if tier in APART:
             key = (entry.get("erratum") or {}).get("outcome", "not evaluable")
+        if key == INCONCLUSIVE:  # a verdict, or a demonstration's outcome
+            counts[tier].setdefault(INCONCLUSIVE, 0)
         if key in counts[tier]:
             counts[tier][key] += 1
+        if premise_failed(entry):
+            counts[tier][PREMISE_NOT_MET] = counts[tier].get(PREMISE_NOT_MET, 0) + 1
     return counts
 
 

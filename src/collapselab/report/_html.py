@@ -11,6 +11,7 @@ from typing import Any
 VERDICT_CLASS = {
     "holds": "ok",
     "does not hold": "bad",
+    "inconclusive": "warn",
     "not evaluable": "na",
 }
 STATUS_CLASS = {

@@ -37,6 +37,7 @@ from collapselab.report._html import (
     verdict_badge,
 )
 from collapselab.report.tiers import history_cell, tier_cell, tiers_line, tiers_table
+from collapselab.report.verdicts import interval_cell, premise_cell
 from collapselab.store import CLAIMS_FILE, FIGURES_DIR, REPORT_FILE, Run, atomic_write
 
 _MAX_FINAL_ROWS = 60
@@ -129,6 +130,10 @@ def write_run_report(run: Run | str | Path, notes: Sequence[str] = ()) -> Path:
 
 
 # ------------------------------------------------------------------------- sections
+SHOWN_VERDICTS = ("holds", "does not hold", "inconclusive", "not evaluable")
+"""The verdicts the reports count, in order (``inconclusive``: :mod:`.verdicts`)."""
+
+
 def verdict_line(claims: Mapping[str, Any] | None) -> str:
     """One line of verdict counts for the top of a report (the claims table comes further
     down, after the overview): ``Claims: 3 hold, 1 does not hold``."""
@@ -136,7 +141,7 @@ def verdict_line(claims: Mapping[str, Any] | None) -> str:
         return ""
     summary = claims.get("summary") or {}
     parts = [f"{verdict_badge(v)} {esc(summary.get(v, 0))}"
-             for v in ("holds", "does not hold", "not evaluable") if summary.get(v)]  # fmt: skip
+             for v in SHOWN_VERDICTS if summary.get(v)]  # fmt: skip
     errata = claims.get("errata") or {}
     if errata.get("confirmed"):
         parts.append(f"{esc(errata['confirmed'])} erratum demonstration(s) confirmed")
@@ -220,7 +225,12 @@ def _values_text(values: Mapping[str, Any]) -> str:
     return "<br>".join(f"{breakable(k)} = {esc(fmt_number(v))}" for k, v in values.items())
 
 
-_ERRATUM_CLASS = {"confirmed": "warn", "not confirmed": "na", "not evaluable": "na"}
+_ERRATUM_CLASS = {
+    "confirmed": "warn",
+    "not confirmed": "na",
+    "inconclusive": "warn",
+    "not evaluable": "na",
+}
 
 
 def erratum_badge(erratum: Mapping[str, Any]) -> str:
@@ -250,7 +260,8 @@ def _claims_section(claims: Mapping[str, Any] | None) -> str:
         summary = claims.get("summary") or {}
         counts = " ".join(
             verdict_badge(v) + f" {esc(summary.get(v, 0))}"
-            for v in ("holds", "does not hold", "not evaluable")
+            for v in SHOWN_VERDICTS
+            if v != "inconclusive" or v in summary
         )
         out.append(
             f'<a id="claims"></a><h2>Claims</h2>\n<p>{counts}</p>\n' + _claims_table(empirical)
@@ -300,8 +311,8 @@ def _claims_table(entries: Sequence[Mapping[str, Any]]) -> str:
                 statement,
                 f'<td class="words">{_values_text(entry.get("values") or {})}</td>',
                 threshold,
-                verdict,
-                esc(entry.get("detail", "")),
+                verdict + interval_cell(entry),
+                esc(entry.get("detail", "")) + premise_cell(entry),
             )
         )
     header = ("claim (tier)", "statement (source)", "measured", "threshold", "verdict", "detail")

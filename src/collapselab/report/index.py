@@ -38,6 +38,8 @@ from collapselab.store import DAMAGED, REPORT_FILE, DamagedRunError, Run, atomic
 INDEX_HTML = "index.html"
 INDEX_JSON = "index.json"
 _VERDICTS = ("holds", "does not hold", "not evaluable")
+_INCONCLUSIVE = "inconclusive"
+"""Counted where some run has an inconclusive claim (a summary key only then)."""
 _OUTCOMES = ("confirmed", "not confirmed", "not evaluable")
 
 
@@ -91,6 +93,13 @@ def _add_counts(into: dict[str, int], counts: Any, keys: tuple[str, ...]) -> Non
     if isinstance(counts, Mapping):
         for key in keys:
             into[key] += int(counts.get(key, 0) or 0)
+        if keys == _VERDICTS and counts.get(_INCONCLUSIVE):
+            into[_INCONCLUSIVE] = into.get(_INCONCLUSIVE, 0) + int(counts[_INCONCLUSIVE])
+
+
+def _shown(counts: Mapping[str, int]) -> tuple[str, ...]:
+    """The verdicts to show of ``counts``: inconclusive where some claim is."""
+    return (*_VERDICTS[:2], _INCONCLUSIVE, _VERDICTS[2]) if counts.get(_INCONCLUSIVE) else _VERDICTS
 
 
 def paper_counts(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -123,10 +132,12 @@ def paper_counts(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         _add_counts(group["empirical"], (run["claims"] or {}).get("summary"), _VERDICTS)
         _add_counts(group["errata"], (run["claims"] or {}).get("errata"), _OUTCOMES)
     for group in groups.values():
-        group["empirical"]["evaluated"] = (
-            group["empirical"]["holds"] + group["empirical"]["does not hold"]
+        empirical = group["empirical"]
+        # an inconclusive claim was evaluated: it counts against the share that holds
+        empirical["evaluated"] = (
+            empirical["holds"] + empirical["does not hold"] + empirical.get(_INCONCLUSIVE, 0)
         )
-        group["empirical"]["total"] = sum(group["empirical"][v] for v in _VERDICTS)
+        empirical["total"] = sum(empirical[v] for v in _shown(empirical))
         group["errata"]["total"] = sum(group["errata"][v] for v in _OUTCOMES)
     return [groups[k] for k in sorted(groups)]
 
@@ -199,7 +210,9 @@ def render_index(document: Mapping[str, Any]) -> str:
     status_counts = document.get("status_counts") or {}
     claim_counts = document.get("claim_counts") or {}
     statuses = " ".join(status_badge(s) + f" {esc(n)}" for s, n in status_counts.items())
-    verdicts = " ".join(verdict_badge(v) + f" {esc(claim_counts.get(v, 0))}" for v in _VERDICTS)
+    verdicts = " ".join(
+        verdict_badge(v) + f" {esc(claim_counts.get(v, 0))}" for v in _shown(claim_counts)
+    )
     parts = [
         f'<h1>collapselab runs</h1>\n<p class="sub">{esc(document.get("root"))} \u00b7 '
         f"generated {esc(document.get('generated'))}</p>",
@@ -275,6 +288,7 @@ def _holding_text(empirical: Mapping[str, int]) -> str:
     # "34 / 65 (52%), 5 not evaluable": the share is of the claims a verdict was reached on
     holds, evaluated = empirical["holds"], empirical["evaluated"]
     text = f"{holds} / {evaluated}" + (f" ({100 * holds / evaluated:.0f}%)" if evaluated else "")
+    text += f", {empirical[_INCONCLUSIVE]} inconclusive" if empirical.get(_INCONCLUSIVE) else ""
     missing = empirical["not evaluable"]
     return text + (f", {missing} not evaluable" if missing else "")
 
@@ -352,6 +366,8 @@ def _runs_table(runs: list[Mapping[str, Any]]) -> str:
         claims = run.get("claims") or {}
         summary = claims.get("summary") or {}
         counts = " / ".join(esc(summary.get(v, 0)) for v in _VERDICTS) if claims else "\u2014"
+        if summary.get(_INCONCLUSIVE):
+            counts += f" ({esc(summary[_INCONCLUSIVE])} inconclusive)"
         verdicts = "<br>".join(
             [
                 *(

@@ -36,23 +36,35 @@ def add_tier_counts(into: dict[str, dict[str, int]], document: Mapping[str, Any]
 
 def tier_text(tier: str, counts: Mapping[str, int], apart: Sequence[str]) -> str:
     """``"12 / 14 hold (86%), 1 not evaluable"`` for a counted tier, ``"3 / 3 confirmed"``
-    for a tier apart (the demonstrations' outcomes); ``"none"`` without claims."""
+    for a tier apart (the demonstrations' outcomes); ``"none"`` without claims.
+
+    An ``inconclusive`` claim counts among the evaluated (a share of what the run could
+    test, not only of what it decided: ``"12 / 15 hold (80%), 1 inconclusive"``); the not
+    evaluable whose premise was not met are named (``"2 not evaluable (2 premise not
+    met)"``), so a premise that fails often is seen."""
     if tier in apart:
         total = sum(int(counts.get(k, 0)) for k in _OUTCOMES)
         if not total:
             return "none"
+        undecided = int(counts.get("inconclusive", 0))
         missing = int(counts.get("not evaluable", 0))
-        return f"{counts.get('confirmed', 0)} / {total} confirmed" + (
-            f", {missing} not evaluable" if missing else ""
+        return (
+            f"{counts.get('confirmed', 0)} / {total + undecided} confirmed"
+            + (f", {undecided} inconclusive" if undecided else "")
+            + (f", {missing} not evaluable" if missing else "")
         )
     holds, fails = int(counts.get("holds", 0)), int(counts.get("does not hold", 0))
-    missing, evaluated = int(counts.get("not evaluable", 0)), holds + fails
+    undecided = int(counts.get("inconclusive", 0))
+    missing, evaluated = int(counts.get("not evaluable", 0)), holds + fails + undecided
     if not evaluated and not missing:
         return "none"
     text = f"{holds} / {evaluated} hold" + (
         f" ({100 * holds / evaluated:.0f}%)" if evaluated else ""
     )
-    return text + (f", {missing} not evaluable" if missing else "")
+    text += f", {undecided} inconclusive" if undecided else ""
+    premise = int(counts.get("premise not met", 0))
+    reason = f" ({premise} premise not met)" if premise else ""
+    return text + (f", {missing} not evaluable{reason}" if missing else "")
 
 
 def tiers_table(

@@ -45,19 +45,21 @@ from collapselab.experiments.claims import (
     ClaimResult,
     Erratum,
     NotEvaluable,
+    Premise,
+    PremiseCheck,
     RunResults,
     claim_from_check,
 )
 from collapselab.experiments.dlufm.mlp import bulk_outliers, finite_median
+from collapselab.experiments.dlufm.preregistration import MLP_PREMISE, NETWORK_PREMISE, REGISTER
 from collapselab.experiments.dlufm.relu import (
-    FRAME_TOL,
-    RANK_RTOL,
     SYMMETRIC_ACTIVE,
     SYMMETRIC_CONSTANT,
     regime,
     run_name,
 )
 from collapselab.experiments.dlufm.ufm import relative_spread
+from collapselab.experiments.intervals import proportion_interval
 
 __all__ = [
     "ALIGNED_IF_NEAR_EQUAL",
@@ -77,8 +79,10 @@ __all__ = [
     "OVERLAP",
     "REGULARISATION_CLAIMS",
     "RELU_CLAIMS",
+    "TERMINAL_PHASE",
     "WITHIN_RATIO_DROP",
     "ZERO",
+    "ZERO_TRAINING_ERROR",
     "verification_check",
 ]
 
@@ -576,7 +580,8 @@ def _describe_runs(s: Mapping[str, np.ndarray]) -> str:
     )  # fmt: skip
 
 
-def _symmetric_at_widest(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
+def _symmetric_at_widest(results: RunResults) -> ClaimResult:
+    bound = REGISTER.bound("relu-symmetric-at-widest", "fraction")
     s = _sweep(results)
     widest = s["width"] == s["width"].max()
     fraction = float(np.mean(s["symmetric"][widest]))
@@ -585,9 +590,11 @@ def _symmetric_at_widest(results: RunResults) -> tuple[bool, Mapping[str, float]
         values[f"fraction_d{int(w)}"] = float(np.mean(s["symmetric"][s["width"] == w]))
     detail = (
         f"{fraction:.0%} of the seeds at the largest width d={int(s['width'].max())} reached "
-        f"the symmetric solution (>= 2/3?). Every run: {_describe_runs(s)}"
+        f"the symmetric solution (>= {bound:.4g}?). Every run: {_describe_runs(s)}"
     )
-    return fraction >= 2 / 3, values, 2 / 3, detail
+    # the seeds are draws: the fraction is judged by its exact interval, not its value
+    interval = proportion_interval(int(s["symmetric"][widest].sum()), int(widest.sum()))
+    return ClaimResult.from_interval(interval, bound, ">=", values, detail)
 
 
 def _relu_final(results: RunResults, name: str, key: str) -> np.ndarray:
@@ -772,14 +779,12 @@ _ACTIVE_RUNS = (
 )
 
 RELU_CLAIMS: list[Claim] = [
-    claim(
+    Claim(
         "relu-symmetric-at-widest",
         "The deep ReLU UFM reaches the symmetric (DNC-like) solution the paper analyses; "
         "at small widths gradient descent may end lower-rank (Súkeník et al.; note §5.2).",
         f"{_RELU_SOURCE}; note 004 §5.2",
-        f"at least 2/3 of the seeds at the largest width end symmetric (every W_lW_lᵀ has "
-        f"exactly K eigenvalues above {RANK_RTOL:g} x its largest, the class means of layers "
-        f"2..L+1 orthogonal frames to {FRAME_TOL:g}); every run is reported",
+        REGISTER.reading("relu-symmetric-at-widest"),
         _symmetric_at_widest,
     ),
     claim(
@@ -1090,6 +1095,15 @@ def _zero_error(results: RunResults) -> tuple[bool, Mapping[str, float], float, 
     return acc == 1.0, {"train_accuracy": acc}, 1.0, f"final training accuracy {acc:.4f} (= 1?)"
 
 
+def _at_zero_error(results: RunResults) -> PremiseCheck:
+    met, values, _, detail = _zero_error(results)
+    return PremiseCheck(met, values, detail)
+
+
+ZERO_TRAINING_ERROR = Premise(MLP_PREMISE, _at_zero_error)
+"""The premise of ``dlufm-mlp``'s per-layer claims: the MLP ends at zero training error."""
+
+
 def _per_layer(key: str, measure: Any, ok: Any, text: str, bound: float) -> Any:
     def check(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
         layers, k = _mlp_layers(results)
@@ -1155,8 +1169,7 @@ MLP_CLAIMS: list[Claim] = [
         "Theorem 4.1 on a real network: the layer-wise Hessians of the last layers have K² "
         "outliers.",
         _MLP_SOURCE,
-        "at every analysed layer, the largest log-gap among the first K² + K/2 of the trained "
-        "network's top 2K² + K Hessian eigenvalues falls after the K²-th",
+        REGISTER.reading("mlp-hessian-k2-outliers"),
         _per_layer(
             "hessian",
             lambda v, k: float(bulk_outliers(v, k)),
@@ -1164,13 +1177,14 @@ MLP_CLAIMS: list[Claim] = [
             "outliers above the bulk (theory K²)",
             0.0,
         ),
+        premise=ZERO_TRAINING_ERROR,
     ),
     claim(
         "mlp-kronecker-eigenvectors-align",
         "Theorem 4.1 on a real network: h̄^(l+1)_k ⊗ h̄^(l)_k' from the network's own class "
         "means are eigenvectors of the layer-wise Hessian (a(v) = 1).",
         _MLP_SOURCE,
-        f"at every analysed layer, median a(v) over the K² predicted vectors >= {MLP_ALIGNED:g}",
+        REGISTER.reading("mlp-kronecker-eigenvectors-align"),
         _per_layer(
             "alignment",
             lambda v, k: finite_median(v),
@@ -1178,12 +1192,13 @@ MLP_CLAIMS: list[Claim] = [
             "median a(v_kk')",
             MLP_ALIGNED,
         ),
+        premise=ZERO_TRAINING_ERROR,
     ),
     claim(
         "mlp-gradient-in-top-space",
         "Theorem 4.3 / Gur-Ari on a real network: the gradient lies in the top-K² Hessian space.",
         _MLP_SOURCE,
-        f"at every analysed layer, f_top = ‖P_top g‖²/‖g‖² >= {MLP_F_TOP:g}",
+        REGISTER.reading("mlp-gradient-in-top-space"),
         _per_layer(
             "f_top",
             lambda v, k: float(v),
@@ -1191,15 +1206,16 @@ MLP_CLAIMS: list[Claim] = [
             "f_top",
             MLP_F_TOP,
         ),
+        premise=ZERO_TRAINING_ERROR,
     ),
     claim(
         "mlp-papyan-knockouts",
         "Theorem 4.2 on a real network: knocking out G_within keeps K² outliers, G_cross "
         "leaves K, G_class leaves K(K−1).",
         _MLP_SOURCE,
-        "at every analysed layer, outliers above the bulk (as mlp-hessian-k2-outliers) of G, "
-        "G−G_within, G−G_cross, G−G_class are K², K², K, K(K−1)",
+        REGISTER.reading("mlp-papyan-knockouts"),
         _mlp_knockouts,
+        premise=ZERO_TRAINING_ERROR,
     ),
 ]
 """The claims of ``dlufm-mlp``."""
@@ -1271,17 +1287,25 @@ def _at_start(results: RunResults, metric: str, layer: str) -> float:
     return float(rows.sort_values("step", kind="stable")["value"].iloc[0])
 
 
-def _count_claim(metric: str, target: str, tolerance: str, layer_index: int):
+def _count_claim(name: str, metric: str, target: str, layer_index: int):
+    """A count the theory fixes (``K``, ``K(K-1)``, ``K²``; ``rank``: the collapsed weights'
+    rank, ``K`` under MSE by Thm 4.4 and ``K − 1`` under CE, the simplex ETF's), read with
+    the claim's registered tolerance (0: exactly; a window would admit a competing
+    structure, e.g. K(K−1) for K²)."""
+    slack = REGISTER.bound(name, "tolerance")
+
     def evaluate(results: RunResults) -> ClaimResult:
         K, last, before = _network_info(results)
         layer = last if layer_index == -1 else before
-        expected = {"K": K, "K(K-1)": K * (K - 1), "K^2": K * K}[target]
-        slack = {"1": 1, "K": K}[tolerance]
+        ce = (results.manifest.get("config") or {}).get("loss") == "ce"
+        expected = {"K": K, "K(K-1)": K * (K - 1), "K^2": K * K, "rank": K - 1 if ce else K}[target]
+        target_text = ("K-1 (CE: simplex ETF)" if ce else "K (MSE)") if target == "rank" else target
         got = _at_end(results, metric, layer)
         holds = abs(got - expected) <= slack
+        within = "exactly" if slack == 0 else f"within {slack:g}"
         detail = (
-            f"{metric} of {layer!r} at the final epoch is {got:g}; predicted {target} = "
-            f"{expected} (within {slack}): {'yes' if holds else 'no'}"
+            f"{metric} of {layer!r} at the final epoch is {got:g}; predicted {target_text} = "
+            f"{expected} ({within}): {'yes' if holds else 'no'}"
         )
         values = {"count": got, "predicted": float(expected), "K": float(K)}
         return ClaimResult.decided(holds, values, float(expected), detail)
@@ -1356,6 +1380,21 @@ def _network_premise(results: RunResults) -> str:
     )
 
 
+def _terminal_phase(results: RunResults) -> PremiseCheck:
+    """Whether the run is in the terminal phase (:mod:`~collapselab.experiments.dlufm.terminal`'s
+    record in the manifest), with its numbers."""
+    tpt = (results.manifest.get("curvature") or {}).get("terminal_phase") or {}
+    if "reached" not in tpt:
+        raise NotEvaluable("the run records no terminal-phase check (manifest curvature)")
+    keys = ("zero_error_from", "final_train_accuracy", "nc1_final", "nc1_ratio", "nc1_fraction")
+    values = {k: float("nan") if tpt.get(k) is None else float(tpt[k]) for k in keys}
+    return PremiseCheck(bool(tpt["reached"]), values, str(tpt.get("summary", "")))
+
+
+TERMINAL_PHASE = Premise(NETWORK_PREMISE, _terminal_phase)
+"""The premise of the real-network claims: the run is in the terminal phase."""
+
+
 def _with_premise(evaluate):
     """``evaluate`` with :func:`_network_premise` appended to its detail."""
 
@@ -1372,77 +1411,87 @@ NETWORK_CLAIMS = [
         "The layer-wise Hessian has K² outliers, with eigenvectors the Kronecker products of "
         "adjacent class means",
         "Papyan 2019, 2020 (outliers of real networks' Hessian spectra); tests 004 Thm 4.1",
-        "outlier count of the classifier layer's Hessian at the final epoch within K of K²",
-        _with_premise(_count_claim("hessian_outliers", "K^2", "K", -1)),
+        REGISTER.reading("hessian-k2-outliers"),
+        _with_premise(_count_claim("hessian-k2-outliers", "hessian_outliers", "K^2", -1)),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "class-part-k-outliers",
         "Knocking the cross-class part out of G leaves the K class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
-        "outliers of G - G_cross (classifier layer, final epoch) within 1 of K",
-        _with_premise(_count_claim("ggn_outliers_without_cross", "K", "1", -1)),
+        REGISTER.reading("class-part-k-outliers"),
+        _with_premise(_count_claim("class-part-k-outliers", "ggn_outliers_without_cross", "K", -1)),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "cross-part-k2-outliers",
         "Knocking the class part out of G leaves the K(K-1) cross-class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
-        "outliers of G - G_class (classifier layer, final epoch) within K of K(K-1)",
-        _with_premise(_count_claim("ggn_outliers_without_class", "K(K-1)", "K", -1)),
+        REGISTER.reading("cross-part-k2-outliers"),
+        _with_premise(
+            _count_claim("cross-part-k2-outliers", "ggn_outliers_without_class", "K(K-1)", -1)
+        ),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "ggn-k2-outliers",
         "G has K + K(K-1) = K² outliers (the class part plus the cross-class mini-bulk)",
         "Papyan 2020 (K + K(K-1) outliers of G); tests 004 Thm 4.1",
-        "outliers of G (weight layer before the classifier, final epoch) within K of K²",
-        _with_premise(_count_claim("ggn_outliers", "K^2", "K", -2)),
+        REGISTER.reading("ggn-k2-outliers"),
+        _with_premise(_count_claim("ggn-k2-outliers", "ggn_outliers", "K^2", -2)),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "within-part-shrinks",
         "The within-class part of G vanishes at collapse (G_within = 0 under DNC1)",
         "the project's real-network check (issue 13); tests 004 Thm 4.2(a)",
-        f"λ1(G_within)/λ1(G) of the classifier layer falls to <= {WITHIN_RATIO_DROP} x its "
-        "first value",
+        REGISTER.reading("within-part-shrinks"),
         _with_premise(_within_shrinks),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "class-cross-orthogonal",
         "The images of G_class and G_cross are orthogonal (MSE; not evaluated with CE)",
         "the project's real-network check (issue 13); tests 004 Thm 4.2",
-        f"largest cosine between the images (classifier layer, final) <= {OVERLAP}",
+        REGISTER.reading("class-cross-orthogonal"),
         _with_premise(
             _mse_only(
                 "class-cross-orthogonal",
                 _value_claim("papyan_class_cross_overlap", -1, OVERLAP, above=False),
             )
         ),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "f-top-to-one",
         "The gradient lies almost entirely in the top Hessian eigenspace (f_top -> 1): the "
         "K² outliers' for MSE (004), the top K for CE (Gur-Ari et al.)",
         "Gur-Ari et al. 2018 (gradient in the top Hessian space); tests 004 Thm 4.3, M14",
-        f"f_top of the weight layer before the classifier at the final epoch >= {NETWORK_F_TOP}",
+        REGISTER.reading("f-top-to-one"),
         _with_premise(_network_f_top),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "kronecker-eigenvectors",
         "The K² Kronecker products of adjacent class means are Hessian eigenvectors (MSE; "
         "not evaluated with CE)",
         "the project's real-network check (issue 13); tests 004 Thm 4.1, M11",
-        f"mean a(v) over the K² vectors (weight layer before the classifier, final) >= {KRONECKER}",
+        REGISTER.reading("kronecker-eigenvectors"),
         _with_premise(
             _mse_only(
                 "kronecker-eigenvectors",
                 _value_claim("kronecker_alignment_mean", -2, KRONECKER, above=True),
             )
         ),
+        premise=TERMINAL_PHASE,
     ),
     Claim(
         "weights-k-outliers",
         "W Wᵀ of a layer has K outliers (low-rank weights under DNC)",
         "the project's real-network check (issue 13); tests 004 Thm 4.4",
-        "outliers of eig(W Wᵀ) of the weight layer before the classifier within 1 of K",
-        _with_premise(_count_claim("weight_outliers", "K", "1", -2)),
+        REGISTER.reading("weights-k-outliers"),
+        _with_premise(_count_claim("weights-k-outliers", "weight_outliers", "rank", -2)),
+        premise=TERMINAL_PHASE,
     ),
 ]
 """The claims every curvature experiment evaluates."""

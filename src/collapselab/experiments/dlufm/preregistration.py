@@ -23,6 +23,7 @@ from 1 − 1e-9 to 0.99967. Both are recorded below (kept, not reverted; the rea
 entries and in docs/dlufm.md).
 """
 
+from collapselab.experiments.intervals import exact_reading
 from collapselab.experiments.preregistration import (
     AMBIGUITY,
     BEYOND,
@@ -31,17 +32,42 @@ from collapselab.experiments.preregistration import (
     Register,
     Registered,
     Tiering,
+    amended,
+    extended,
 )
 
 NETWORK_PREMISE = (
-    "the network is near collapse at its last measurement (terminal phase reached, NC1 of the "
-    "classifier's input small): the UFM's optimum is what 004's theorems describe; each "
-    "verdict's detail records NC1, the terminal phase and the distance to a critical point"
+    "the network is in the terminal phase at its last curvature measurement (zero training "
+    "error from some epoch to the end, and NC1 of the classifier's input at most half its "
+    "value at that entry: dlufm.terminal), near the collapse whose optimum 004's theorems "
+    "describe; on a run that is not, the claims are not evaluable"
 )
 MLP_PREMISE = (
     "the MLP trained with MSE sits at zero training error (claim mlp-zero-training-error), the "
-    "regime of the deep linear UFM's optimum"
+    "regime of the deep linear UFM's optimum; on a run that does not, the claims are not "
+    "evaluable"
 )
+NETWORK_CLAIM_NAMES = (
+    "hessian-k2-outliers",
+    "class-part-k-outliers",
+    "cross-part-k2-outliers",
+    "ggn-k2-outliers",
+    "within-part-shrinks",
+    "class-cross-orthogonal",
+    "f-top-to-one",
+    "kronecker-eigenvectors",
+    "weights-k-outliers",
+)
+"""The real-network claims of the ``curvature-*`` experiments (premise: the terminal phase)."""
+MLP_PREMISED = (
+    "mlp-hessian-k2-outliers",
+    "mlp-kronecker-eigenvectors-align",
+    "mlp-gradient-in-top-space",
+    "mlp-papyan-knockouts",
+)
+"""The ``dlufm-mlp`` claims that presume zero training error."""
+ISSUE35_COMMIT = "ecb9b2d"  # made in 1b5ffff, its readings final in ecb9b2d
+"""The commit that made the issue-35 changes below (counts exact, premises, intervals)."""
 
 
 def _network(prediction: str) -> Tiering:
@@ -102,7 +128,7 @@ _BOUND_REASON = (
     "not hold under either bound.)"
 )
 
-REGISTER = Register(
+_REGISTER = Register(
     paper="004",
     registered="2026-11-28, at 7c5c37e (integ3)",
     experiments={
@@ -378,5 +404,110 @@ REGISTER = Register(
                 )
             },
         ),
+    ),
+)
+
+_EXACT_COUNTS = {
+    "hessian-k2-outliers": (
+        "outlier count of the classifier layer's Hessian at the final epoch exactly K² "
+        "(tolerance 0)"
+    ),
+    "class-part-k-outliers": (
+        "outliers of G - G_cross (classifier layer, final epoch) exactly K (tolerance 0)"
+    ),
+    "cross-part-k2-outliers": (
+        "outliers of G - G_class (classifier layer, final epoch) exactly K(K-1) (tolerance 0)"
+    ),
+    "ggn-k2-outliers": (
+        "outliers of G (weight layer before the classifier, final epoch) exactly K² (tolerance 0)"
+    ),
+    "weights-k-outliers": (
+        "outliers of eig(W Wᵀ) of the weight layer before the classifier exactly K with MSE "
+        "(Thm 4.4) and K − 1 with CE (the simplex ETF's rank) (tolerance 0)"
+    ),
+}
+_COUNTS_REASON = (
+    "issue 35 item 3: a count the theory fixes is read exactly. The windows admitted competing "
+    "structures: on an MSE classifier the Hessian is (2/C) I_K ⊗ Σ_h, so its outlier count is "
+    "a multiple of K, and at K = 3 'K² within K' accepts 6 = K(K−1); 'K within 1' accepts "
+    "K − 1 (weights-k-outliers held with 2 at K = 3). weights-k-outliers now reads the rank "
+    "each loss's collapse fixes: K with MSE (Thm 4.4), K − 1 with CE (the simplex ETF, as "
+    "docs/curvature.md's audit says). At quick (K = 5) the exact reading would change "
+    "curvature-mlp-mse's ggn-k2-outliers (27) and curvature-conv-mse's weights-k-outliers "
+    "(4) from holds to does not hold, and curvature-mlp-ce's weights-k-outliers (4 = K − 1) "
+    "would hold; the premise change below makes every curvature claim at quick not "
+    "evaluable all the same"
+)
+_PREMISE_WORDS = (
+    "; read only on a run in the terminal phase (premise: zero training error from some epoch "
+    "to the end and NC1 of the classifier's input <= 0.5 x its value at that entry, "
+    "dlufm.terminal), otherwise not evaluable"
+)
+_PREMISE_REASON = (
+    "issue 35 item 6: these claims test 004's theorems (statements at the deep UFM's "
+    "collapsed optimum) and Papyan's and Gur-Ari's statements at collapse on real networks; "
+    "a run that is not in the terminal phase does not test them, so it is not evaluable "
+    "(premise not met) rather than a verdict either way. The terminal-phase criterion is the "
+    "one dlufm.terminal fixed before any preset was chosen by it. At quick none of the four "
+    "curvature runs reaches it (train accuracy 0.983-0.989 at the end): all 36 claims become "
+    "not evaluable (32 had verdicts: 9 held)"
+)
+_MLP_WORDS = "; read only on a run at zero training error (premise), otherwise not evaluable"
+_MLP_REASON = (
+    "issue 35 item 6: the per-layer claims of dlufm-mlp test the deep linear UFM's optimum, "
+    "whose regime is zero training error; the premise was stated in the tier record and is "
+    "now checked (at quick it is met: training accuracy 1, verdicts unchanged)"
+)
+_SYMMETRIC_WORDS = exact_reading("Clopper-Pearson", "the seeds at the largest width")
+_SYMMETRIC_REASON = (
+    "issue 35 item 3: the fraction of seeds that reach the symmetric solution estimates a "
+    "probability over seeds; it is decided by the exact Clopper-Pearson interval of the "
+    "fraction (bound 2/3 unchanged, read from this register). At quick 3 of 3 seeds at d = 30 "
+    "are symmetric: the interval [0.292, 1] straddles 2/3, so the claim moves from holds to "
+    "inconclusive (10 of 10 seeds would be needed to decide it at 95%)"
+)
+
+REGISTER = extended(
+    _REGISTER,
+    Change(
+        date="2026-11-28",
+        commit=ISSUE35_COMMIT,
+        kind="bound",
+        before={name: _REGISTER.reading(name) for name in _EXACT_COUNTS},
+        after=_EXACT_COUNTS,
+        reason=_COUNTS_REASON,
+        results_seen=True,
+        bounds={name: {"tolerance": 0.0} for name in _EXACT_COUNTS},
+    ),
+    Change(
+        date="2026-11-28",
+        commit=ISSUE35_COMMIT,
+        kind="regime rule",
+        before={
+            name: _EXACT_COUNTS.get(name, _REGISTER.reading(name)) for name in NETWORK_CLAIM_NAMES
+        },
+        after={
+            name: _EXACT_COUNTS.get(name, _REGISTER.reading(name)) + _PREMISE_WORDS
+            for name in NETWORK_CLAIM_NAMES
+        },
+        reason=_PREMISE_REASON,
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_COMMIT,
+        "regime rule",
+        *amended(_REGISTER, MLP_PREMISED, _MLP_WORDS),
+        reason=_MLP_REASON,
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_COMMIT,
+        "reading",
+        *amended(_REGISTER, ("relu-symmetric-at-widest",), _SYMMETRIC_WORDS),
+        reason=_SYMMETRIC_REASON,
+        results_seen=True,
+        bounds={"relu-symmetric-at-widest": {"fraction": 2 / 3}},
     ),
 )

@@ -19,7 +19,9 @@ was chosen by it:
 A run is in the terminal phase when both hold and ``e₀`` comes before the last curvature
 measurement. :func:`terminal_phase` computes the record the run stores in its manifest
 (``curvature.terminal_phase``, and a one-line ``terminal_phase`` the report's overview
-shows). It is a property of the run, not a claim: the claims are evaluated whatever it says.
+shows). It is a property of the run, not a claim: it is the real-network claims' premise
+(``dlufm.claims.TERMINAL_PHASE``), and on a run that has not reached it they are not
+evaluable (premise not met), never a verdict either way.
 """
 
 from __future__ import annotations

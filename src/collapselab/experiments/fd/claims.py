@@ -20,19 +20,23 @@ numbers only for s_1/s_2 (about 10) and Table 1 (its weakest ratio 9.2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from collapselab.experiments.claims import (
     Claim,
+    ClaimResult,
     Erratum,
     NotEvaluable,
+    Premise,
+    PremiseCheck,
     RunResults,
     check_rank_correlation,
     claim_from_check,
 )
+from collapselab.experiments.fd.preregistration import LEADING_PREMISE, REGISTER
 from collapselab.experiments.fd.results import (
     arms,
     describe_lengths,
@@ -44,6 +48,7 @@ from collapselab.experiments.fd.results import (
     replicas,
     seed_lengths,
 )
+from collapselab.experiments.intervals import bootstrap_interval
 
 __all__ = [
     "DIRECTION_CLAIMS",
@@ -178,21 +183,32 @@ def _seeds_note(results: RunResults, name: str) -> str:
     return f" (median of {n} seeds for {many}; one seed for the others)"
 
 
-def _strictly_decreasing(name: str) -> Outcome:
-    def check(results: RunResults) -> Outcome:
+def _largest_rise(*arms: np.ndarray) -> float:
+    """The largest step between consecutive arms' median phase-1 lengths (< 0: strictly
+    decreasing)."""
+    return float(np.max(np.diff([np.median(a) for a in arms])))
+
+
+def _strictly_decreasing(name: str) -> Callable[[RunResults], ClaimResult]:
+    def evaluate(results: RunResults) -> ClaimResult:
         values, lengths, left = phase1_lengths(results, name)
-        ok = bool(np.all(np.diff(lengths) < 0)) and bool(left[-1])
         out = {f"m{v}_phase1_length": float(x) for v, x in zip(values, lengths, strict=True)}
         out |= {f"m{k}": x for k, x in seed_lengths(results, name).items()}
-        return (
-            ok,
-            out,
-            None,
+        detail = (
             f"phase-1 length by momentum {describe_lengths(values, lengths, left)}"
-            + _seeds_note(results, name),
+            + _seeds_note(results, name)
         )
+        if not left[-1]:  # the largest momentum never left phase 1: no decrease to time
+            return ClaimResult.decided(False, out, None, detail)
+        # each arm's seeds are its members (one seed: the interval is the point)
+        arms = [
+            np.array([phase(results, r, "phase1_length") for r in replicas(results, arm)])
+            for _, arm in group(results, name)
+        ]
+        interval = bootstrap_interval(arms, _largest_rise)
+        return ClaimResult.from_interval(interval, 0.0, "<", out, detail)
 
-    return check
+    return evaluate
 
 
 def _rank(name: str, direction: str) -> Outcome:
@@ -246,15 +262,14 @@ OPERATION_CLAIMS: list[Claim] = [
         f"or an M2 rise below {M2_RISE} during its phase 1",
         _normalisation,
     ),
-    claim_from_check(
+    Claim(
         "momentum-shortens-phase-1",
         "A larger momentum m ∈ {0, 0.5, 0.9} usually alleviates the trap: a shorter phase 1.",
         "§5 (2), S-Fig. 12-17, S-Fig. 29(a)",
-        "phase-1 length strictly decreasing from m = 0 to 0.5 to 0.9 at η = 0.1, and m = 0.9 "
-        "leaves phase 1",
+        REGISTER.reading("momentum-shortens-phase-1"),
         _strictly_decreasing("momentum"),
     ),
-    claim_from_check(
+    Claim(
         "momentum-shortens-phase-1-at-equal-effective-lr",
         "The paper attributes the shorter phase 1 to momentum itself (it strengthens the "
         "influence of the noisy initial weights W_0, Eq. 27-28) and never separates it from "
@@ -263,8 +278,7 @@ OPERATION_CLAIMS: list[Claim] = [
         "the paper's attribution stands; if not, its momentum effect is the larger step. "
         "(An erratum demonstration of the note, not an empirical claim of the paper.)",
         "note 000 A19 (control of §5 (2), Eq. 27-28)",
-        "with η = 0.1 (1 - m), phase-1 length strictly decreasing from m = 0 to 0.5 to 0.9 "
-        "(the attribution is confirmed confounded when it is not)",
+        REGISTER.reading("momentum-shortens-phase-1-at-equal-effective-lr"),
         _strictly_decreasing("momentum_equal_lr"),
         erratum=Erratum(subject="attribution"),
     ),
@@ -422,6 +436,27 @@ def _few_classes(results: RunResults) -> tuple[bool, dict, float, str]:
     )
 
 
+def _leading_learnt(results: RunResults) -> PremiseCheck:
+    """Both leading classes above twice chance at the end of phase 1 (the premise)."""
+    d = _directions(results)
+    acc = np.asarray(d["class_accuracy"], dtype=np.float64)
+    leading = [int(c) for c in d["leading"]]
+    learnt = {int(c) for c in np.asarray(d["dominant"]).ravel()}
+    twice_chance = 2.0 / acc.size
+    values = {f"class{c}_accuracy": float(acc[c]) for c in leading}
+    values["twice_chance"] = twice_chance
+    detail = (
+        "probe accuracy at the end of phase 1: "
+        + ", ".join(f"class {c} {acc[c]:.3g}" for c in leading)
+        + f" (learnt: above twice chance, {twice_chance:.3g})"
+    )
+    return PremiseCheck(all(c in learnt for c in leading), values, detail)
+
+
+LEADING_LEARNT = Premise(LEADING_PREMISE, _leading_learnt)
+"""The premise of the common-direction claims: the leading classes were learnt in phase 1."""
+
+
 def _theorem2(results: RunResults) -> tuple[bool, dict, float, str]:
     d = _directions(results)
     hyp = np.asarray(d["theorem2_hypothesis"])
@@ -444,39 +479,41 @@ DIRECTION_CLAIMS: list[Claim] = [
         "The strength of the primary common direction of the average weight change is "
         "about ten times that of the second; the others are small.",
         "§4.2, Fig. 4, S-Fig. 25",
-        f"s_1 / s_2 >= {STRENGTH_RATIO} for both leading classes (third linear layer)",
+        REGISTER.reading("primary-direction-dominates-average-change"),
         _strengths,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "s-primary-order-of-magnitude-above-s-k",
         "S_primary is about an order of magnitude above each noise strength S_k.",
         "§4.3, Table 1",
-        f"S_primary / max(S_1, S_2, S_3) >= {S_RATIO} (the paper's weakest entry is 9.2) "
-        "at every analysed layer for both leading classes",
+        REGISTER.reading("s-primary-order-of-magnitude-above-s-k"),
         _table,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "feature-similar-to-delta-v",
         "cos(α_c ΔV, F) is positive over the samples of the category in phase 1.",
         "§4.2, Fig. 5",
-        "the class mean of cos(α_c ΔV, F) (ΔV from the actual mini-batch update) > 0 at "
-        "every captured iteration, both leading classes",
+        REGISTER.reading("feature-similar-to-delta-v"),
         _m10,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "o-positive",
         "For each sample, o^(l) = cos(ΔV, F) cos(V, ΔF) is positive and usually increases.",
         "§4.2, Lemma 3, Fig. 6, S-Fig. 26",
-        "mean o^(l) over the probe samples > 0 at every captured iteration with ΔF = -Ḟ "
-        "(the other two readings reported beside it)",
+        REGISTER.reading("o-positive"),
         _o,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "lemma3-primary-term-dominates",
         "At the end of phase 1 Lemma 3's primary term is much larger than its noise term.",
         "Lemma 3, S-Fig. 27",
-        f"median |primary| / |noise| >= {LEMMA3_DOMINANCE} over the probe samples",
+        REGISTER.reading("lemma3-primary-term-dominates"),
         _lemma3,
+        premise=LEADING_LEARNT,
     ),
     claim_from_check(
         "one-or-two-classes-learnt-in-phase-1",
@@ -489,7 +526,8 @@ DIRECTION_CLAIMS: list[Claim] = [
         "theorem2-sign-consistency",
         "Same-category samples share the sign of Cᵀ D Ḟ (Theorem 2's hypothesis).",
         "Theorem 2",
-        ">= 90% of same-class pairs of both leading classes share the sign",
+        REGISTER.reading("theorem2-sign-consistency"),
         _theorem2,
+        premise=LEADING_LEARNT,
     ),
 ]

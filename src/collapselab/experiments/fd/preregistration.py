@@ -8,14 +8,37 @@ substituted`` there. The equal-effective-learning-rate control of the momentum s
 erratum demonstration (the paper's attribution, note 000 A19).
 """
 
+from collapselab.experiments.intervals import bootstrap_reading
 from collapselab.experiments.preregistration import (
     ERRATUM,
     PAPER,
+    Change,
     Register,
     Registered,
     Substitution,
     Tiering,
+    amended,
+    extended,
 )
+
+LEADING_PREMISE = (
+    "the two leading classes (highest probe accuracy at the end of phase 1) were learnt in "
+    "phase 1: each has a probe accuracy above twice chance there (Assumption 1, note A23), so "
+    "that their common direction is the one the paper analyses"
+)
+COMMON_DIRECTION_CLAIMS = (
+    "primary-direction-dominates-average-change",
+    "s-primary-order-of-magnitude-above-s-k",
+    "feature-similar-to-delta-v",
+    "o-positive",
+    "lemma3-primary-term-dominates",
+    "theorem2-sign-consistency",
+)
+"""The claims about the common direction of the classes learnt in phase 1 (premise)."""
+ISSUE35_COMMIT = "1b5ffff"
+REPEATS_COMMIT = "ef728e6"
+"""The commit that decided the momentum claims over each arm's seeds."""
+"""The commit that made the issue-35 change below (the premise checked)."""
 
 CPU_DATA = Substitution(
     what="Fashion-MNIST or a Gaussian mixture for CIFAR-10, MNIST and Tiny ImageNet, with the "
@@ -25,7 +48,7 @@ CPU_DATA = Substitution(
 )
 """What ``quick`` and ``standard`` substitute for the paper's data."""
 
-REGISTER = Register(
+_REGISTER = Register(
     paper="000",
     registered="2026-11-28, at 7c5c37e (integ3)",
     experiments={
@@ -124,4 +147,47 @@ REGISTER = Register(
             "reported, not required)"
         ),
     },
+)
+
+REGISTER = extended(
+    _REGISTER,
+    Change(
+        "2026-11-28",
+        ISSUE35_COMMIT,
+        "regime rule",
+        *amended(
+            _REGISTER,
+            COMMON_DIRECTION_CLAIMS,
+            "; read only on a run whose two leading classes were learnt in phase 1 (premise: "
+            "probe accuracy above twice chance at the end of the window), otherwise not "
+            "evaluable",
+        ),
+        reason=(
+            "issue 35 item 6: the common-direction claims presume the classes whose direction "
+            "they read were learnt in phase 1; on a run where they were not, the claims are "
+            "not evaluable (premise not met), never a verdict. At quick the premise is met "
+            "(classes 1 and 3 at probe accuracy 0.5, twice chance 0.2): verdicts unchanged"
+        ),
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        REPEATS_COMMIT,
+        "reading",
+        *amended(
+            _REGISTER,
+            ("momentum-shortens-phase-1", "momentum-shortens-phase-1-at-equal-effective-lr"),
+            bootstrap_reading("each arm's seeds, every arm resampled on its own")
+            + " (the statistic: the largest step between consecutive arms' median phase-1 "
+            "lengths, < 0)",
+        ),
+        reason=(
+            "issue 35 item 3: where an arm is trained with several seeds (repeat: standard "
+            "repeats the equal-effective-rate control and the L2 sweep with three seeds) the "
+            "order of the medians is decided by a seeded percentile bootstrap over each "
+            "arm's seeds; with one seed per arm (quick) the interval is the point and the "
+            "verdicts are unchanged"
+        ),
+        results_seen=True,
+    ),
 )

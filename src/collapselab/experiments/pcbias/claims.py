@@ -41,11 +41,13 @@ from collapselab.experiments.claims import (
     NotEvaluable,
     RunResults,
 )
+from collapselab.experiments.intervals import bootstrap_interval
 from collapselab.experiments.pcbias.frequency import boundary_agreement, boundary_terms
 from collapselab.experiments.pcbias.learning_order import CONDITIONS as LOC_CONDITIONS
 from collapselab.experiments.pcbias.learning_order import FASTEST
 from collapselab.experiments.pcbias.manipulations import CONDITIONS as AMPLIFIED
 from collapselab.experiments.pcbias.manipulations import LEVEL
+from collapselab.experiments.pcbias.preregistration import REGISTER
 from collapselab.experiments.pcbias.projections import NEIGHBOURS
 from collapselab.metrics.pcbias import (
     binned_correlation,
@@ -120,7 +122,15 @@ def _moving(eigenvalues: np.ndarray) -> np.ndarray:
     return eigenvalues > 0
 
 
-def _convergence_follows(condition: str):
+def _largest_mean(error: np.ndarray) -> float:
+    """The statistic of the closed-form claims: the largest, over the checkpoints, of the
+    members' mean error (``error``: members x checkpoints)."""
+    return float(np.max(np.nanmean(error, axis=0)))
+
+
+def _convergence_follows(name: str, condition: str):
+    bound = REGISTER.bound(name)
+
     def evaluate(results: RunResults):
         error = results.array(condition, "error_corrected")[:, 1:]
         steps = results.array(condition, "steps")[1:]
@@ -137,9 +147,10 @@ def _convergence_follows(condition: str):
             f"{condition} data: motion-relative error of Eq. 10 (c = Σα_lβ_l = "
             f"{values['factor']:.4g}) mean over {error.shape[0]} members: {mean[0]:.3g} at step "
             f"{steps[0]}, {mean[-1]:.3g} at step {steps[-1]}, largest {mean[worst]:.3g} at "
-            f"step {steps[worst]} (<= {FOLLOWS:g})"
+            f"step {steps[worst]} (<= {bound:g})"
         )
-        return verdict(mean[worst] <= FOLLOWS, values, FOLLOWS, detail)
+        interval = bootstrap_interval([error], _largest_mean)
+        return ClaimResult.from_interval(interval, bound, "<=", values, detail)
 
     return evaluate
 
@@ -207,14 +218,17 @@ def _whitening_drops_spread(results: RunResults):
 
 
 def _printed_first_step(results: RunResults):
+    bound = REGISTER.bound("printed-eq10-at-step-one")
     error = results.array("natural", "error_published")[:, 1]
     step = int(results.array("natural", "steps")[1])
     mean = float(np.mean(error))
     detail = (
         f"Eq. 10 as printed (c = L, exponent s − 1) at step {step}: motion-relative error "
-        f"{mean:.3g} mean over {error.size} members (<= {FOLLOWS:g} would follow GD)"
+        f"{mean:.3g} mean over {error.size} members (<= {bound:g} would follow GD)"
     )
-    return verdict(mean <= FOLLOWS, {"error": mean, "step": float(step)}, FOLLOWS, detail)
+    interval = bootstrap_interval([error], np.mean)
+    values = {"error": mean, "step": float(step)}
+    return ClaimResult.from_interval(interval, bound, "<=", values, detail)
 
 
 _SOURCE = "002 §2.3, Eqs. 4 and 10"
@@ -226,16 +240,15 @@ CONVERGENCE_CLAIMS: list[Claim] = [
         "converges geometrically with ratio λ_j = 1 − μ c d_j (note: within 0.05-0.19 for "
         "q = 20, width 512, L = 3).",
         _SOURCE + "; note 002 §3.6",
-        f"largest motion-relative error of the corrected Eq. 10, mean over members, over the "
-        f"checkpoints <= {FOLLOWS:g} (natural data)",
-        _convergence_follows("natural"),
+        REGISTER.reading("closed-form-follows-gd"),
+        _convergence_follows("closed-form-follows-gd", "natural"),
     ),
     Claim(
         "closed-form-follows-gd-whitened",
         "Eq. 10 holds on whitened data too (there all d_j are equal).",
         _SOURCE + ", Fig. 4c",
-        f"same as closed-form-follows-gd on the ZCA-whitened data (<= {FOLLOWS:g})",
-        _convergence_follows("whitened"),
+        REGISTER.reading("closed-form-follows-gd-whitened"),
+        _convergence_follows("closed-form-follows-gd-whitened", "whitened"),
     ),
     Claim(
         "top-pcs-converge-first",
@@ -266,8 +279,7 @@ CONVERGENCE_CLAIMS: list[Claim] = [
         "(erratum: the exponent is shifted by one, note 002 §7 item 2; at step 1 it predicts "
         "no motion).",
         _SOURCE + "; note 002 §7 item 2",
-        f"motion-relative error of the printed Eq. 10 at the first checkpoint after 0 <= "
-        f"{FOLLOWS:g}",
+        REGISTER.reading("printed-eq10-at-step-one"),
         _printed_first_step,
         erratum=Erratum(),
     ),
@@ -381,16 +393,20 @@ def _same_final(results: RunResults):
                    SAME_ACCURACY, detail)  # fmt: skip
 
 
-def _init_follows(init: str, variant: str):
+def _init_follows(name: str, init: str, variant: str):
+    bound = REGISTER.bound(name)
+
     def evaluate(results: RunResults):
-        error = np.nanmean(results.array(init, f"error_{variant}")[:, 1:], axis=0)
+        members = results.array(init, f"error_{variant}")[:, 1:]
         c = float(results.array(init, f"factor_{variant}"))
-        worst = float(np.max(error))
+        worst = _largest_mean(members)
         detail = (
             f"{init} init: Eq. 10 with c = {c:.4g} ({variant}): largest motion-relative error "
-            f"over the checkpoints {worst:.3g}, mean over networks (<= {FOLLOWS:g})"
+            f"over the checkpoints {worst:.3g}, mean over networks (<= {bound:g})"
         )
-        return verdict(worst <= FOLLOWS, {"max_error": worst, "factor": c}, FOLLOWS, detail)
+        interval = bootstrap_interval([members], _largest_mean)
+        values = {"max_error": worst, "factor": c}
+        return ClaimResult.from_interval(interval, bound, "<=", values, detail)
 
     return evaluate
 
@@ -416,17 +432,16 @@ INIT_CLAIMS: list[Claim] = [
         "closed-form-def3",
         "Eq. 10 with c = L describes GD under Def. 3 (there Σα_lβ_l = L + O(1/m)).",
         "002 Eq. 10, Def. 3",
-        f"largest mean motion-relative error of Eq. 10 with c = L <= {FOLLOWS:g} (Def. 3)",
-        _init_follows("def3", "published"),
+        REGISTER.reading("closed-form-def3"),
+        _init_follows("closed-form-def3", "def3", "published"),
     ),
     Claim(
         "closed-form-glorot-effective-factor",
         "Under Glorot init Eq. 10 holds with the effective factor c = Σ_l α_l β_l (note 002 "
         "§3.6, [derived]).",
         "note 002 §3.6; 002 Thm 3",
-        f"largest mean motion-relative error of Eq. 10 with c = Σα_lβ_l <= {FOLLOWS:g} "
-        "(Glorot uniform)",
-        _init_follows("glorot_uniform", "corrected"),
+        REGISTER.reading("closed-form-glorot-effective-factor"),
+        _init_follows("closed-form-glorot-effective-factor", "glorot_uniform", "corrected"),
     ),
     Claim(
         "closed-form-glorot-paper-factor",
@@ -434,8 +449,8 @@ INIT_CLAIMS: list[Claim] = [
         "(an assumption mismatch: Eq. 10 is derived under Def. 3; with Glorot init A_l ≈ α_l I, "
         "B_l ≈ β_l I with α_l, β_l ≠ 1, so the rate is Σα_lβ_l, not L; note 002 §7 item 6).",
         "002 Eq. 10, §3.1 (Glorot uniform); note 002 §3.6, §7 item 6",
-        f"largest mean motion-relative error of Eq. 10 with c = L <= {FOLLOWS:g} (Glorot uniform)",
-        _init_follows("glorot_uniform", "published"),
+        REGISTER.reading("closed-form-glorot-paper-factor"),
+        _init_follows("closed-form-glorot-paper-factor", "glorot_uniform", "published"),
         erratum=Erratum(subject="assumption"),
     ),
 ]
@@ -612,29 +627,45 @@ def _nonlinear_fastest_halved(results: RunResults):
     return verdict(drop > drop_all and halved, values, HALVED, detail)
 
 
-def _converged(results: RunResults, key: str) -> float:
-    steps = results.array("labels", f"{key}_steps")
-    accuracy = results.array("labels", f"{key}_accuracy").mean(0)
+def _converged_step(steps: np.ndarray, members: np.ndarray) -> float:
+    """The step where the members' mean train accuracy has first made :data:`CONVERGED` of
+    its final gain (interpolated between checkpoints; inf when it never does)."""
+    accuracy = members.mean(0)
     target = accuracy[0] + CONVERGED * (accuracy[-1] - accuracy[0])
     step = float(convergence_epoch(accuracy, target, "above", epochs=steps, interpolate=True))
     return step if np.isfinite(step) else float("inf")
 
 
-def _label_ratio(condition: str, slower: bool):
+def _label_ratio(name: str, condition: str, slower: bool):
+    bound = REGISTER.bound(name)
+    op = ">=" if slower else "<="
+
     def evaluate(results: RunResults):
-        real = _converged(results, f"{condition}_real")
-        shuffled = _converged(results, f"{condition}_shuffled")
-        ratio = shuffled / real if real > 0 else float("inf")
-        bound = SLOWER if slower else SAME
-        ok = ratio >= SLOWER if slower else ratio <= SAME
+        arrays = {
+            labels: (
+                results.array("labels", f"{condition}_{labels}_steps"),
+                results.array("labels", f"{condition}_{labels}_accuracy"),
+            )
+            for labels in ("real", "shuffled")
+        }
+
+        def ratio_of(real_members: np.ndarray, shuffled_members: np.ndarray) -> float:
+            real = _converged_step(arrays["real"][0], real_members)
+            shuffled = _converged_step(arrays["shuffled"][0], shuffled_members)
+            return shuffled / real if real > 0 else float("inf")
+
+        real = _converged_step(*arrays["real"])
+        shuffled = _converged_step(*arrays["shuffled"])
+        ratio = ratio_of(arrays["real"][1], arrays["shuffled"][1])
         detail = (
             f"{condition} data: step where the mean train accuracy has first made {CONVERGED:g} "
             f"of its final gain (interpolated between checkpoints): real "
-            f"labels {real:.4g}, shuffled {shuffled:.4g}; ratio {ratio:.3g} "
-            f"({'>=' if slower else '<='} {bound:g})"
+            f"labels {real:.4g}, shuffled {shuffled:.4g}; ratio {ratio:.3g} ({op} {bound:g})"
         )
-        return verdict(ok, {"real_step": real, "shuffled_step": shuffled, "ratio": ratio},
-                       bound, detail)  # fmt: skip
+        # the two ensembles are independent: each is resampled on its own
+        interval = bootstrap_interval([arrays["real"][1], arrays["shuffled"][1]], ratio_of)
+        values = {"real_step": real, "shuffled_step": shuffled, "ratio": ratio}
+        return ClaimResult.from_interval(interval, bound, op, values, detail)
 
     return evaluate
 
@@ -686,17 +717,15 @@ LOC_CLAIMS: list[Claim] = [
         "shuffled-labels-slower",
         "Fig. 10: linear networks converge more slowly with shuffled labels.",
         "002 §6.2, Fig. 10",
-        f"steps to {CONVERGED:g} of the final train-accuracy gain, shuffled / real >= "
-        f"{SLOWER:g} (natural data)",
-        _label_ratio("natural", slower=True),
+        REGISTER.reading("shuffled-labels-slower"),
+        _label_ratio("shuffled-labels-slower", "natural", slower=True),
     ),
     Claim(
         "whitening-removes-label-gap",
         "Fig. 10: after whitening the gap between real and shuffled labels disappears.",
         "002 §6.2, Fig. 10",
-        f"steps to {CONVERGED:g} of the final train-accuracy gain, shuffled / real <= "
-        f"{SAME:g} (whitened data)",
-        _label_ratio("whitened", slower=False),
+        REGISTER.reading("whitening-removes-label-gap"),
+        _label_ratio("whitening-removes-label-gap", "whitened", slower=False),
     ),
 ]
 """The claims of ``pcbias-loc``."""
@@ -726,7 +755,8 @@ def _small_peaks_first(results: RunResults):
 
 
 def _small_declines(results: RunResults):
-    return projection_decline(*_projection_means(results))
+    members = results.array("projections", "projected_nonlinear")
+    return projection_decline(results.array("projections", "pcs"), members, "small-p-declines")
 
 
 def projection_peaks_first(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
@@ -744,22 +774,28 @@ def projection_peaks_first(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
                    None, detail)  # fmt: skip
 
 
-def projection_decline(pcs: np.ndarray, mean: np.ndarray) -> ClaimResult:
-    """Fig. 5's decline: the largest early-stopping benefit (peak minus final, of ``mean``
-    ``(E+1, len(pcs))``) over the projections with ``P <= 10`` (the smallest ``P`` when
-    there is none) is at least :data:`DECLINE`."""
-    small = [j for j, p in enumerate(pcs) if p <= 10]
-    if not small:
-        small = [0]
+def projection_decline(pcs: np.ndarray, members: np.ndarray, name: str) -> ClaimResult:
+    """Fig. 5's decline: the largest early-stopping benefit (peak minus final, of the
+    members' mean of ``members`` ``(members, E+1, len(pcs))``) over the projections with
+    ``P <= 10`` (the smallest ``P`` when there is none) is at least claim ``name``'s
+    registered bound, decided by its bootstrap interval over the members."""
+    bound = REGISTER.bound(name)
+    small = [j for j, p in enumerate(pcs) if p <= 10] or [0]
+
+    def largest(curves: np.ndarray) -> float:
+        mean = curves.mean(0)
+        return max(early_stopping_benefit(mean[:, j])[0] for j in small)
+
+    mean = members.mean(0)
     benefits = {int(pcs[j]): early_stopping_benefit(mean[:, j])[0] for j in small}
-    best = max(benefits.values())
     detail = (
         "peak minus final mean test accuracy for P <= 10: "
         + ", ".join(f"P={p}: {b:.3g}" for p, b in benefits.items())
-        + f" (largest >= {DECLINE:g})"
+        + f" (largest >= {bound:g})"
     )
-    return verdict(best >= DECLINE, {f"benefit_P{p}": b for p, b in benefits.items()},
-                   DECLINE, detail)  # fmt: skip
+    interval = bootstrap_interval([members], largest)
+    values = {f"benefit_P{p}": b for p, b in benefits.items()}
+    return ClaimResult.from_interval(interval, bound, ">=", values, detail)
 
 
 def _linear_agrees(results: RunResults):
@@ -812,7 +848,7 @@ PROJECTION_CLAIMS: list[Claim] = [
         "small-p-declines",
         "Fig. 5: for P = 1 and 10 the accuracy peaks after a few epochs and then declines.",
         "002 §4.2, Fig. 5",
-        f"largest peak-minus-final mean test accuracy over P <= 10 >= {DECLINE:g}",
+        REGISTER.reading("small-p-declines"),
         _small_declines,
     ),
     Claim(
@@ -1059,12 +1095,18 @@ def _early_bias(results: RunResults):
     return verdict(rho <= EARLY, {"spearman": rho, "top": top, "bottom": bottom}, EARLY, detail)
 
 
-def _projection_curves(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
-    """``pcs`` and the ensemble-mean projected test accuracy ``(E+1, len(pcs))``."""
+def _projection_members(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
+    """``pcs`` and the members' projected test accuracy ``(members, E+1, len(pcs))``."""
     if "projected" not in results.arrays.get("stvgg", {}):
         raise NotEvaluable("the run stored no projected accuracies (a run from before Fig. 5a "
                            "on st-VGG, or a configuration without pcs)")  # fmt: skip
-    return results.array("stvgg", "pcs"), results.array("stvgg", "projected").mean(0)
+    return results.array("stvgg", "pcs"), results.array("stvgg", "projected")
+
+
+def _projection_curves(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
+    """``pcs`` and the ensemble-mean projected test accuracy ``(E+1, len(pcs))``."""
+    pcs, members = _projection_members(results)
+    return pcs, members.mean(0)
 
 
 def _stvgg_peaks_first(results: RunResults):
@@ -1072,7 +1114,7 @@ def _stvgg_peaks_first(results: RunResults):
 
 
 def _stvgg_declines(results: RunResults):
-    return projection_decline(*_projection_curves(results))
+    return projection_decline(*_projection_members(results), "stvgg-small-p-declines")
 
 
 STVGG_CLAIMS: list[Claim] = [
@@ -1098,8 +1140,7 @@ STVGG_CLAIMS: list[Claim] = [
         "Fig. 5a (st-VGG): for P = 1 and 10 the accuracy peaks after a few epochs and then "
         "declines.",
         "002 §4.2, Fig. 5a",
-        f"largest peak-minus-final mean test accuracy over P <= 10 >= {DECLINE:g} (as "
-        "pcbias-projections' small-p-declines)",
+        REGISTER.reading("stvgg-small-p-declines"),
         _stvgg_declines,
     ),
 ]
