@@ -39,18 +39,19 @@ def test_batched_members_are_stored_as_run_members_stores_them(tmp_path: Path):
     configs = [{"x": x, "kind": "even" if x % 2 == 0 else "odd"} for x in range(6)]
     context = RunContext("tiny", {}, executor="serial", workers=1)
     CALLS.clear()
-    batched = run_batched_members(alone, together, configs, Run.create(tmp_path, "b", config={}),
-                                  context, batch_key=_key, label="s")  # fmt: skip
+    runs = [Run.create(tmp_path, name, config={}) for name in ("b", "p")]
+    batched = run_batched_members(alone, together, configs, runs[0], context, batch_key=_key,
+                                  label="s")  # fmt: skip
     assert batched == [{"y": 10 * x} for x in range(6)]
     # x = 0 has no key and x = 3 failed in its chunk: both trained alone, after the chunks
     assert CALLS == [("batch", [1, 3, 5]), ("batch", [2, 4]), ("alone", [0]), ("alone", [3])]
-    plain = run_members(alone, configs, Run.create(tmp_path, "p", config={}), context, label="s")
+    plain = run_members(alone, configs, runs[1], context, label="s")
     assert plain == batched
-    names = [sorted(p.name for p in (tmp_path / r / "members" / "s").glob("member-*.json"))
-             for r in ("b", "p")]  # fmt: skip
+    names = [sorted(p.name for p in (r.path / "members" / "s").glob("member-*.json"))
+             for r in runs]  # fmt: skip
     assert names[0] == names[1] and len(names[0]) == 6
     # a rerun loads every member: nothing is trained again
     CALLS.clear()
-    again = run_batched_members(alone, together, configs, Run.open(tmp_path / "b"), context,
-                                batch_key=_key, label="s")  # fmt: skip
+    again = run_batched_members(alone, together, configs, runs[0], context, batch_key=_key,
+                                label="s")  # fmt: skip
     assert again == batched and CALLS == []
