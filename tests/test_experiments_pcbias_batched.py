@@ -14,7 +14,7 @@ import torch
 
 from collapselab._threads import serial_threads
 from collapselab.experiments import get_experiment
-from collapselab.experiments.pcbias._common import train_batch
+from collapselab.experiments.pcbias._common import train_networks
 from collapselab.experiments.pcbias.linear_sgd import (
     LinearSGDMember,
     linear_sgd_batch,
@@ -27,6 +27,7 @@ from collapselab.experiments.pcbias.training import (
     deep_linear_member,
 )
 from collapselab.experiments.runner import run_experiment
+from collapselab.experiments.sweeps.batched import chunk_task
 from collapselab.store import Run
 
 MLP_BOUND = 1e-6
@@ -67,7 +68,7 @@ def test_a_diverging_deep_linear_member_is_left_to_the_lone_training():
         assert deep_linear_batch(members) == [None, None]
         with pytest.raises(FloatingPointError, match="diverged"):
             deep_linear_member(members[0])
-        out = train_batch({"networks": members})
+        out = chunk_task(train_networks, {"members": [{"network": m} for m in members]})
     assert out == {"failed": [0, 1]}
 
 

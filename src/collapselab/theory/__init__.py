@@ -29,7 +29,8 @@ per-layer list. Paper 001's :mod:`~collapselab.theory.ufm` keeps the paper's col
   autodiff), Papyan's decomposition, gradients, App. E matrices, Gram tables, measured
   with the curvature vocabulary of :mod:`collapselab.curvature` (dense operators);
   :mod:`~collapselab.theory.dlufm_theorems`: Theorems 3.1, 4.1-4.4, E.1-E.3 as predictions
-  and :func:`verify_dlufm`.
+  and :func:`verify_dlufm`; :mod:`~collapselab.theory.dlufm_batched`: the full-batch
+  gradient descent of several starts as one batched model, bit for bit the lone descents.
 - :mod:`~collapselab.theory.pcbias` (paper 002): the principal-components bias of deep
   linear networks, in the principal frame of :mod:`collapselab.metrics.pc_frame`: Lemma 1
   gradients, Theorem 1's first-order compact update, Thm 3 / Lemma 2 scales with Monte

@@ -205,7 +205,10 @@ class RegularisationPreset(UFMConfig):
 class ReluPreset(UFMBase):
     """``dlufm-relu``: the deep ReLU UFM of ``n_layers`` layers at every width of
     ``widths`` from the start of every seed of ``seeds``; layer ``layer`` analysed;
-    ``steps`` gradient steps, ``checkpoints`` log-spaced checkpoints of the featured run."""
+    ``steps`` gradient steps, ``checkpoints`` log-spaced checkpoints of the featured run;
+    ``batched``: the seeds of a width descend together as one batched model
+    (:func:`~collapselab.theory.dlufm_batched.batched_gradient_descent`, bit for bit the
+    lone descents; ``False``: one by one, the control)."""
 
     n_layers: int
     widths: tuple[int, ...]
@@ -213,6 +216,7 @@ class ReluPreset(UFMBase):
     layer: int
     steps: int
     checkpoints: int
+    batched: bool = True
 
     def at_width(self, width: int) -> UFMConfig:
         """The sweep's model at ``width``."""

@@ -45,6 +45,7 @@ endpoint snapshot, with ``preactivation_nonpositive``, ``preactivation_margin``,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,7 +64,10 @@ from collapselab.experiments.dlufm.ufm import (
 )
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
+from collapselab.experiments.sweeps.batched import run_batched_members
 from collapselab.store import Run
+from collapselab.theory.dlufm import DeepUFM, DescentTrajectory
+from collapselab.theory.dlufm_batched import batched_gradient_descent
 from collapselab.theory.dlufm_layerwise import preactivation_signs
 
 __all__ = [
@@ -75,6 +79,7 @@ __all__ = [
     "classify",
     "regime",
     "relu_endpoint",
+    "relu_endpoints",
     "run_name",
     "run_relu",
 ]
@@ -147,10 +152,16 @@ def run_relu(run: Run, context: RunContext) -> None:
     c: ReluPreset = context.config
     layer, k = c.layer, c.n_classes
     pairs = [(width, seed) for width in c.widths for seed in c.seeds]
-    members = [{"preset": c, "width": width, "seed": seed} for width, seed in pairs]
+    # how the members train is not part of what they are: one config (and hash) either way
+    member_preset = dataclasses.replace(c, batched=True)
+    members = [{"preset": member_preset, "width": width, "seed": seed} for width, seed in pairs]
     summary: dict[str, list[float]] = {}
     # one thread per member (threads=1), as collapselab._threads.serial_threads
-    finals = run_members(relu_endpoint, members, run, context)
+    if c.batched:  # the seeds of one width share every shape: one batched descent
+        finals = run_batched_members(relu_endpoint, relu_endpoints, members, run, context,
+                                     batch_key=_width)  # fmt: skip
+    else:
+        finals = run_members(relu_endpoint, members, run, context)
     for (width, seed), final in zip(pairs, finals, strict=True):
         run.save_array(f"final_{run_name(width, seed)}", **final)
         row = classify(final, k, layer) | {"width": float(width), "seed": float(seed)}
@@ -195,6 +206,39 @@ def relu_endpoint(member: dict[str, Any]) -> dict[str, Any]:
     c: ReluPreset = member["preset"]
     model = build_model(c.at_width(member["width"]), relu=True)
     traj = descend(model, c, steps=c.steps, checkpoints=c.checkpoints, seed=member["seed"])
+    return _endpoint(model, c, traj)
+
+
+def relu_endpoints(members: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """A batched sweep task: the members of :func:`relu_endpoint` at one width (their seeds
+    differ) descend together
+    (:func:`~collapselab.theory.dlufm_batched.batched_gradient_descent`, bit for bit the
+    lone descents); each endpoint as :func:`relu_endpoint` gives it. ``None`` for every
+    member when the batch diverges (each is then descended alone, which reports which)."""
+    c: ReluPreset = members[0]["preset"]
+    model = build_model(c.at_width(members[0]["width"]), relu=True)
+    try:
+        trajs = batched_gradient_descent(
+            model,
+            c.lr,
+            c.steps,
+            seeds=[m["seed"] for m in members],
+            w_scale=c.w_scale,
+            h_scale=c.h_scale,
+            checkpoints=c.checkpoints,
+        )
+    except FloatingPointError:
+        return [None] * len(members)
+    return [_endpoint(model, c, traj) for traj in trajs]
+
+
+def _width(member: Mapping[str, Any]) -> int:
+    """The batch key of a member: its width (the seeds of a width share every shape)."""
+    return int(member["width"])
+
+
+def _endpoint(model: DeepUFM, c: ReluPreset, traj: DescentTrajectory) -> dict[str, Any]:
+    """The endpoint's full snapshot (without its top vectors) and where its ReLUs act."""
     final = layer_snapshot(model, traj.final, c.layer)
     final.pop("top_vectors")
     signs = preactivation_signs(model, traj.final)

@@ -44,7 +44,14 @@ from collapselab.families import MSE
 from collapselab.models import build_model
 from collapselab.probe.robustness import deepfool_robustness
 from collapselab.track import Monitor
-from collapselab.train import TrainConfig, mse_lambda, seed_everything, train
+from collapselab.train import (
+    TrainConfig,
+    TrainResult,
+    mse_lambda,
+    seed_everything,
+    train,
+    train_ensemble,
+)
 
 NC_METRICS = (
     "nc1",
@@ -382,7 +389,30 @@ def sweep_point(
 ) -> dict[str, float]:
     """Train one sweep point without measurements; final train and test accuracy."""
     model = seeded_net(config, arm, data, seed)
-    result = train(model, data, train_config(config, arm, lr, seed, device))
+    return _point(lr, train(model, data, train_config(config, arm, lr, seed, device)))
+
+
+def sweep_points(
+    config: CollapsePreset,
+    arm: Arm,
+    data: DataSplits,
+    rates: Sequence[float],
+    *,
+    seed: int,
+    device: str,
+) -> list[dict[str, float]]:
+    """:func:`sweep_point` at every rate of ``rates``, the networks trained together as one
+    batched model (:func:`~collapselab.train.train_ensemble`: each its own rate, the same
+    start and data order; float32, so equal to the lone trainings up to the rounding of
+    the batched products, stated in docs/mse_nc.md); the points in order."""
+    models = [seeded_net(config, arm, data, seed) for _ in rates]
+    configs = [train_config(config, arm, lr, seed, device) for lr in rates]
+    results = train_ensemble(models, data, configs)
+    return [_point(lr, result) for lr, result in zip(rates, results, strict=True)]
+
+
+def _point(lr: float, result: TrainResult) -> dict[str, float]:
+    """A sweep point from its training: final train accuracy and test error, or NaN."""
     if result.failed:  # a diverging rate is a legitimate sweep outcome
         return {"lr": lr, "train_accuracy": math.nan, "test_error": math.nan, "diverged": 1.0}
     final = result.final

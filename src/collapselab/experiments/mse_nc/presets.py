@@ -243,7 +243,9 @@ class CollapsePreset(Preset):
     ``measure_schedule`` (``"log"``: the paper's log-spaced epochs scaled to the budget, or
     the epochs), in batches of ``measure_batch_size``, class statistics weighted by
     ``weighting``; ``torch_threads`` (``None``: torch's default) is the thread count of
-    the run and of each arm trained side by side.
+    the run and of each arm trained side by side; ``batched``: the points of a learning-rate
+    sweep train together as one batched model (float32: equal to one-by-one training up to
+    rounding, docs/mse_nc.md; ``False``: one by one, the control).
 
     Raises:
         PresetError: an arm names a dataset or a net that is not defined, a swept arm
@@ -269,6 +271,7 @@ class CollapsePreset(Preset):
     robustness: Robustness | None = Robustness()
     lr_sweep: RateSweep | None = None
     torch_threads: int | None = None
+    batched: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()

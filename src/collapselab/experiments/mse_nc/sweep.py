@@ -14,7 +14,11 @@ The grid's points are the members of a sweep (:func:`collapselab.experiments.swe
 on the run's executor): :func:`sweep_member` trains one point from its member config
 (:func:`member_config`: the preset, the arm, the rate, the seed), on the arm's data loaded
 once per worker process (:func:`~collapselab.experiments.mse_nc.arms.arm_data`).
-:func:`sweep_arm` runs an arm's sweep in a run, resumably, and records every point.
+With the preset's ``batched`` (the default) the points of an arm, one architecture at
+different rates, train together as one batched model (:func:`sweep_members`, in chunks
+of :func:`~collapselab.experiments.sweeps.batched.run_batched_members`, each point stored
+as one-by-one training stores it). :func:`sweep_arm` runs an arm's sweep in a run,
+resumably, and records every point.
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ from typing import Any
 import torch
 
 from collapselab.data import DataSplits
-from collapselab.experiments.mse_nc.arms import Arm, arm_data, sweep_point
+from collapselab.experiments.mse_nc.arms import Arm, arm_data, sweep_point, sweep_points
 from collapselab.experiments.mse_nc.presets import CollapsePreset, RateSweep, paper_lr_grid
 from collapselab.experiments.mse_nc.results import PROGRESS_KEY
 from collapselab.experiments.registry import RunContext
 from collapselab.experiments.sweeps import run_members
+from collapselab.experiments.sweeps.batched import run_batched_members
 from collapselab.store import Run
 
 
@@ -104,6 +109,20 @@ def sweep_member(member: dict[str, Any]) -> dict[str, float]:
                        device=member["device"])  # fmt: skip
 
 
+def sweep_members(members: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """A batched sweep task: the points ``members`` of one arm (:func:`member_config`, all
+    fields equal but ``lr``) trained as one batched model
+    (:func:`~collapselab.experiments.mse_nc.arms.sweep_points`)."""
+    config, arm, data = member_arm(members[0])
+    return sweep_points(config, arm, data, [m["lr"] for m in members],
+                        seed=members[0]["seed"], device=members[0]["device"])  # fmt: skip
+
+
+def _point_key(member: dict[str, Any]) -> str:
+    """The batch key of a sweep point: its arm (the points of an arm differ in ``lr``)."""
+    return Arm(**member["arm"]).key
+
+
 # ------------------------------------------------------------------------ in a run
 def sweep_arm(run: Run, state: dict[str, Any], context: RunContext, arm: Arm) -> float:
     """The rate of a swept ``arm``: every grid point trained (the members of a sweep on the
@@ -117,15 +136,22 @@ def sweep_arm(run: Run, state: dict[str, Any], context: RunContext, arm: Arm) ->
         return float(record["selected"])
     split = f"{arm.key}/sweep"
     grid = sweep_rates(spec)
+    # how the points train is not part of what they are: one config (and hash) either way
+    preset = context.config.replace(batched=True)
     members = [
-        member_config(context.config, arm, lr, seed=context.seed, device=context.device,
+        member_config(preset, arm, lr, seed=context.seed, device=context.device,
                       data_dir=context.data_dir_text)
         for _, lr in grid
     ]  # fmt: skip
     # the members train with the threads the arm's training runs with here
-    points = run_members(
-        sweep_member, members, run, context, label=arm.key, threads=torch.get_num_threads()
-    )
+    threads = torch.get_num_threads()
+    if context.config.batched:
+        points = run_batched_members(
+            sweep_member, sweep_members, members, run, context,
+            batch_key=_point_key, label=arm.key, threads=threads,
+        )  # fmt: skip
+    else:
+        points = run_members(sweep_member, members, run, context, label=arm.key, threads=threads)
     for (index, lr), point in zip(grid, points, strict=True):
         if str(index) in record["points"]:  # logged by an earlier, interrupted run
             continue

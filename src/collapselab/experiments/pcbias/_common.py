@@ -17,7 +17,8 @@ through :func:`train_member`.
 
 **Batched ensembles** (``batched=True``): the members of a kind that defines
 :meth:`Member.train_batch` and that differ only in their index (:meth:`Member.batch_key`)
-train together, a chunk of them per sweep task (:func:`train_batch`): one process, batched
+train together, a chunk of them per sweep task (:func:`train_networks` through
+:func:`~collapselab.experiments.sweeps.batched.run_batched_members`): one process, batched
 products. Each member is still stored on its own, under its index and config hash, in the
 sweep's store exactly as one-by-one training stores it, so a run resumes either way and the
 experiment reads the same results. A member that fails inside a batch (divergence) is not
@@ -30,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -51,10 +51,8 @@ from collapselab.data.steps import (
     WhitenZCA,
 )
 from collapselab.experiments.registry import RunContext
-from collapselab.experiments.sweeps import run_members, run_sweep
-from collapselab.experiments.sweeps.executors import default_workers
-from collapselab.experiments.sweeps.member import normalise_result
-from collapselab.experiments.sweeps.member_store import MemberStore
+from collapselab.experiments.sweeps import run_members
+from collapselab.experiments.sweeps.batched import run_batched_members
 from collapselab.store import Run
 
 # ---------------------------------------------------------------------------------- data
@@ -244,91 +242,18 @@ def train_member(config: Mapping[str, Any]) -> dict[str, Any]:
     return config["network"].train()
 
 
-def train_batch(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The sweep task of a batched chunk: train ``config["networks"]`` (members of one
-    :meth:`Member.batch_key`) with their kind's :meth:`Member.train_batch`; member ``j``'s
-    results under keys ``"<j>:<name>"`` (the sweep's contract is one flat dict), and
-    ``"failed"``, the positions of the members that failed."""
-    networks = list(config["networks"])
-    out: dict[str, Any] = {}
-    failed = []
-    for j, result in enumerate(type(networks[0]).train_batch(networks)):
-        if result is None:
-            failed.append(j)
-            continue
-        out |= {f"{j}:{name}": value for name, value in result.items()}
-    return {**out, "failed": failed}
+def train_networks(configs: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """The batched trainer of a chunk of members (configs ``{"network": member}`` of one
+    :meth:`Member.batch_key`): their kind's :meth:`Member.train_batch`."""
+    networks = [config["network"] for config in configs]
+    return list(type(networks[0]).train_batch(networks))
 
 
-class _ChunkRecords:
-    """Where the batched sweep stores its chunks: each member of a finished chunk goes to
-    the ensemble's :class:`MemberStore` under its own index and config (as one-by-one
-    training stores it); chunks themselves are never loaded (:func:`_train_batched` only
-    builds chunks of members the store lacks)."""
-
-    def __init__(self, store: MemberStore, indices: Sequence[Sequence[int]]) -> None:
-        self.store, self.indices = store, indices
-
-    def load(self, index: int, config: dict[str, Any]) -> None:
-        return None
-
-    def save(
-        self, index: int, config: dict[str, Any], value: dict[str, Any], attempts: int
-    ) -> None:
-        for j, (member, i) in enumerate(zip(config["networks"], self.indices[index], strict=True)):
-            if j in value["failed"]:
-                continue
-            prefix = f"{j}:"
-            own = {k[len(prefix) :]: v for k, v in value.items() if k.startswith(prefix)}
-            self.store.save(i, {"network": member}, normalise_result(own), attempts)
-
-
-def _chunks(members: Sequence[Member], missing: Sequence[int], workers: int) -> list[list[int]]:
-    """The indices ``missing`` grouped by batch key (kinds without a batched trainer left
-    out), each group cut into about ``workers / groups`` equal chunks so that every worker
-    of the pool gets one."""
-    groups: dict[str, list[int]] = {}
-    for i in missing:
-        key = members[i].batch_key()
-        if key is not None:
-            groups.setdefault(repr(key), []).append(i)
-    pieces = max(1, math.ceil(workers / max(len(groups), 1)))
-    out = []
-    for indices in groups.values():
-        size = math.ceil(len(indices) / min(pieces, len(indices)))
-        out += [indices[k : k + size] for k in range(0, len(indices), size)]
-    return out
-
-
-def _store(run: Run, label: str) -> MemberStore:
-    """The ensemble's member store, where :func:`run_members` keeps it."""
-    return MemberStore(run.path / "members" / label if label else run.path / "members")
-
-
-def _stored(members: Sequence[Member], run: Run, label: str) -> list[dict[str, Any]] | None:
-    """Every member's stored result, or ``None`` when one is missing."""
-    store, out = _store(run, label), []
-    for i, member in enumerate(members):
-        found = store.load(i, {"network": member})
-        if found is None:
-            return None
-        out.append(found[0])
-    return out
-
-
-def _train_batched(members: Sequence[Member], run: Run, context: RunContext, label: str) -> None:
-    """Train the members the ensemble's store lacks in batched chunks, storing each member
-    as :func:`run_members` would (module docstring)."""
-    store = _store(run, label)
-    missing = [i for i, m in enumerate(members) if store.load(i, {"network": m}) is None]
-    workers = context.workers if isinstance(context.workers, int) else default_workers()
-    chunks = _chunks(members, missing, workers)
-    if not chunks:
-        return
-    configs = [{"networks": [members[i] for i in chunk]} for chunk in chunks]
-    run_sweep(train_batch, configs, executor=context.executor, workers=context.workers,
-              store=_ChunkRecords(store, chunks), progress=context.progress,
-              description=f"{label or 'sweep'} (batched)")  # fmt: skip
+def _network_key(config: Mapping[str, Any]) -> str | None:
+    """The batch key of a member's config (:meth:`Member.batch_key`, as text), or ``None``
+    for a kind without a batched trainer."""
+    key = config["network"].batch_key()
+    return None if key is None else repr(key)
 
 
 def run_ensemble(
@@ -338,12 +263,10 @@ def run_ensemble(
     ``batched``: members that can be batched train as batched chunks first (module
     docstring); the one-by-one sweep then loads them and trains the rest alone (it runs
     only when a member is missing)."""
-    if batched:
-        _train_batched(members, run, context, label)
-        stored = _stored(members, run, label)
-        if stored is not None:  # all trained: no one-by-one sweep (nor its "resuming" note)
-            return stored
     configs = [{"network": member} for member in members]
+    if batched:
+        return run_batched_members(train_member, train_networks, configs, run, context,
+                                   batch_key=_network_key, label=label)  # fmt: skip
     return run_members(train_member, configs, run, context, label=label)
 
 
