@@ -9,21 +9,15 @@ wraps (:mod:`collapselab.data.transforms`). :data:`STEPS` lists them by recorded
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import torch
 
+from collapselab.data import transforms
 from collapselab.data.dataset import DataSplits, LabeledData
 from collapselab.data.pca import PCAmplification, SeparableRelabel, ZCAWhitening
-from collapselab.data.transforms import (
-    Standardize,
-    balanced_subset,
-    center_crop,
-    pad_to_size,
-    shuffle_labels,
-)
 
 __all__ = [
     "STEPS",
@@ -102,9 +96,13 @@ class Balance(Step):
                     f"dataset {data.train.name!r}: a class has no training sample; cannot balance"
                 )
         if n_train is not None:
-            return balanced_subset(data, int(n_train), seed=seed, n_test_per_class=n_test)
+            return transforms.balanced_subset(
+                data, int(n_train), seed=seed, n_test_per_class=n_test
+            )
         if n_test is not None and data.test is not None:
-            return DataSplits(data.train, balanced_subset(data.test, n_test, seed=seed + 1))
+            return DataSplits(
+                data.train, transforms.balanced_subset(data.test, n_test, seed=seed + 1)
+            )
         return data
 
 
@@ -137,25 +135,30 @@ class DropTest(Step):
 
 
 @dataclass(frozen=True)
-class CenterCrop(Step):
-    """The central ``size x size`` pixels of every image (:func:`~collapselab.data.center_crop`)."""
+class _Resize(Step):
+    """Every image brought to ``size x size`` by the subclass's ``resize(data, size)``."""
 
     size: int
-    name: ClassVar[str] = "center_crop"
+    resize: ClassVar[Callable[[DataSplits, int], DataSplits]]
 
     def apply(self, data: DataSplits, seed: int) -> DataSplits:
-        return center_crop(data, self.size)
+        return type(self).resize(data, self.size)
 
 
 @dataclass(frozen=True)
-class Pad(Step):
+class CenterCrop(_Resize):
+    """The central ``size x size`` pixels of every image (:func:`~collapselab.data.center_crop`)."""
+
+    name: ClassVar[str] = "center_crop"
+    resize = staticmethod(transforms.center_crop)
+
+
+@dataclass(frozen=True)
+class Pad(_Resize):
     """Images zero-padded to ``size x size`` (:func:`~collapselab.data.pad_to_size`)."""
 
-    size: int
     name: ClassVar[str] = "pad"
-
-    def apply(self, data: DataSplits, seed: int) -> DataSplits:
-        return pad_to_size(data, self.size)
+    resize = staticmethod(transforms.pad_to_size)
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,7 @@ class StandardizeChannels(Step):
     name: ClassVar[str] = "standardize_channels"
 
     def apply(self, data: DataSplits, seed: int) -> DataSplits:
-        return Standardize().fit_apply(data)
+        return transforms.Standardize().fit_apply(data)
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,7 @@ class ShuffleLabels(Step):
     name: ClassVar[str] = "shuffle_labels"
 
     def apply(self, data: DataSplits, seed: int) -> DataSplits:
-        return shuffle_labels(data, self.fraction, seed=seed) if self.fraction else data
+        return transforms.shuffle_labels(data, self.fraction, seed=seed) if self.fraction else data
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from collapselab.checks import check_choice, check_float, check_int
+from collapselab.models.modes import eval_mode
 
 __all__ = [
     "BIAS_MODES",
@@ -143,18 +143,6 @@ def _dtype_device(model: nn.Module) -> tuple[torch.dtype, torch.device]:
         if t.is_floating_point():
             return t.dtype, t.device
     return torch.get_default_dtype(), torch.device("cpu")
-
-
-@contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[nn.Module]:
-    """``model`` in eval mode; every submodule's own mode restored afterwards."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield model
-    finally:
-        for m, mode in modes:
-            m.training = mode
 
 
 def _forward(model: nn.Module, batch: torch.Tensor, input_shape: tuple[int, ...]) -> torch.Tensor:
@@ -292,7 +280,7 @@ def compact_representation(
     if bias == "drop":
         _zero_biases(work)
     check = method == "exact" or max_pool == "average"
-    with torch.no_grad(), _eval_mode(work):
+    with torch.no_grad(), eval_mode(work):
         if check:
             _check_affine(work, shape, dtype, device, rtol)
         return _columns(work, shape, dtype, device, chunk_size)

@@ -1,37 +1,14 @@
-"""Train/eval mode control, and which modules couple the samples of a batch."""
+"""Train/eval mode control (:func:`eval_mode`, kept with the models), and which modules couple
+the samples of a batch."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from collapselab.models.modes import eval_mode
 
-@contextmanager
-def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
-    """Put ``model`` in eval mode; on exit restore every submodule's own ``training`` flag.
-
-    ``model.train()``/``model.eval()`` set the flag of every submodule at once, so restoring
-    only ``model.training`` would lose a mixed state (e.g. a frozen BatchNorm kept in eval
-    mode inside a training model). This records each submodule's flag and puts it back,
-    also when the body raises.
-
-    Example::
-
-        with eval_mode(model), torch.no_grad():
-            logits = model(x)
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    flags = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield model
-    finally:
-        for module, flag in flags:
-            module.training = flag
+__all__ = ["batch_coupling_modules", "eval_mode"]
 
 
 def batch_coupling_modules(model: nn.Module) -> list[str]:

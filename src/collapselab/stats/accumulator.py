@@ -49,11 +49,21 @@ class Accumulator(ABC):
         """Whether no batch has been added yet (the sums are not sized)."""
         return not self.state()
 
+    settings: tuple[str, ...] = ()
+    """The attributes two accumulators must share to merge (the class count, say)."""
+
     def _check_compatible(self, other: Accumulator) -> None:
         """Raise when ``other``'s sums cannot be added to these: ``TypeError`` for another
-        kind of accumulator; subclasses add ``ValueError`` for other settings."""
+        kind of accumulator, ``ValueError`` for other :attr:`settings`."""
         if type(other) is not type(self):
             raise TypeError(f"other must be a {type(self).__name__}, got {type(other).__name__}")
+        mine = tuple(getattr(self, name) for name in self.settings)
+        theirs = tuple(getattr(other, name) for name in self.settings)
+        if mine != theirs:
+            raise ValueError(
+                f"cannot merge {type(self).__name__}s with different "
+                f"{' or '.join(self.settings)}: {mine} vs {theirs}"
+            )
 
     def merge(self: A, other: A) -> A:
         """Add another accumulator's sums (of other data) into this one; returns ``self``."""

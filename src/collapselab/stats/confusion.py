@@ -15,6 +15,8 @@ class ConfusionCounts(Accumulator):
     distributed run can take part in the reduction even without a batch.
     """
 
+    settings = ("n_classes",)
+
     def __init__(self, n_classes: int, device: torch.device | str | None = None) -> None:
         super().__init__()
         self.n_classes = check_int("n_classes", n_classes, minimum=1)
@@ -43,11 +45,3 @@ class ConfusionCounts(Accumulator):
     def all_correct(self) -> bool:
         """Whether every counted sample was decided as its label (zero error)."""
         return int(torch.diagonal(self.counts).sum()) == int(self.counts.sum())
-
-    def _check_compatible(self, other: Accumulator) -> None:
-        super()._check_compatible(other)
-        assert isinstance(other, ConfusionCounts)
-        if other.n_classes != self.n_classes:
-            raise ValueError(
-                f"cannot merge confusion counts of {other.n_classes} and {self.n_classes} classes"
-            )

@@ -101,6 +101,8 @@ class CosineSimilarityAccumulator(Accumulator):
         m2 = mean_cosine_similarity(acc).cross_class
     """
 
+    settings = ("n_classes", "zero_atol")
+
     def __init__(self, n_classes: int, zero_atol: float = 0.0) -> None:
         super().__init__()
         self.n_classes = check_int("n_classes", n_classes, minimum=1)
@@ -135,15 +137,6 @@ class CosineSimilarityAccumulator(Accumulator):
         if self._sums is not member[0].views[member[1]]:  # merged into while empty: own sums
             return None
         return member
-
-    def _check_compatible(self, other: Accumulator) -> None:
-        super()._check_compatible(other)
-        assert isinstance(other, CosineSimilarityAccumulator)
-        if (other.n_classes, other.zero_atol) != (self.n_classes, self.zero_atol):
-            raise ValueError(
-                "cannot merge accumulators with different n_classes or zero_atol: "
-                f"({self.n_classes}, {self.zero_atol}) vs ({other.n_classes}, {other.zero_atol})"
-            )
 
 
 class _UnitSumStack:
@@ -234,6 +227,8 @@ class GatingSimilarityAccumulator(Accumulator):
         n_classes: number of classes C.
     """
 
+    settings = ("n_classes",)
+
     def __init__(self, n_classes: int) -> None:
         super().__init__()
         self.n_classes = check_int("n_classes", n_classes, minimum=1)
@@ -265,11 +260,3 @@ class GatingSimilarityAccumulator(Accumulator):
         self._sums["on_counts"].index_add_(0, y, g.sum(dim=1))
         self._sums["counts"] += torch.bincount(y, minlength=c).to(torch.float64)
         return self
-
-    def _check_compatible(self, other: Accumulator) -> None:
-        super()._check_compatible(other)
-        assert isinstance(other, GatingSimilarityAccumulator)
-        if other.n_classes != self.n_classes:
-            raise ValueError(
-                f"cannot merge accumulators with n_classes {other.n_classes} and {self.n_classes}"
-            )

@@ -567,16 +567,25 @@ def verify_dlufm(
     out.add("optimum", "gradient norm", 0, grad.norm(), 0.0)
     _verify_dnc(out, model, p)
     out.add("4.4", "balancedness", 0, balancedness_residuals(model, p), 0.0)
+    at = _Checked(out, model, p, order, rank_rtol)
     for ell in layer_list:
-        _verify_hessian(out, model, p, ell, order, rank_rtol)
-        _verify_papyan(out, model, p, ell, order, rank_rtol)
-        _verify_gradient(out, model, p, ell, order)
-        _verify_weights(out, model, p, ell, rank_rtol)
-        _verify_covariance(out, model, p, ell, order, rank_rtol)
-        _verify_extended_errors(out, model, p, ell, rank_rtol)
+        for verify in _LAYER_THEOREMS:
+            verify(at, ell)
     for ell in range(1, model.n_layers + 2):
-        _verify_features(out, model, p, ell, rank_rtol)
+        _verify_features(at, ell)
     return out
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What every per-layer theorem check reads: the verification it adds to, the model,
+    the point, the layout ``order`` and the rank tolerance ``rtol``."""
+
+    out: DLUFMVerification
+    model: DeepLinearUFM
+    p: UFMParameters
+    order: str
+    rtol: float
 
 
 def _verify_dnc(out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters) -> None:
@@ -594,15 +603,9 @@ def _verify_dnc(out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters) 
         out.add("3.1", "W_{L:l}W_{L:l}^T = s_l I_K", ell, prod @ prod.T, predicted)
 
 
-def _verify_hessian(
-    out: DLUFMVerification,
-    model: DeepLinearUFM,
-    p: UFMParameters,
-    ell: int,
-    order: str,
-    rtol: float,
-) -> None:
+def _verify_hessian(at: _Checked, ell: int) -> None:
     """Theorem 4.1, and the Kronecker formula against the data formula."""
+    out, model, p, order, rtol = at.out, at.model, at.p, at.order, at.rtol
     hess = layer_hessian(model, p, ell, method="data", order=order)
     pred = predict_hessian(model, ell, point=p, order=order)
     values = _check_spectrum(out, "4.1", ell, pred, hess, rtol, vectors="eigenvectors v_kk'")
@@ -610,15 +613,9 @@ def _verify_hessian(
     out.add("4.1", "Kronecker = data formula", ell, np.abs(kron - hess).max() / values[0], 0.0)
 
 
-def _verify_papyan(
-    out: DLUFMVerification,
-    model: DeepLinearUFM,
-    p: UFMParameters,
-    ell: int,
-    order: str,
-    rtol: float,
-) -> None:
+def _verify_papyan(at: _Checked, ell: int) -> None:
     """Theorem 4.2 under both centrings."""
+    out, model, p, order, rtol = at.out, at.model, at.p, at.order, at.rtol
     k = model.n_classes
     hess = layer_hessian(model, p, ell, method="data", order=order)
     scale = _eigenvalues(hess)[0]
@@ -648,10 +645,9 @@ def _verify_papyan(
         out.add("4.2", f"G = Hessian {tag}", ell, np.abs(G - hess).max() / scale, 0.0)
 
 
-def _verify_gradient(
-    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, order: str
-) -> None:
+def _verify_gradient(at: _Checked, ell: int) -> None:
     """Theorem 4.3."""
+    out, model, p, order = at.out, at.model, at.p, at.order
     k = model.n_classes
     pred = predict_gradient(model, ell)
     vectors = predicted_eigenvectors(model, p, ell, order=order)
@@ -679,24 +675,17 @@ def _verify_gradient(
     )
 
 
-def _verify_weights(
-    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, rtol: float
-) -> None:
+def _verify_weights(at: _Checked, ell: int) -> None:
     """Theorem 4.4 (the balancedness residuals are checked once, in :func:`verify_dlufm`)."""
+    out, model, p, rtol = at.out, at.model, at.p, at.rtol
     pred = predict_weights(model, ell, point=p)
     gram = p.W[ell - 1] @ p.W[ell - 1].T
     _check_spectrum(out, "4.4", ell, pred, gram, rtol, values=weight_spectra(p)[ell - 1])
 
 
-def _verify_covariance(
-    out: DLUFMVerification,
-    model: DeepLinearUFM,
-    p: UFMParameters,
-    ell: int,
-    order: str,
-    rtol: float,
-) -> None:
+def _verify_covariance(at: _Checked, ell: int) -> None:
     """Theorem E.1: the covariance, and the second moment corrected and published."""
+    out, model, p, order, rtol = at.out, at.model, at.p, at.order, at.rtol
     for centred in (True, False):
         matrix = gradient_covariance(model, p, ell, centred=centred, order=order)
         values = _eigenvalues(matrix)
@@ -713,18 +702,27 @@ def _verify_covariance(
                 out.add("E.1", f"eigenvectors {name}", ell, residual, 0.0)
 
 
-def _verify_extended_errors(
-    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, rtol: float
-) -> None:
+def _verify_extended_errors(at: _Checked, ell: int) -> None:
     """Theorem E.2."""
+    out, model, p, rtol = at.out, at.model, at.p, at.rtol
     pred = predict_extended_errors(model, ell, point=p)
     _check_spectrum(out, "E.2", ell, pred, extended_error_moment(model, p, ell), rtol)
 
 
-def _verify_features(
-    out: DLUFMVerification, model: DeepLinearUFM, p: UFMParameters, ell: int, rtol: float
-) -> None:
+_LAYER_THEOREMS = (
+    _verify_hessian,
+    _verify_papyan,
+    _verify_gradient,
+    _verify_weights,
+    _verify_covariance,
+    _verify_extended_errors,
+)
+"""The checks of Theorems 4.1-4.4, E.1 and E.2 at one layer, in the order they are added."""
+
+
+def _verify_features(at: _Checked, ell: int) -> None:
     """Theorem E.3 at ``l = 1..L+1``."""
+    out, model, p, rtol = at.out, at.model, at.p, at.rtol
     pred = predict_features(model, ell, point=p)
     _check_spectrum(out, "E.3", ell, pred, feature_gram(model, p, ell), rtol)
 

@@ -504,6 +504,32 @@ def _grad_norm(g_w: np.ndarray, g_layers: np.ndarray, g_b: np.ndarray | None) ->
     return math.sqrt(total)
 
 
+def _solution_at(
+    problem: MUFM,
+    point: tuple[np.ndarray, np.ndarray, np.ndarray | None],
+    tol: float,
+    iterations: int,
+    method: str,
+    message: str,
+) -> MUFMSolution:
+    """``point = (W, layers, b)`` as a solution: its objective and gradient norm ``||∇F||``,
+    converged when ``||∇F|| <= tol``."""
+    W, layers, b = point
+    value, g_w, g_layers, g_b = problem._evaluate(W, layers, b)
+    norm = _grad_norm(g_w, g_layers, g_b)
+    return MUFMSolution(
+        W=W,
+        b=b,
+        layers=layers,
+        objective=value,
+        grad_norm=norm,
+        iterations=iterations,
+        method=method,
+        converged=norm <= tol,
+        message=message,
+    )
+
+
 def _random_init(
     problem: MUFM, seed: int | np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -551,21 +577,13 @@ def solve_literal(
                 b = b - lr * g_b
             if progress is not None and (step % max(steps // 100, 1) == 0 or step == steps):
                 progress(step, steps)
-        value, g_w, g_layers, g_b = problem._evaluate(W, layers, b)
-    if not math.isfinite(value):
-        raise FloatingPointError(f"gradient descent diverged (objective {value}); lower lr={lr}")
-    norm = _grad_norm(g_w, g_layers, g_b)
-    return MUFMSolution(
-        W=W,
-        b=b,
-        layers=layers,
-        objective=value,
-        grad_norm=norm,
-        iterations=steps,
-        method="literal",
-        converged=norm <= tol,
-        message=f"{steps} gradient steps at lr={lr}",
-    )
+        message = f"{steps} gradient steps at lr={lr}"
+        solution = _solution_at(problem, (W, layers, b), tol, steps, "literal", message)
+    if not math.isfinite(solution.objective):
+        raise FloatingPointError(
+            f"gradient descent diverged (objective {solution.objective}); lower lr={lr}"
+        )
+    return solution
 
 
 def _initial_point(
@@ -715,19 +733,7 @@ def _lbfgs(
         w, bb = _ridge_classifier(
             lay[-1], problem.targets, problem.coef_w, problem.coef_b, problem.bias
         )
-    value, g_w, g_l, g_b = problem._evaluate(w, lay, bb)
-    norm = _grad_norm(g_w, g_l, g_b)
-    return MUFMSolution(
-        W=w,
-        b=bb,
-        layers=lay,
-        objective=value,
-        grad_norm=norm,
-        iterations=used,
-        method="converged",
-        converged=norm <= tol,
-        message=message,
-    )
+    return _solution_at(problem, (w, lay, bb), tol, used, "converged", message)
 
 
 def solve_mufm(
