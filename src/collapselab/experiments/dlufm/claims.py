@@ -328,10 +328,6 @@ def _dnc(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
     return ok, values, EXACT, detail
 
 
-def _verified(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    return verification_check(results, "verify")
-
-
 def verification_check(
     results: RunResults, name: str
 ) -> tuple[bool, Mapping[str, float], float, str]:
@@ -473,15 +469,6 @@ LINEAR_CLAIMS: list[Claim] = [
         "n‖h̄^(l)‖²",
         _features,
     ),
-    claim(
-        "every-theorem-verified",
-        "Every theorem (3.1, 4.1-4.4, E.1-E.3) holds at the gradient-descent solution, at "
-        "every layer (verify_dlufm).",
-        "004 §3-4, App. E; note §7 R17",
-        f"every check's error (relative, or absolute where the prediction is 0) <= {EXACT:g}; "
-        "ranks exactly",
-        _verified,
-    ),
 ]
 """The claims of ``dlufm-linear``."""
 
@@ -494,6 +481,12 @@ NEAR_EQUAL = 0.05
 
 UNEQUAL = 0.05
 """Relative spread of the Hessian's top ``K²`` at or above which they are *not* equal."""
+
+APPROACHING = 0.5
+"""Relative spread of the Hessian's top ``K²`` at or below which they still *approach each
+other* (Fig. 9): the smallest at least half the largest. Above it an eigenvalue of the top
+``K²`` has collapsed towards the bulk, and the spread measures a missing outlier, not
+unequal ones (issue 35: 1-3 of 9 at 0.001-0.10 of the largest made the claim hold)."""
 
 ALIGNED_IF_NEAR_EQUAL = 2 * np.sqrt(1 - NEAR_EQUAL) / (2 - NEAR_EQUAL)
 r"""The smallest ``a(v)`` of a vector in the span of eigenvectors whose eigenvalues lie within
@@ -622,9 +615,9 @@ def _hessian_unequal(results: RunResults) -> Any:
     return _per_symmetric_run(
         results,
         lambda r, n: relative_spread(_relu_final(r, n, "hessian")[: k * k]),
-        lambda v: v >= UNEQUAL,
-        f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}; the "
-        f"linear model's is ~1e-12)",
+        lambda v: UNEQUAL <= v <= APPROACHING,
+        f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}, unequal, "
+        f"and <= {APPROACHING:g}, approaching each other; the linear model's is ~1e-12)",
         UNEQUAL,
         SYMMETRIC_ACTIVE,
     )
@@ -794,7 +787,8 @@ RELU_CLAIMS: list[Claim] = [
         "relu-hessian-outliers-unequal",
         "Fig. 9: the K² Hessian outliers approach each other but do not converge to equality.",
         f"{_RELU_SOURCE}, Fig. 9",
-        f"in {_ACTIVE_RUNS}, (max − min)/max of the top K² eigenvalues >= {UNEQUAL:g}",
+        f"in {_ACTIVE_RUNS}, {UNEQUAL:g} <= (max − min)/max of the top K² eigenvalues <= "
+        f"{APPROACHING:g} (unequal, yet approaching each other: none below half the largest)",
         _hessian_unequal,
     ),
     claim(
@@ -1209,15 +1203,21 @@ MLP_CLAIMS: list[Claim] = [
 # curvature-{mlp,conv}-{ce,mse}: real networks
 
 NETWORK_F_TOP = 0.9
-"""f_top at the final epoch must reach this (Gur-Ari et al.: "the gradient lies almost
-entirely in the top subspace"; note 004 Thm 4.3: exactly 1 at the optimum). The top
+"""The median f_top over training must reach this (Gur-Ari et al.: "after a short period of
+training, the gradient ... lies almost entirely in the top subspace"; note 004 Thm 4.3:
+exactly 1 at the optimum). Read over the measurements after initialisation (every measured
+epoch > 0: the first measurement after it ends Gur-Ari's "short period"), as their median,
+not at the final epoch alone (issue 35 item 4: their statement is about training). The top
 subspace is the run's ``fraction_k``: the ``K²`` outliers' for MSE (paper 004: Theorem 4.1's
 outlier space is where Theorem 4.3 and App. C put the gradient), the top ``K`` for CE
 (Gur-Ari et al.'s cross-entropy observation)."""
 
 WITHIN_RATIO_DROP = 0.5
-"""λ₁(G_within)/λ₁(G) at the final epoch must be at most this fraction of its initial value
-(Thm 4.2(a): G_within = 0 at collapse)."""
+"""λ₁(G_within)/λ₁(G) at the final epoch must be at most this fraction of its largest value
+at the measurements before (Thm 4.2(a): G_within = 0 at collapse). Not of its initial value:
+at initialisation the classifier's ``G`` is dominated by the features' uncentred mean, so the
+ratio starts small for a reason that has nothing to do with collapse (docs/curvature.md;
+issue 35)."""
 
 OVERLAP = 0.3
 """Largest cosine between the images of G_class and G_cross at the final epoch (Thm 4.2: 0)."""
@@ -1266,22 +1266,26 @@ def _at_end(results: RunResults, metric: str, layer: str) -> float:
     return float(rows.sort_values("step", kind="stable")["value"].iloc[-1])
 
 
-def _at_start(results: RunResults, metric: str, layer: str) -> float:
-    rows = results.rows(metric, "train", layer)
-    return float(rows.sort_values("step", kind="stable")["value"].iloc[0])
+_COUNTS = {"K": lambda k: k, "K-1": lambda k: k - 1, "K(K-1)": lambda k: k * (k - 1),
+           "K^2": lambda k: k * k}  # fmt: skip
 
 
-def _count_claim(metric: str, target: str, tolerance: str, layer_index: int):
+def _count_claim(metric: str, target: str, layer_index: int, with_ce: str | None = None):
+    """The final outlier count ``metric`` of a layer against the count the theory fixes,
+    read exactly (issue 35: a tolerance of ``K`` around ``K²`` admits ``K(K−1)``, a
+    competing structure); ``with_ce``: the count on a cross-entropy run where it differs."""
+
     def evaluate(results: RunResults) -> ClaimResult:
         K, last, before = _network_info(results)
         layer = last if layer_index == -1 else before
-        expected = {"K": K, "K(K-1)": K * (K - 1), "K^2": K * K}[target]
-        slack = {"1": 1, "K": K}[tolerance]
+        ce = (results.manifest.get("config") or {}).get("loss") == "ce"
+        name = with_ce if ce and with_ce is not None else target
+        expected = _COUNTS[name](K)
         got = _at_end(results, metric, layer)
-        holds = abs(got - expected) <= slack
+        holds = got == expected
         detail = (
-            f"{metric} of {layer!r} at the final epoch is {got:g}; predicted {target} = "
-            f"{expected} (within {slack}): {'yes' if holds else 'no'}"
+            f"{metric} of {layer!r} at the final epoch is {got:g}; predicted {name} = "
+            f"{expected} exactly: {'yes' if holds else 'no'}"
         )
         values = {"count": got, "predicted": float(expected), "K": float(K)}
         return ClaimResult.decided(holds, values, float(expected), detail)
@@ -1303,32 +1307,47 @@ def _value_claim(metric: str, layer_index: int, threshold: float, above: bool):
 
 
 def _network_f_top(results: RunResults) -> ClaimResult:
+    """Gur-Ari et al.'s f_top during training: the median over the measurements after
+    initialisation (:data:`NETWORK_F_TOP`)."""
     _, _, before = _network_info(results)
-    got = _at_end(results, "gradient_fraction_top", before)
+    rows = results.rows("gradient_fraction_top", "train", before).sort_values("step", kind="stable")
+    during = rows[rows["step"] > 0]
+    if during.empty:
+        raise NotEvaluable(f"no f_top of {before!r} measured after initialisation")
+    values = during["value"].to_numpy(dtype=np.float64)
+    median = float(np.median(values))
     k = (results.manifest.get("config") or {}).get("fraction_k") or "K"
-    holds = got >= NETWORK_F_TOP
-    detail = (
-        f"final gradient_fraction_top of {before!r} (top-{k} Hessian eigenvectors) = "
-        f"{got:.4g}; needs >= {NETWORK_F_TOP:g}"
+    holds = median >= NETWORK_F_TOP
+    listed = ", ".join(
+        f"step {int(t)}: {v:.4g}" for t, v in zip(during["step"], values, strict=True)
     )
-    return ClaimResult.decided(holds, {"value": got}, NETWORK_F_TOP, detail)
+    detail = (
+        f"gradient_fraction_top of {before!r} (top-{k} Hessian eigenvectors) over training "
+        f"after initialisation: {listed}; median {median:.4g}, needs >= {NETWORK_F_TOP:g}"
+    )
+    record = {"median": median, "final": float(values[-1]), "measurements": float(values.size)}
+    return ClaimResult.decided(holds, record, NETWORK_F_TOP, detail)
 
 
 def _within_shrinks(results: RunResults) -> ClaimResult:
+    """λ₁(G_within)/λ₁(G) at the last measurement against its largest value before
+    (:data:`WITHIN_RATIO_DROP`)."""
     _, last, _ = _network_info(results)
-    first = _at_start(results, "papyan_within_top", last) / _at_start(
-        results, "ggn_top_eigenvalue", last
-    )
-    final = _at_end(results, "papyan_within_top", last) / _at_end(
-        results, "ggn_top_eigenvalue", last
-    )
-    bound = WITHIN_RATIO_DROP * first
+    within = results.rows("papyan_within_top", "train", last).sort_values("step", kind="stable")
+    top = results.rows("ggn_top_eigenvalue", "train", last).sort_values("step", kind="stable")
+    ratio = within["value"].to_numpy(dtype=np.float64) / top["value"].to_numpy(dtype=np.float64)
+    if ratio.size < 2:
+        raise NotEvaluable(f"fewer than two measurements of G_within of {last!r}")
+    largest, final = float(np.max(ratio[:-1])), float(ratio[-1])
+    bound = WITHIN_RATIO_DROP * largest
     holds = final <= bound
+    listed = ", ".join(f"{v:.3g}" for v in ratio)
     detail = (
-        f"λ1(G_within)/λ1(G) of {last!r}: {first:.3g} at the first measurement, {final:.3g} at "
-        f"the last; needs <= {WITHIN_RATIO_DROP} x the first = {bound:.3g}"
+        f"λ1(G_within)/λ1(G) of {last!r} at the measurements: {listed}; the last {final:.3g} "
+        f"needs <= {WITHIN_RATIO_DROP} x the largest before it ({largest:.3g}) = {bound:.3g}"
     )
-    return ClaimResult.decided(holds, {"first": first, "final": final}, bound, detail)
+    values = {"first": float(ratio[0]), "largest_before": largest, "final": final}
+    return ClaimResult.decided(holds, values, bound, detail)
 
 
 def _network_premise(results: RunResults) -> str:
@@ -1372,36 +1391,38 @@ NETWORK_CLAIMS = [
         "The layer-wise Hessian has K² outliers, with eigenvectors the Kronecker products of "
         "adjacent class means",
         "Papyan 2019, 2020 (outliers of real networks' Hessian spectra); tests 004 Thm 4.1",
-        "outlier count of the classifier layer's Hessian at the final epoch within K of K²",
-        _with_premise(_count_claim("hessian_outliers", "K^2", "K", -1)),
+        "outlier count of the classifier layer's Hessian at the final epoch = K² exactly",
+        _with_premise(_count_claim("hessian_outliers", "K^2", -1)),
     ),
     Claim(
         "class-part-k-outliers",
         "Knocking the cross-class part out of G leaves the K class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
-        "outliers of G - G_cross (classifier layer, final epoch) within 1 of K",
-        _with_premise(_count_claim("ggn_outliers_without_cross", "K", "1", -1)),
+        "outliers of G - G_cross (classifier layer, final epoch) = K exactly (MSE; K − 1 with "
+        "cross-entropy, whose class part has rank at most K − 1 in the class centring)",
+        _with_premise(_count_claim("ggn_outliers_without_cross", "K", -1, with_ce="K-1")),
     ),
     Claim(
         "cross-part-k2-outliers",
         "Knocking the class part out of G leaves the K(K-1) cross-class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
-        "outliers of G - G_class (classifier layer, final epoch) within K of K(K-1)",
-        _with_premise(_count_claim("ggn_outliers_without_class", "K(K-1)", "K", -1)),
+        "outliers of G - G_class (classifier layer, final epoch) = K(K-1) exactly",
+        _with_premise(_count_claim("ggn_outliers_without_class", "K(K-1)", -1)),
     ),
     Claim(
         "ggn-k2-outliers",
         "G has K + K(K-1) = K² outliers (the class part plus the cross-class mini-bulk)",
         "Papyan 2020 (K + K(K-1) outliers of G); tests 004 Thm 4.1",
-        "outliers of G (weight layer before the classifier, final epoch) within K of K²",
-        _with_premise(_count_claim("ggn_outliers", "K^2", "K", -2)),
+        "outliers of G (weight layer before the classifier, final epoch) = K² exactly",
+        _with_premise(_count_claim("ggn_outliers", "K^2", -2)),
     ),
     Claim(
         "within-part-shrinks",
         "The within-class part of G vanishes at collapse (G_within = 0 under DNC1)",
         "the project's real-network check (issue 13); tests 004 Thm 4.2(a)",
-        f"λ1(G_within)/λ1(G) of the classifier layer falls to <= {WITHIN_RATIO_DROP} x its "
-        "first value",
+        f"λ1(G_within)/λ1(G) of the classifier layer at the last measurement <= "
+        f"{WITHIN_RATIO_DROP} x its largest value at the measurements before (not its initial "
+        "value, which the features' uncentred mean makes small)",
         _with_premise(_within_shrinks),
     ),
     Claim(
@@ -1421,7 +1442,8 @@ NETWORK_CLAIMS = [
         "The gradient lies almost entirely in the top Hessian eigenspace (f_top -> 1): the "
         "K² outliers' for MSE (004), the top K for CE (Gur-Ari et al.)",
         "Gur-Ari et al. 2018 (gradient in the top Hessian space); tests 004 Thm 4.3, M14",
-        f"f_top of the weight layer before the classifier at the final epoch >= {NETWORK_F_TOP}",
+        "median f_top of the weight layer before the classifier over the measurements after "
+        f"initialisation (every measured epoch > 0) >= {NETWORK_F_TOP}",
         _with_premise(_network_f_top),
     ),
     Claim(
@@ -1441,8 +1463,8 @@ NETWORK_CLAIMS = [
         "weights-k-outliers",
         "W Wᵀ of a layer has K outliers (low-rank weights under DNC)",
         "the project's real-network check (issue 13); tests 004 Thm 4.4",
-        "outliers of eig(W Wᵀ) of the weight layer before the classifier within 1 of K",
-        _with_premise(_count_claim("weight_outliers", "K", "1", -2)),
+        "outliers of eig(W Wᵀ) of the weight layer before the classifier = K exactly",
+        _with_premise(_count_claim("weight_outliers", "K", -2)),
     ),
 ]
 """The claims every curvature experiment evaluates."""
