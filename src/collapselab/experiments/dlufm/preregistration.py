@@ -111,7 +111,7 @@ _BOUND_REASON = (
     "not hold under either bound.)"
 )
 
-ISSUE35_ITEM4 = "issue35-item4"
+ISSUE35_ITEM4 = "dd80824"
 """The commit that registered issue 35 item 4's readings."""
 
 _EXACT_REASON = (
