@@ -1020,7 +1020,7 @@ SEPARABLE_CLAIMS: list[Claim] = [
     ),
     Claim(
         "separable-real-shuffled-alike",
-        "Fig. 11: \"little qualitative difference\" between real and shuffled starting labels "
+        'Fig. 11: "little qualitative difference" between real and shuffled starting labels '
         "(the speed depends on P the same way for both).",
         "002 §6.2, Fig. 11",
         "no two P ordered oppositely by the epochs to the level with real and with shuffled "
