@@ -66,7 +66,14 @@ DataDirOption = Annotated[
 DeviceOption = Annotated[
     str, typer.Option(help="cpu, cuda, cuda:<i> or auto (experiments that train).")
 ]
-SeedOption = Annotated[int, typer.Option(min=0, help="Random seed (>= 0).")]
+SeedOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Run seed (>= 0): every seed of the preset (members, data order, init) moves "
+        "into the block 1000 x SEED (0: the presets as written); the run is named -seedSEED.",
+    ),
+]
 ProgressOption = Annotated[bool, typer.Option(help="Show progress bars.")]
 MirrorOption = Annotated[
     list[str] | None,

@@ -23,6 +23,7 @@ from collapselab.data import DatasetFileError
 from collapselab.experiments.data_plan import DataDirError, MissingDataError, plan_data
 from collapselab.experiments.gpu_hours import gpu_hours
 from collapselab.experiments.registry import Experiment
+from collapselab.experiments.seeding import base, move_seeds
 
 
 @dataclass
@@ -79,9 +80,9 @@ def dry_run_experiment(
     result = DryRunResult(experiment.id, plan.preset, plan.summary(), notes=plan.notes())
     if experiment.dry_run is None:
         return result
-    config = experiment.config(plan.preset)
+    config = move_seeds(experiment.config(plan.preset), seed)
     try:
-        result.built = experiment.dry_run(config, data_dir=data_dir, seed=seed)
+        result.built = experiment.dry_run(config, data_dir=data_dir, seed=base(seed))
     except DatasetFileError as error:
         result.error = " ".join(str(error).split("\n")[:2])
     except (ValueError, TypeError, KeyError, RuntimeError) as error:

@@ -57,7 +57,10 @@ class RunContext:
     (:mod:`collapselab.experiments.progress`). ``executor`` and ``workers`` are where its
     sweeps run (:func:`collapselab.experiments.sweeps.run_sweep`: ``"local"``, a process
     pool of ``workers`` processes, default one per core; ``"serial"``; ``"ray"``); every
-    executor gives the same results.
+    executor gives the same results. ``seed`` is the first seed of the run seed's block
+    (:func:`collapselab.experiments.seeding.base`: ``1000 ×`` the run seed), from which the
+    run derives every seed it draws; ``config`` has its own seed fields moved into that
+    block.
     """
 
     preset: str

@@ -6,7 +6,9 @@ The sequence of :func:`run_experiment`:
    dataset of the preset without loading it; a missing one makes the preset's fallback run
    instead (``quick`` -> ``quick-bundled``), or, without a fallback, raises
    :class:`~collapselab.experiments.data_plan.MissingDataError` before any run exists;
-1. check the arguments (seed, device, mirrors) before anything is written; open the run
+1. check the arguments (seed, device, mirrors) before anything is written; move every seed
+   of the preset into the seed's block (:mod:`~collapselab.experiments.seeding`: at seed
+   ``N`` the experiment draws from ``1000 N`` on; seed 0 moves nothing); open the run
    ``<root>/<id>-<preset>-seed<N>`` of the preset that runs (create it the first time) and
    record the data plan in its manifest (``data``). A damaged run
    (:mod:`collapselab.store.integrity`) is moved to ``<root>/.damaged/`` with a warning and
@@ -52,6 +54,8 @@ from collapselab.experiments.registry import (
     find_experiment,
     get_experiment,
 )
+from collapselab.experiments.seeding import base as seed_base
+from collapselab.experiments.seeding import move_seeds
 from collapselab.experiments.sweeps.executors import Executor, default_workers, make_executor
 from collapselab.report.html import write_run_report
 from collapselab.store import (
@@ -136,6 +140,7 @@ def run_experiment(
         experiment.config(preset), overrides, f"preset {preset!r} of {experiment.id}"
     )
     seed = check_int("seed", seed, minimum=0)
+    config = move_seeds(config, seed)  # every seed the preset names, into seed's block
     device = device_for(experiment, device)
     make_executor(executor, workers)  # a bad executor or worker count fails before the run
     workers = default_workers() if workers is None else workers
@@ -161,7 +166,7 @@ def run_experiment(
     context = RunContext(
         preset=preset,
         config=config,
-        seed=seed,
+        seed=seed_base(seed),
         device=device,
         data_dir=Path(data_dir) if data_dir is not None else None,
         callbacks=list(callbacks),

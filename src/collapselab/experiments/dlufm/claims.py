@@ -332,10 +332,6 @@ def _dnc(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
     return ok, values, EXACT, detail
 
 
-def _verified(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
-    return verification_check(results, "verify")
-
-
 def verification_check(
     results: RunResults, name: str
 ) -> tuple[bool, Mapping[str, float], float, str]:
@@ -477,15 +473,6 @@ LINEAR_CLAIMS: list[Claim] = [
         "n‖h̄^(l)‖²",
         _features,
     ),
-    claim(
-        "every-theorem-verified",
-        "Every theorem (3.1, 4.1-4.4, E.1-E.3) holds at the gradient-descent solution, at "
-        "every layer (verify_dlufm).",
-        "004 §3-4, App. E; note §7 R17",
-        f"every check's error (relative, or absolute where the prediction is 0) <= {EXACT:g}; "
-        "ranks exactly",
-        _verified,
-    ),
 ]
 """The claims of ``dlufm-linear``."""
 
@@ -498,6 +485,12 @@ NEAR_EQUAL = 0.05
 
 UNEQUAL = 0.05
 """Relative spread of the Hessian's top ``K²`` at or above which they are *not* equal."""
+
+APPROACHING = 0.5
+"""Relative spread of the Hessian's top ``K²`` at or below which they still *approach each
+other* (Fig. 9): the smallest at least half the largest. Above it an eigenvalue of the top
+``K²`` has collapsed towards the bulk, and the spread measures a missing outlier, not
+unequal ones (issue 35: 1-3 of 9 at 0.001-0.10 of the largest made the claim hold)."""
 
 ALIGNED_IF_NEAR_EQUAL = 2 * np.sqrt(1 - NEAR_EQUAL) / (2 - NEAR_EQUAL)
 r"""The smallest ``a(v)`` of a vector in the span of eigenvectors whose eigenvalues lie within
@@ -629,9 +622,9 @@ def _hessian_unequal(results: RunResults) -> Any:
     return _per_symmetric_run(
         results,
         lambda r, n: relative_spread(_relu_final(r, n, "hessian")[: k * k]),
-        lambda v: v >= UNEQUAL,
-        f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}; the "
-        f"linear model's is ~1e-12)",
+        lambda v: UNEQUAL <= v <= APPROACHING,
+        f"relative spread of the top K² Hessian eigenvalues (need >= {UNEQUAL:g}, unequal, "
+        f"and <= {APPROACHING:g}, approaching each other; the linear model's is ~1e-12)",
         UNEQUAL,
         SYMMETRIC_ACTIVE,
     )
@@ -799,7 +792,8 @@ RELU_CLAIMS: list[Claim] = [
         "relu-hessian-outliers-unequal",
         "Fig. 9: the K² Hessian outliers approach each other but do not converge to equality.",
         f"{_RELU_SOURCE}, Fig. 9",
-        f"in {_ACTIVE_RUNS}, (max − min)/max of the top K² eigenvalues >= {UNEQUAL:g}",
+        f"in {_ACTIVE_RUNS}, {UNEQUAL:g} <= (max − min)/max of the top K² eigenvalues <= "
+        f"{APPROACHING:g} (unequal, yet approaching each other: none below half the largest)",
         _hessian_unequal,
     ),
     claim(
@@ -1225,15 +1219,21 @@ MLP_CLAIMS: list[Claim] = [
 # curvature-{mlp,conv}-{ce,mse}: real networks
 
 NETWORK_F_TOP = 0.9
-"""f_top at the final epoch must reach this (Gur-Ari et al.: "the gradient lies almost
-entirely in the top subspace"; note 004 Thm 4.3: exactly 1 at the optimum). The top
+"""The median f_top over training must reach this (Gur-Ari et al.: "after a short period of
+training, the gradient ... lies almost entirely in the top subspace"; note 004 Thm 4.3:
+exactly 1 at the optimum). Read over the measurements after initialisation (every measured
+epoch > 0: the first measurement after it ends Gur-Ari's "short period"), as their median,
+not at the final epoch alone (issue 35 item 4: their statement is about training). The top
 subspace is the run's ``fraction_k``: the ``K²`` outliers' for MSE (paper 004: Theorem 4.1's
 outlier space is where Theorem 4.3 and App. C put the gradient), the top ``K`` for CE
 (Gur-Ari et al.'s cross-entropy observation)."""
 
 WITHIN_RATIO_DROP = 0.5
-"""λ₁(G_within)/λ₁(G) at the final epoch must be at most this fraction of its initial value
-(Thm 4.2(a): G_within = 0 at collapse)."""
+"""λ₁(G_within)/λ₁(G) at the final epoch must be at most this fraction of its largest value
+at the measurements before (Thm 4.2(a): G_within = 0 at collapse). Not of its initial value:
+at initialisation the classifier's ``G`` is dominated by the features' uncentred mean, so the
+ratio starts small for a reason that has nothing to do with collapse (docs/curvature.md;
+issue 35)."""
 
 OVERLAP = 0.3
 """Largest cosine between the images of G_class and G_cross at the final epoch (Thm 4.2: 0)."""
@@ -1282,14 +1282,10 @@ def _at_end(results: RunResults, metric: str, layer: str) -> float:
     return float(rows.sort_values("step", kind="stable")["value"].iloc[-1])
 
 
-def _at_start(results: RunResults, metric: str, layer: str) -> float:
-    rows = results.rows(metric, "train", layer)
-    return float(rows.sort_values("step", kind="stable")["value"].iloc[0])
-
-
 def _count_claim(name: str, metric: str, target: str, layer_index: int):
-    """A count the theory fixes (``K``, ``K(K-1)``, ``K²``; ``rank``: the collapsed weights'
-    rank, ``K`` under MSE by Thm 4.4 and ``K − 1`` under CE, the simplex ETF's), read with
+    """A count the theory fixes (``K``, ``K(K-1)``, ``K²``; ``rank``: ``K`` under MSE and
+    ``K − 1`` under CE, the simplex ETF's rank: the collapsed weights' rank by Thm 4.4, and
+    the class part of G's, whose class centring sums to zero), read with
     the claim's registered tolerance (0: exactly; a window would admit a competing
     structure, e.g. K(K−1) for K²)."""
     slack = REGISTER.bound(name, "tolerance")
@@ -1327,32 +1323,47 @@ def _value_claim(metric: str, layer_index: int, threshold: float, above: bool):
 
 
 def _network_f_top(results: RunResults) -> ClaimResult:
+    """Gur-Ari et al.'s f_top during training: the median over the measurements after
+    initialisation (:data:`NETWORK_F_TOP`)."""
     _, _, before = _network_info(results)
-    got = _at_end(results, "gradient_fraction_top", before)
+    rows = results.rows("gradient_fraction_top", "train", before).sort_values("step", kind="stable")
+    during = rows[rows["step"] > 0]
+    if during.empty:
+        raise NotEvaluable(f"no f_top of {before!r} measured after initialisation")
+    values = during["value"].to_numpy(dtype=np.float64)
+    median = float(np.median(values))
     k = (results.manifest.get("config") or {}).get("fraction_k") or "K"
-    holds = got >= NETWORK_F_TOP
-    detail = (
-        f"final gradient_fraction_top of {before!r} (top-{k} Hessian eigenvectors) = "
-        f"{got:.4g}; needs >= {NETWORK_F_TOP:g}"
+    holds = median >= NETWORK_F_TOP
+    listed = ", ".join(
+        f"step {int(t)}: {v:.4g}" for t, v in zip(during["step"], values, strict=True)
     )
-    return ClaimResult.decided(holds, {"value": got}, NETWORK_F_TOP, detail)
+    detail = (
+        f"gradient_fraction_top of {before!r} (top-{k} Hessian eigenvectors) over training "
+        f"after initialisation: {listed}; median {median:.4g}, needs >= {NETWORK_F_TOP:g}"
+    )
+    record = {"median": median, "final": float(values[-1]), "measurements": float(values.size)}
+    return ClaimResult.decided(holds, record, NETWORK_F_TOP, detail)
 
 
 def _within_shrinks(results: RunResults) -> ClaimResult:
+    """λ₁(G_within)/λ₁(G) at the last measurement against its largest value before
+    (:data:`WITHIN_RATIO_DROP`)."""
     _, last, _ = _network_info(results)
-    first = _at_start(results, "papyan_within_top", last) / _at_start(
-        results, "ggn_top_eigenvalue", last
-    )
-    final = _at_end(results, "papyan_within_top", last) / _at_end(
-        results, "ggn_top_eigenvalue", last
-    )
-    bound = WITHIN_RATIO_DROP * first
+    within = results.rows("papyan_within_top", "train", last).sort_values("step", kind="stable")
+    top = results.rows("ggn_top_eigenvalue", "train", last).sort_values("step", kind="stable")
+    ratio = within["value"].to_numpy(dtype=np.float64) / top["value"].to_numpy(dtype=np.float64)
+    if ratio.size < 2:
+        raise NotEvaluable(f"fewer than two measurements of G_within of {last!r}")
+    largest, final = float(np.max(ratio[:-1])), float(ratio[-1])
+    bound = WITHIN_RATIO_DROP * largest
     holds = final <= bound
+    listed = ", ".join(f"{v:.3g}" for v in ratio)
     detail = (
-        f"λ1(G_within)/λ1(G) of {last!r}: {first:.3g} at the first measurement, {final:.3g} at "
-        f"the last; needs <= {WITHIN_RATIO_DROP} x the first = {bound:.3g}"
+        f"λ1(G_within)/λ1(G) of {last!r} at the measurements: {listed}; the last {final:.3g} "
+        f"needs <= {WITHIN_RATIO_DROP} x the largest before it ({largest:.3g}) = {bound:.3g}"
     )
-    return ClaimResult.decided(holds, {"first": first, "final": final}, bound, detail)
+    values = {"first": float(ratio[0]), "largest_before": largest, "final": final}
+    return ClaimResult.decided(holds, values, bound, detail)
 
 
 def _network_premise(results: RunResults) -> str:
@@ -1420,7 +1431,9 @@ NETWORK_CLAIMS = [
         "Knocking the cross-class part out of G leaves the K class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
         REGISTER.reading("class-part-k-outliers"),
-        _with_premise(_count_claim("class-part-k-outliers", "ggn_outliers_without_cross", "K", -1)),
+        _with_premise(
+            _count_claim("class-part-k-outliers", "ggn_outliers_without_cross", "rank", -1)
+        ),
         premise=TERMINAL_PHASE,
     ),
     Claim(

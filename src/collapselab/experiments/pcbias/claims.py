@@ -362,12 +362,46 @@ about 32% apart at the standard preset's crossing, too coarse to order two ensem
 cross between the same two)."""
 
 
-def _reach_step(results: RunResults, init: str) -> tuple[float, float]:
-    acc = results.array(init, "train_accuracy").mean(0)
+SGD = "sgd_"
+"""Prefix of ``pcbias-init``'s arrays trained by the paper's protocol (cross-entropy SGD, the
+rate grid-searched per initialisation); without it, the exact-GD ensembles at one ``μ``."""
+
+
+def _reach_step(results: RunResults, init: str, key: str = "train_accuracy") -> tuple[float, float]:
+    """The step where the ensemble-mean ``key`` of array ``init`` first reaches
+    :data:`REACHED` x its final value (interpolated), and that target."""
+    acc = results.array(init, key).mean(0)
     steps = results.array(init, "steps")
     target = REACHED * float(acc[-1])
     step = float(convergence_epoch(acc, target, "above", epochs=steps, interpolate=True))
     return (step if np.isfinite(step) else float("inf")), target
+
+
+def _def3_faster_sgd(results: RunResults):
+    """Fig. 12 under the paper's protocol: Def. 3 reaches :data:`REACHED` x its final mean
+    train *and* test accuracy at an earlier SGD step than Glorot uniform, each at its own
+    grid-searched rate."""
+    values, parts, ok = {}, [], True
+    rates = {
+        init: float(results.array(SGD + init, "chosen")) for init in ("def3", "glorot_uniform")
+    }
+    for key in ("train_accuracy", "test_accuracy"):
+        s3, t3 = _reach_step(results, SGD + "def3", key)
+        sg, tg = _reach_step(results, SGD + "glorot_uniform", key)
+        ok &= s3 < sg
+        split = key.split("_")[0]
+        values |= {f"def3_{split}_step": s3, f"glorot_{split}_step": sg}
+        parts.append(f"{split}: Def. 3 {s3:.4g} (target {t3:.3g}), Glorot uniform {sg:.4g} "
+                     f"(target {tg:.3g})")  # fmt: skip
+    values |= {"def3_rate": rates["def3"], "glorot_rate": rates["glorot_uniform"]}
+    detail = (
+        f"cross-entropy SGD, rates grid-searched per init (Def. 3 {rates['def3']:g}, Glorot "
+        f"uniform {rates['glorot_uniform']:g}): SGD step where the mean accuracy first reaches "
+        f"{REACHED:g} x its final value (interpolated between checkpoints): "
+        + "; ".join(parts)
+        + "; Def. 3 first on both?"
+    )
+    return verdict(bool(ok), values, None, detail)
 
 
 def _def3_faster(results: RunResults):
@@ -381,16 +415,23 @@ def _def3_faster(results: RunResults):
     return verdict(s3 < sg, {"def3_step": s3, "glorot_step": sg}, None, detail)
 
 
-def _same_final(results: RunResults):
-    a3 = float(results.array("def3", "test_accuracy")[:, -1].mean())
-    ag = float(results.array("glorot_uniform", "test_accuracy")[:, -1].mean())
-    gap = abs(a3 - ag)
-    detail = (
-        f"final mean test accuracy: Def. 3 {a3:.4f}, Glorot uniform {ag:.4f}; gap {gap:.3g} "
-        f"(<= {SAME_ACCURACY:g})"
-    )
-    return verdict(gap <= SAME_ACCURACY, {"def3": a3, "glorot": ag, "gap": gap},
-                   SAME_ACCURACY, detail)  # fmt: skip
+def _same_final(prefix: str):
+    """Fig. 12's equal final test accuracy, on the ensembles of arrays ``prefix + init``
+    (:data:`SGD`: the paper's protocol; ``""``: exact GD at one ``μ``)."""
+    protocol = "cross-entropy SGD at the grid-searched rates" if prefix else "exact GD, same μ"
+
+    def evaluate(results: RunResults):
+        a3 = float(results.array(prefix + "def3", "test_accuracy")[:, -1].mean())
+        ag = float(results.array(prefix + "glorot_uniform", "test_accuracy")[:, -1].mean())
+        gap = abs(a3 - ag)
+        detail = (
+            f"{protocol}: final mean test accuracy: Def. 3 {a3:.4f}, Glorot uniform {ag:.4f}; "
+            f"gap {gap:.3g} (<= {SAME_ACCURACY:g})"
+        )
+        return verdict(gap <= SAME_ACCURACY, {"def3": a3, "glorot": ag, "gap": gap},
+                       SAME_ACCURACY, detail)  # fmt: skip
+
+    return evaluate
 
 
 def _init_follows(name: str, init: str, variant: str):
@@ -415,18 +456,39 @@ INIT_CLAIMS: list[Claim] = [
     Claim(
         "def3-converges-faster",
         "Fig. 12: with Def. 3 the network converges faster than with Glorot uniform, on train "
-        "and test.",
-        "002 §3.6 (Def. 3), Fig. 12",
+        "and test (the paper's protocol, App. C.1/D: cross-entropy SGD, the learning rate "
+        "grid-searched per initialisation).",
+        "002 §3.6 (Def. 3), Fig. 12, App. C.1/D",
+        f"SGD step where the mean train and the mean test accuracy first reach {REACHED:g} x "
+        "their final values (linear between the checkpoints around it): Def. 3 < Glorot "
+        "uniform on both (cross-entropy SGD, each init at its own grid-searched rate)",
+        _def3_faster_sgd,
+    ),
+    Claim(
+        "same-final-accuracy",
+        "Fig. 12: both initialisations reach the same final accuracy (the paper's protocol).",
+        "002 Fig. 12, App. C.1/D",
+        f"|final mean test accuracy Def. 3 − Glorot| <= {SAME_ACCURACY:g} (cross-entropy SGD, "
+        "each init at its own grid-searched rate)",
+        _same_final(SGD),
+    ),
+    Claim(
+        "def3-converges-faster-equal-step-gd",
+        "Control (not the paper's protocol): Fig. 12's ordering with both initialisations "
+        "trained by exact full-batch GD at one step size μ, where the project's own theory "
+        "predicts Glorot is faster (its c = Σ α_l β_l exceeds Def. 3's L; note 002 §3.6).",
+        "002 Fig. 12; note 002 §3.6 (the control)",
         f"GD step where the mean train accuracy first reaches {REACHED:g} x its final value "
         "(linear between the checkpoints around it): Def. 3 < Glorot uniform (same μ)",
         _def3_faster,
     ),
     Claim(
-        "same-final-accuracy",
-        "Fig. 12: both initialisations reach the same final accuracy.",
-        "002 Fig. 12",
-        f"|final mean test accuracy Def. 3 − Glorot| <= {SAME_ACCURACY:g}",
-        _same_final,
+        "same-final-accuracy-equal-step-gd",
+        "Control (not the paper's protocol): both initialisations reach the same final "
+        "accuracy by exact full-batch GD at one step size μ.",
+        "002 Fig. 12 (the control)",
+        f"|final mean test accuracy Def. 3 − Glorot| <= {SAME_ACCURACY:g} (exact GD, same μ)",
+        _same_final(""),
     ),
     Claim(
         "closed-form-def3",
@@ -737,11 +799,18 @@ LOC_CLAIMS: list[Claim] = [
 DECLINE = 0.02
 """Smallest early-stopping benefit (peak minus final accuracy) counted as a decline."""
 
-AGREE = 0.5
-"""Smallest Pearson correlation of linear and non-linear accessibility counted as agreement."""
+PAPER_TOLERANCE = 0.1
+"""How far a correlation may fall short of the value the paper reports and still reproduce
+it (registered before re-running, issue 35 item 4; the paper gives no interval). A stronger
+correlation than the paper's holds: the statement is a strong relation, not a value cap."""
 
-CRITICAL = -0.5
-"""Largest binned Pearson correlation of accessibility with the critical PC."""
+AGREE = 0.85 - PAPER_TOLERANCE
+"""Smallest Pearson correlation of linear and non-linear accessibility counted as agreement:
+Fig. 6a's reported r = 0.85 less :data:`PAPER_TOLERANCE` (0.5 before issue 35)."""
+
+CRITICAL = -0.93 + PAPER_TOLERANCE
+"""Largest binned Pearson correlation of accessibility with the critical PC: Fig. 6b's
+reported −0.93 plus :data:`PAPER_TOLERANCE` (−0.5 before issue 35)."""
 
 
 def _projection_means(results: RunResults) -> tuple[np.ndarray, np.ndarray]:
@@ -803,7 +872,8 @@ def _linear_agrees(results: RunResults):
                     results.array("projections", "accessibility_linear"))  # fmt: skip
     detail = (
         f"accessibility of the ReLU vs the linear ensemble: Pearson {r.pearson:.3g} "
-        f"(p {r.pearson_p:.2g}), Spearman {r.spearman:.3g} over {r.n} examples (>= {AGREE:g})"
+        f"(p {r.pearson_p:.2g}), Spearman {r.spearman:.3g} over {r.n} examples (>= {AGREE:.2f}: "
+        "the paper's 0.85 less the tolerance)"
     )
     return verdict(r.pearson >= AGREE, {"pearson": r.pearson, "spearman": r.spearman},
                    AGREE, detail)  # fmt: skip
@@ -817,7 +887,8 @@ def _critical_pc(results: RunResults):
     detail = (
         f"accessibility vs critical PC: binned (width-10 moving average over "
         f"{binned.scores.size} PC values) Pearson {binned.correlation.pearson:.3g}; per example "
-        f"Pearson {raw.pearson:.3g}, Spearman {raw.spearman:.3g} (binned <= {CRITICAL:g})"
+        f"Pearson {raw.pearson:.3g}, Spearman {raw.spearman:.3g} (binned <= {CRITICAL:.2f}: the "
+        "paper's −0.93 plus the tolerance)"
     )
     values = {"binned_pearson": binned.correlation.pearson, "pearson": raw.pearson,
               "spearman": raw.spearman}  # fmt: skip
@@ -856,7 +927,8 @@ PROJECTION_CLAIMS: list[Claim] = [
         "Fig. 6a: linear and non-linear networks learn the examples in a similar order "
         "(r = 0.85 for st-VGG vs linear nets).",
         "002 §4.2, Fig. 6a",
-        f"Pearson of the two ensembles' accessibility >= {AGREE:g}",
+        f"Pearson of the two ensembles' accessibility >= {AGREE:.2f} (the paper's 0.85 less the "
+        f"tolerance {PAPER_TOLERANCE:g})",
         _linear_agrees,
     ),
     Claim(
@@ -864,7 +936,8 @@ PROJECTION_CLAIMS: list[Claim] = [
         "Fig. 6b: examples with a lower critical principal component are learned earlier "
         "(binned correlation −0.93).",
         "002 §4.2, Fig. 6b",
-        f"Pearson of the critical PC with the binned, smoothed accessibility <= {CRITICAL:g}",
+        f"Pearson of the critical PC with the binned, smoothed accessibility <= {CRITICAL:.2f} "
+        f"(the paper's −0.93 plus the tolerance {PAPER_TOLERANCE:g})",
         _critical_pc,
     ),
     Claim(
@@ -928,16 +1001,22 @@ def _smaller_faster(labels: str):
 
 
 def _alike(results: RunResults):
+    """Fig. 11's "little qualitative difference" between real and shuffled starting labels,
+    read qualitatively (issue 35 item 4): P orders the speed the same way for both, i.e. no
+    two P are ordered oppositely by their epochs to the level (a tie in one is no
+    contradiction; never reaching the level counts as last)."""
     pcs, real = _epochs(results, "real")
     _, shuffled = _epochs(results, "shuffled")
-    same = [a == b or abs(a - b) <= max(2.0, 0.5 * a) for a, b in zip(real, shuffled, strict=True)]
+    n = len(pcs)
+    opposite = [(int(pcs[i]), int(pcs[j])) for i in range(n) for j in range(i + 1, n)
+                if np.sign(real[j] - real[i]) * np.sign(shuffled[j] - shuffled[i]) < 0]  # fmt: skip
     detail = (
         f"epochs to train accuracy {LEVEL:g}, real vs shuffled start: "
         + ", ".join(f"P={int(p)}: {a:g} vs {b:g}" for p, a, b in zip(pcs, real, shuffled,
                                                                        strict=True))
-        + " (within max(2, 50%) each?)"
+        + f"; pairs of P ordered oppositely: {opposite or 'none'} (none?)"
     )  # fmt: skip
-    return verdict(all(same), {"alike": float(sum(same))}, 0.5, detail)
+    return verdict(not opposite, {"opposite_pairs": float(len(opposite))}, 0.0, detail)
 
 
 AMPLIFICATION_CLAIMS: list[Claim] = [
@@ -977,9 +1056,11 @@ SEPARABLE_CLAIMS: list[Claim] = [
     ),
     Claim(
         "separable-real-shuffled-alike",
-        "Fig. 11: real and shuffled starting labels behave alike (the speed depends on P).",
+        'Fig. 11: "little qualitative difference" between real and shuffled starting labels '
+        "(the speed depends on P the same way for both).",
         "002 §6.2, Fig. 11",
-        "per P, epochs to the level differ by at most max(2, 50% of the real-label epoch)",
+        "no two P ordered oppositely by the epochs to the level with real and with shuffled "
+        "starting labels (ties allowed; never reached counts as last)",
         _alike,
     ),
 ]

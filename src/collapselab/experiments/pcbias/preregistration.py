@@ -11,10 +11,16 @@ there. Since issue 35 item 5 the ``paper`` preset runs the paper's own networks 
 9 and 11 (st-VGGs and linear st-VGGs on small mammals, App. D) and Fig. 7b (VGG-19s on
 CIFAR-10): those claims are ``paper`` there. Figs 6a, 6b and Table 1 stay substituted at
 every preset (module constants say what). ``def3-converges-faster`` and
-``same-final-accuracy`` compare the initialisations with full-batch gradient descent at one
-step size where App. C.1/D trained with SGD and cross-entropy and grid-searched the rate per
-initialisation: substituted protocol. Eq. 10 with ``c = Σ α_l β_l`` under Glorot is note
-002 §3.6's generalisation: ``beyond``.
+``same-final-accuracy`` read the ensembles trained by the paper's protocol (App. C.1/D:
+cross-entropy SGD, the rate grid-searched per initialisation; issue 35 item 4), with the
+data substituted below the paper preset; their equal-step exact-GD versions stay as labelled
+controls (``*-equal-step-gd``, substituted protocol). Eq. 10 with ``c = Σ α_l β_l`` under
+Glorot is note 002 §3.6's generalisation: ``beyond``.
+
+History (issue 35 item 4, 2026-11-28): Fig. 12's claims moved to the paper's protocol; Fig.
+11's real-vs-shuffled claim reads the qualitative statement the figure makes; Fig. 6a/6b's
+bounds are the paper's reported 0.85 and −0.93 with a tolerance of 0.1. Each was decided and
+committed before the experiments ran under it.
 
 Apart: the printed Eq. 10 index shift and the two-layer ReLU constant (½ vs ¼) are errata.
 "Eq. 10 with c = L under Glorot uniform" is an ambiguity, not an erratum: Eq. 10 is derived
@@ -67,8 +73,8 @@ GD_PROTOCOL = Substitution(
     what="full-batch gradient descent at one step size for both initialisations, where App. "
     "C.1/D trained with SGD and cross-entropy and grid-searched the rate per initialisation "
     "(at equal step the project's own theory predicts Glorot is faster)",
-    why="the closed-form analysis of Eq. 10 needs exact GD; the paper's protocol is issue 35 "
-    "item 4",
+    why="a labelled control beside the paper's protocol (def3-converges-faster, "
+    "same-final-accuracy): the closed-form analysis of Eq. 10 needs exact GD",
 )
 MLP_ON_FREQUENCY = Substitution(
     what="ReLU MLPs for the 100 st-VGGs of Figs 8 and 13, on the paper's frequency dataset",
@@ -120,6 +126,8 @@ _DECLINES = {
 DECLINES_COMMIT = "958f101"
 MEMBER_INTERVALS_COMMIT = "1d2770d"
 """The commit that decided the ensemble claims by an interval over members (issue 35)."""
+ISSUE35_ITEM4 = "dd80824"
+"""The commit that registered issue 35 item 4's readings (decided before re-running)."""
 
 REGISTER = Register(
     paper="002",
@@ -179,14 +187,19 @@ REGISTER = Register(
             "decision regions on the data's box: at the last snapshot >= at the first + 1"
         ),
         "def3-converges-faster": Registered(
+            "GD step where the mean train accuracy first reaches 0.95 x its final value "
+            "(linear between the checkpoints around it): Def. 3 < Glorot uniform (same μ)"
+        ),
+        "same-final-accuracy": Registered("|final mean test accuracy Def. 3 − Glorot| <= 0.02"),
+        "def3-converges-faster-equal-step-gd": Registered(
             (
                 "GD step where the mean train accuracy first reaches 0.95 x its final value "
                 "(linear between the checkpoints around it): Def. 3 < Glorot uniform (same μ)"
             ),
             Tiering(SUBSTITUTED, GD_PROTOCOL),
         ),
-        "same-final-accuracy": Registered(
-            "|final mean test accuracy Def. 3 − Glorot| <= 0.02",
+        "same-final-accuracy-equal-step-gd": Registered(
+            "|final mean test accuracy Def. 3 − Glorot| <= 0.02 (exact GD, same μ)",
             Tiering(SUBSTITUTED, GD_PROTOCOL),
         ),
         "closed-form-def3": Registered(
@@ -346,6 +359,103 @@ REGISTER = Register(
                 "[0.0175, 0.0813] over 4"
             ),
             results_seen=True,
+        ),
+        Change(
+            date="2026-11-28",
+            commit=ISSUE35_ITEM4,
+            kind="reading",
+            before={
+                "def3-converges-faster": (
+                    "GD step where the mean train accuracy first reaches 0.95 x its final "
+                    "value (linear between the checkpoints around it): Def. 3 < Glorot uniform "
+                    "(same μ)"
+                ),
+                "same-final-accuracy": "|final mean test accuracy Def. 3 − Glorot| <= 0.02",
+            },
+            after={
+                "def3-converges-faster": (
+                    "SGD step where the mean train and the mean test accuracy first reach 0.95 "
+                    "x their final values (linear between the checkpoints around it): Def. 3 < "
+                    "Glorot uniform on both (cross-entropy SGD, each init at its own "
+                    "grid-searched rate)"
+                ),
+                "same-final-accuracy": (
+                    "|final mean test accuracy Def. 3 − Glorot| <= 0.02 (cross-entropy SGD, "
+                    "each init at its own grid-searched rate)"
+                ),
+            },
+            reason=(
+                "Fig. 12's claims are statements about the paper's runs, which App. C.1/D "
+                "trained with SGD on cross-entropy and a learning rate grid-searched per "
+                "initialisation; at one step size with exact GD the project's own theory "
+                "predicts Glorot is faster (c = Σ α_l β_l > L), so the old reading tested "
+                "another protocol. Both claims now read ensembles trained by the paper's "
+                "protocol (linear_sgd: 0.5 dropout, batch 100, the grid 1e-4 .. 1 per init, "
+                "the smallest test error chosen); 'on train and test' is read on both. The "
+                "equal-step GD readings stay as labelled controls "
+                "(def3-converges-faster-equal-step-gd, same-final-accuracy-equal-step-gd). "
+                "The SGD ensembles had never been trained when this was committed; verdicts "
+                "under the old reading were known (issue 35)."
+            ),
+            results_seen=False,
+        ),
+        Change(
+            date="2026-11-28",
+            commit=ISSUE35_ITEM4,
+            kind="reading",
+            before={
+                "separable-real-shuffled-alike": (
+                    "per P, epochs to the level differ by at most max(2, 50% of the real-label "
+                    "epoch)"
+                ),
+            },
+            after={
+                "separable-real-shuffled-alike": (
+                    "no two P ordered oppositely by the epochs to the level with real and with "
+                    "shuffled starting labels (ties allowed; never reached counts as last)"
+                ),
+            },
+            reason=(
+                "Fig. 11 says there is 'little qualitative difference' between real and "
+                "shuffled starting labels, not that their epochs agree within a margin; the "
+                "qualitative statement is that P orders the speed the same way for both. Read "
+                "as: no pair of P is ordered oppositely (a tie in one is no contradiction). "
+                "Decided from the paper's text; the epochs under this reading were not looked "
+                "at before it was committed."
+            ),
+            results_seen=False,
+        ),
+        Change(
+            date="2026-11-28",
+            commit=ISSUE35_ITEM4,
+            kind="bound",
+            before={
+                "linear-nonlinear-accessibility": (
+                    "Pearson of the two ensembles' accessibility >= 0.5"
+                ),
+                "critical-pc-vs-accessibility": (
+                    "Pearson of the critical PC with the binned, smoothed accessibility <= -0.5"
+                ),
+            },
+            after={
+                "linear-nonlinear-accessibility": (
+                    "Pearson of the two ensembles' accessibility >= 0.75 (the paper's 0.85 less "
+                    "the tolerance 0.1)"
+                ),
+                "critical-pc-vs-accessibility": (
+                    "Pearson of the critical PC with the binned, smoothed accessibility <= -0.83 "
+                    "(the paper's −0.93 plus the tolerance 0.1)"
+                ),
+            },
+            reason=(
+                "The paper reports r = 0.85 (Fig. 6a) and −0.93 (Fig. 6b); bounds at ±0.5 "
+                "accepted correlations far weaker than the ones it reports. The paper's "
+                "values are the reference, with a tolerance of 0.1 fixed before re-running "
+                "(the paper gives no interval); a stronger correlation than the paper's "
+                "holds. The measured correlations were not looked at before this was "
+                "committed. Figs 8a/8b (−0.93, −0.8) keep their −0.5 (not in this change)."
+            ),
+            results_seen=False,
         ),
     ),
 )

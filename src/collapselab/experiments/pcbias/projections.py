@@ -293,7 +293,7 @@ def _sgd_alone(member: MLPMember) -> _Scores:
     tensors = _Tensors(member)
     net = _initial_network(member, tensors)
     optimiser = torch.optim.SGD(net.parameters(), lr=member.lr)
-    order = torch.Generator().manual_seed(member.member)
+    order = torch.Generator().manual_seed(1000 * member.seed + member.member)
     scores = _Scores(member, net, tensors)
     scores.score(0)
     # an st-VGG trains on its device (the data moved there once), in training mode
@@ -337,7 +337,7 @@ def _train_attached(
     members: list[MLPMember], batched: BatchedModel, tensors: _Tensors
 ) -> list[_Scores | None]:
     size, n, lr = len(members), len(tensors.y), members[0].lr
-    orders = [torch.Generator().manual_seed(m.member) for m in members]
+    orders = [torch.Generator().manual_seed(1000 * m.seed + m.member) for m in members]
     nets = batched.members
     scores: list[_Scores | None] = [
         _Scores(m, net, tensors) for m, net in zip(members, nets, strict=True)

@@ -123,7 +123,7 @@ def stvgg_member(member: StVGGMember) -> dict[str, Any]:
     torch.manual_seed(1000 * member.seed + member.member)
     net = StVGG(data.n_classes, 1, input_size=side, width_multiplier=member.width_multiplier)
     optimiser = torch.optim.SGD(net.parameters(), lr=member.lr)
-    order = torch.Generator().manual_seed(member.member)
+    order = torch.Generator().manual_seed(1000 * member.seed + member.member)
     compact, accuracy, projected = [], [], []
 
     def record() -> None:
