@@ -25,6 +25,7 @@ import inspect
 import math
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -71,7 +72,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.baseline_src:
         import subprocess
-        import sys
 
         argv = [a for a in sys.argv[1:] if not a.startswith("--baseline-src")]
         if args.baseline_src in argv:
@@ -82,7 +82,9 @@ def main() -> None:
         print("=== this version")
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    print(f"command: python {' '.join(sys.argv)}; {now}")
+    print("load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
     model = build(args.width)
     g = torch.Generator().manual_seed(0)
@@ -142,6 +144,7 @@ def main() -> None:
         for k, v in metrics.items()
     )
     print(f"cached and two-forward values identical: {same}")
+    print("load average {:.2f} {:.2f} {:.2f} at the end".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -5,18 +5,22 @@ block (``_BLOCK_ENTRIES``); :func:`collapselab.measure` checks NaN/Inf through t
 sums of pass 1. The reference here is independent of both: NumPy float64, explicit loops
 over the classes, dense ``D x D`` covariances and ``numpy.linalg.pinv``. The data have
 uneven class sizes; tiny blocks (7 rows) put block boundaries inside classes, blocks
-without some classes and a short last block into every pass.
+without some classes and a short last block into every pass. With several torch threads
+both passes run as row streams whose shards are merged (the last section).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
 import torch
 
+from collapselab import _threads as threads_module
 from collapselab import measure
+from collapselab.families import collection as collection_module
 from collapselab.stats import ClassStats, class_stats
 
 pytestmark = pytest.mark.filterwarnings("ignore:imbalanced classes:UserWarning")
@@ -179,3 +183,159 @@ def test_nan_is_reported_with_its_count_after_the_class_sums(where):
         args = {"features": H, "test_features": bad}
     with pytest.raises(ValueError, match=rf"{where} contains NaN or Inf \(2 of"):
         measure(args["features"], y, test_features=args["test_features"], test_labels=y)
+
+
+# ------------------------------------------------------------------ row streams
+# With two or more torch threads, measure() runs both passes as row streams, one torch
+# thread each, whose shards are merged (collapselab._threads.run_streams,
+# ClassStats.shard). The test data are small, so the size thresholds are lowered.
+
+
+@pytest.fixture
+def streams(monkeypatch, tiny_blocks):
+    """Row streams on every call, over blocks of 7 rows, with three torch threads."""
+    monkeypatch.setattr(threads_module, "SMALL_WORK", 0)
+    monkeypatch.setattr(threads_module, "STREAM_MIN_ENTRIES", 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    yield
+    torch.set_num_threads(before)
+
+
+def counted_streams(monkeypatch):
+    """Record how many tasks each run_streams call of the engine gets."""
+    calls: list[int] = []
+
+    def run(tasks):
+        calls.append(len(tasks))
+        return threads_module.run_streams(tasks)
+
+    monkeypatch.setattr(collection_module, "run_streams", run)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["projected", "dense"])
+def test_streams_match_the_brute_force(streams, monkeypatch, dtype, mode):
+    calls = counted_streams(monkeypatch)
+    H, y = data(seed=8, d=24, dtype=dtype)
+    c = len(COUNTS)
+    rng = np.random.default_rng(9)
+    W, b = rng.normal(size=(c, 24)), rng.normal(size=c)
+    got = measure(H, y, W, b, chunk_size=20, mode=mode)
+    assert calls == [3, 3]  # both passes in three streams
+    want = brute_request(H, y, c, "sample")
+    for key, value in want.items():
+        assert math.isclose(got[key], value, rel_tol=1e-10), (key, got[key], value)
+    ncc, clf = brute_decisions(H, y, c, brute(H, y, c, "sample")["mu"], W, b)
+    assert got["ncc_accuracy"] == np.trace(ncc) / len(y)
+    assert got["accuracy"] == np.trace(clf) / len(y)
+    # One stream (one thread) gives the same values up to the order of the sums.
+    torch.set_num_threads(1)
+    one = measure(H, y, W, b, chunk_size=20, mode=mode)
+    assert calls == [3, 3]
+    assert got.keys() == one.keys()
+    for key, value in one.items():
+        assert math.isclose(got[key], value, rel_tol=1e-13, abs_tol=1e-15), (key, got[key])
+
+
+def test_streams_keep_strongly_collapsed_features_exact(streams):
+    # float32 features whose within-class spread is 1e-4 of their distance from the
+    # origin and NC1 about 1e-8: the deviations are formed in float64 before any product.
+    rng = np.random.default_rng(10)
+    c, d = 6, 32
+    y = np.repeat(np.arange(c), 40)
+    rng.shuffle(y)
+    mu = 1e2 + rng.normal(size=(c, d))
+    H = (mu[y] + 1e-4 * rng.normal(size=(len(y), d))).astype(np.float32)
+    got = measure(H, y, keys=REQUEST, chunk_size=30)
+    want = brute_request(H, y, c, "balanced")
+    assert 1e-9 < want["nc1"] < 1e-7
+    for key, value in want.items():
+        assert math.isclose(got[key], value, rel_tol=1e-10), (key, got[key], value)
+
+
+def test_streams_restore_the_thread_setting(streams):
+    H, y = data(seed=11)
+    measure(H, y, keys=REQUEST)
+    assert torch.get_num_threads() == 3
+    seen: list[int] = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    assert seen == [3]  # the process-wide default new threads start from
+
+
+def test_run_streams_runs_each_task_on_one_thread_and_keeps_the_order():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        tasks = [lambda i=i: (i, torch.get_num_threads(), threading.get_ident()) for i in range(4)]
+        out = threads_module.run_streams(tasks)
+        assert [i for i, _, _ in out] == [0, 1, 2, 3]
+        assert all(t == 1 for _, t, _ in out)
+        assert out[0][2] == threading.get_ident()  # the first on the calling thread
+        assert torch.get_num_threads() == 2
+
+        def fail():
+            raise KeyError("stream 2")
+
+        with pytest.raises(KeyError, match="stream 2"):
+            threads_module.run_streams([lambda: 1, fail])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_stream_count_only_inside_thread_streams():
+    cpu = torch.device("cpu")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        big = 4 * threads_module.STREAM_MIN_ENTRIES
+        assert threads_module.stream_count(big, cpu) == 1  # a Monitor's hooks, say
+        with threads_module.thread_streams():
+            assert torch.get_num_threads() == 1
+            assert threads_module.stream_count(big, cpu) == 2
+            assert threads_module.stream_count(threads_module.STREAM_MIN_ENTRIES, cpu) == 1
+            with threads_module.caller_threads():
+                assert torch.get_num_threads() == 2
+                assert threads_module.stream_count(big, cpu) == 1
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("mode", ["projected", "dense"])
+def test_shards_merge_to_the_statistics_of_one_stream(mode):
+    H, y = data(seed=12, d=16, dtype=np.float64)
+    Ht, yt = torch.from_numpy(H), torch.from_numpy(y)
+    c = len(COUNTS)
+    whole = ClassStats(c, mode=mode, weighting="sample")
+    parts = ClassStats(c, mode=mode, weighting="sample")
+    halves = (slice(0, 100), slice(100, None))
+    whole.update_means(Ht, yt)
+    shard = parts.shard()  # before any batch: sized by its first batch
+    parts.update_means(Ht[halves[0]], yt[halves[0]])
+    shard.update_means(Ht[halves[1]], yt[halves[1]])
+    parts.merge(shard)
+    for st in (whole, parts):
+        st.finalize_means()
+    shard = parts.shard()
+    assert shard.means is parts.means  # the fixed state is shared
+    whole.update_scatter(Ht, yt)
+    parts.update_scatter(Ht[halves[0]], yt[halves[0]])
+    assert not parts.pass2_complete
+    shard.update_scatter(Ht[halves[1]], yt[halves[1]])
+    parts.merge(shard)
+    np.testing.assert_allclose(parts.means.numpy(), whole.means.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(
+        parts.class_variances.numpy(), whole.class_variances.numpy(), rtol=1e-14
+    )
+    np.testing.assert_allclose(
+        parts.within_projected.numpy(), whole.within_projected.numpy(), rtol=1e-13, atol=1e-15
+    )
+    assert torch.equal(parts.ncc_confusion, whole.ncc_confusion)
+    ref = brute(H, y, c, "sample")
+    np.testing.assert_allclose(parts.class_variances.numpy(), ref["var"], rtol=1e-12)

@@ -17,13 +17,15 @@ forward hooks. Both therefore compute every key the same way.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from collapselab._threads import caller_threads, run_streams, stream_count
 from collapselab.checks import MODES, WEIGHTINGS, check_choice, check_int
 from collapselab.families.catalogue import FamilySpec, family_objects, owner, plan
 from collapselab.families.family import (
@@ -320,13 +322,14 @@ class Collection:
             return
         n = values.shape[0]
         step = self.options.rows(values.shape[1], n)
-        for start in range(0, n, step):
-            block = as_float64("block", values[start : start + step])
-            labels = y[start : start + step]
-            for fam in readers:
-                fam.update(self.family_accs[fam], layer, signal, block, labels)
-            if stats is not None:
-                stats.update_means(self._rescale(layer, block), labels)
+        with caller_threads():  # the families' updates are not split into streams
+            for start in range(0, n, step):
+                block = as_float64("block", values[start : start + step])
+                labels = y[start : start + step]
+                for fam in readers:
+                    fam.update(self.family_accs[fam], layer, signal, block, labels)
+                if stats is not None:
+                    stats.update_means(self._rescale(layer, block), labels)
 
     def add_signal(self, signal: str, values: Mapping[str, torch.Tensor], y: torch.Tensor) -> None:
         """Pass 1: one ``signal`` of several layers for a batch (``values[layer]`` ``(n,
@@ -346,20 +349,60 @@ class Collection:
             return
         n = next(iter(values.values())).shape[0]
         step = self.options.rows(sum(v.shape[1] for v in values.values()), n)
-        for start in range(0, n, step):
-            blocks = {layer: v[start : start + step] for layer, v in values.items()}
-            labels = y[start : start + step]
-            for fam in readers:
-                fam.update_signal(self.family_accs[fam], signal, blocks, labels)
+        with caller_threads():
+            for start in range(0, n, step):
+                blocks = {layer: v[start : start + step] for layer, v in values.items()}
+                labels = y[start : start + step]
+                for fam in readers:
+                    fam.update_signal(self.family_accs[fam], signal, blocks, labels)
 
     def _add_to_stats(self, layer: str, h: torch.Tensor, y: torch.Tensor) -> None:
         """Pass 1 of one layer's class statistics, in blocks of :meth:`StatsOptions.rows`
         in the features' own dtype (the statistics convert them to float64 in cache-sized
-        blocks)."""
+        blocks), in row streams (:meth:`_in_streams`)."""
         step = self.options.rows(h.shape[1], h.shape[0])
-        for start in range(0, h.shape[0], step):
-            block = h[start : start + step]
-            self.stats[layer].update_means(self._rescale(layer, block), y[start : start + step])
+        if layer not in self.scales:  # fixed by the first block, before streams read it
+            self._rescale(layer, h[:step])
+
+        def update(stats: ClassStats, block: torch.Tensor, labels: torch.Tensor) -> None:
+            stats.update_means(self._rescale(layer, block), labels)
+
+        self._in_streams(self.stats[layer], h, y, step, update)
+
+    def _in_streams(
+        self,
+        stats: ClassStats,
+        h: torch.Tensor,
+        y: torch.Tensor,
+        step: int,
+        update: Callable[[ClassStats, torch.Tensor, torch.Tensor], None],
+    ) -> None:
+        """``update(stats, block, labels)`` for the blocks of ``step`` rows of ``h``, split
+        into contiguous row streams, one per torch thread (:func:`run_streams`), each
+        accumulating into a :meth:`~collapselab.stats.ClassStats.shard` that is merged
+        into ``stats`` at the end (the first stream into ``stats`` itself).
+
+        The class statistics' element-wise work runs on cache-sized blocks; under torch's
+        intra-op threads each of its many small operations splits and waits, so one stream
+        per thread is faster (benchmarks/README.md, issue 32). Sums are added in another
+        order than on one stream: values move by a few units of the last place.
+        """
+        starts = range(0, h.shape[0], step)
+        count = min(stream_count(h.numel(), h.device), len(starts))
+        if count == 1:
+            for start in starts:
+                update(stats, h[start : start + step], y[start : start + step])
+            return
+        shards = [stats] + [stats.shard() for _ in range(count - 1)]
+        bounds = [len(starts) * i // count for i in range(count + 1)]
+
+        def stream(i: int) -> None:
+            for start in starts[bounds[i] : bounds[i + 1]]:
+                update(shards[i], h[start : start + step], y[start : start + step])
+
+        run_streams([functools.partial(stream, i) for i in range(count)])
+        for shard in shards[1:]:
+            stats.merge(shard)
 
     def _rescale(self, layer: str, block: torch.Tensor) -> torch.Tensor:
         """``block`` times the layer's scale (a power of two: exact), chosen from the first
@@ -427,17 +470,17 @@ class Collection:
     def add_second(self, layer: str, h: torch.Tensor, y: torch.Tensor) -> None:
         """Pass 2: a batch of one layer's features (the same data as pass 1, not checked
         again for NaN/Inf)."""
-        stats = self.stats[layer]
-        n = h.shape[0]
-        step = self.options.rows(h.shape[1], n)
+        step = self.options.rows(h.shape[1], h.shape[0])
         scale = self.scales.get(layer, 1.0)
-        for start in range(0, n, step):
+
+        def update(stats: ClassStats, block: torch.Tensor, labels: torch.Tensor) -> None:
             # In the features' own dtype: pass 2 forms h - mu_y in float64 directly, without
             # a float64 copy of the block (unless the layer's statistics are rescaled).
-            block = h[start : start + step]
             if scale != 1.0:
                 block = self._rescale(layer, block)
-            stats.update_scatter(block, y[start : start + step])
+            stats.update_scatter(block, labels)
+
+        self._in_streams(self.stats[layer], h, y, step, update)
 
     def second_accumulators(self) -> list[Accumulator]:
         """The accumulators of pass 2 (for :func:`collapselab.stats.all_reduce`)."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from collapselab._threads import small_work_threads
+from collapselab._threads import small_work_threads, thread_streams
 from collapselab.checks import (
     check_class_counts,
     check_classifier,
@@ -120,47 +120,25 @@ def measure(
             more than a feature matrix, or ``lam`` with projected statistics.
     """
     # Small problems on one thread: many small torch calls stall in the thread pool's
-    # waits on a busy machine (checks and statistics alike). No autograd: features taken
-    # from a layer without torch.no_grad (and a classifier's weight) require grad, which
-    # the statistics' in-place kernels refuse; the metrics are values, not graphs.
+    # waits on a busy machine (checks and statistics alike). Larger ones run their data
+    # passes as row streams, one per thread (thread_streams), and the values with torch's
+    # threads. No autograd: features taken from a layer without torch.no_grad (and a
+    # classifier's weight) require grad, which the statistics' in-place kernels refuse;
+    # the metrics are values, not graphs.
     entries = _entries(features) + _entries(test_features)
     with small_work_threads(entries), torch.no_grad():
-        # NaN/Inf: checked after pass 1 (_check_finite), whose class sums read every entry.
-        h = check_features(features, "features", finite=False)
-        c = infer_n_classes(labels, n_classes)
-        y = check_labels("labels", labels, h.shape[0], c)
-        d = h.shape[1]
-        classifier = None
-        if W is not None:
-            w, bias = check_classifier(W, b, c, d, h.device)
-            classifier = (w, bias)
-        elif b is not None:
-            raise ValueError("b was given without W")
-        request = _request(keys, families, lam, nc1_divide_by_c, ddof, pairs)
-        options = StatsOptions(weighting, mode, dense_max_dim, chunk_size)
-        check_class_counts(torch.bincount(y, minlength=c), 2, "features/labels")
-        if (test_features is None) != (test_labels is None):
-            raise ValueError("test_features and test_labels must be given together")
-        splits = {"train": (h, y, "features")}
-        if test_features is not None:
-            ht = check_features(test_features, "test_features", d, finite=False)
-            yt = check_labels("test_labels", test_labels, ht.shape[0], c, source="test_features")
-            check_class_counts(torch.bincount(yt, minlength=c), 2, "test_features/test_labels")
-            splits["test"] = (ht, yt, "test_features")
-        layout = Layout((_LAYER,), {_LAYER: d}, _LAYER, n_classes=c)
-        request.setup(layout, options)
-
-        collections: dict[str, Collection] = {}
-        for split, (x, labels_, name) in splits.items():
-            coll = Collection(request, split, layout, options, collections.get("train"))
-            if "features" in request.needs.signals:  # families read the rows themselves
-                check_finite(name, x)
-            coll.add(_LAYER, "features", x, labels_)
-            _check_finite(coll, x, name)
-            coll.finalize(classifier)
-            if _LAYER in coll.second_pass:
-                coll.add_second(_LAYER, x, labels_)
-            collections[split] = coll
+        with thread_streams():
+            classifier, collections = _collect(
+                features,
+                labels,
+                W,
+                b,
+                test_features,
+                test_labels,
+                n_classes,
+                _request(keys, families, lam, nc1_divide_by_c, ddof, pairs),
+                StatsOptions(weighting, mode, dense_max_dim, chunk_size),
+            )
         stats = {s: coll.stats[_LAYER] for s, coll in collections.items() if _LAYER in coll.stats}
         warn_imbalanced_counts({s: st.counts for s, st in stats.items()}, weighting)
         out: dict[str, float] = {}
@@ -169,6 +147,53 @@ def measure(
             values = coll.results(classifier)[_LAYER]
             out |= {prefix + k: v for k, v in values.items()}
         return out
+
+
+def _collect(
+    features: object,
+    labels: object,
+    W: object | None,
+    b: object | None,
+    test_features: object | None,
+    test_labels: object | None,
+    n_classes: int | None,
+    request: Request,
+    options: StatsOptions,
+) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, dict[str, Collection]]:
+    """The checked classifier and the filled collection of each split (both passes)."""
+    # NaN/Inf: checked after pass 1 (_check_finite), whose class sums read every entry.
+    h = check_features(features, "features", finite=False)
+    c = infer_n_classes(labels, n_classes)
+    y = check_labels("labels", labels, h.shape[0], c)
+    d = h.shape[1]
+    classifier = None
+    if W is not None:
+        classifier = check_classifier(W, b, c, d, h.device)
+    elif b is not None:
+        raise ValueError("b was given without W")
+    check_class_counts(torch.bincount(y, minlength=c), 2, "features/labels")
+    if (test_features is None) != (test_labels is None):
+        raise ValueError("test_features and test_labels must be given together")
+    splits = {"train": (h, y, "features")}
+    if test_features is not None:
+        ht = check_features(test_features, "test_features", d, finite=False)
+        yt = check_labels("test_labels", test_labels, ht.shape[0], c, source="test_features")
+        check_class_counts(torch.bincount(yt, minlength=c), 2, "test_features/test_labels")
+        splits["test"] = (ht, yt, "test_features")
+    layout = Layout((_LAYER,), {_LAYER: d}, _LAYER, n_classes=c)
+    request.setup(layout, options)
+    collections: dict[str, Collection] = {}
+    for split, (x, labels_, name) in splits.items():
+        coll = Collection(request, split, layout, options, collections.get("train"))
+        if "features" in request.needs.signals:  # families read the rows themselves
+            check_finite(name, x)
+        coll.add(_LAYER, "features", x, labels_)
+        _check_finite(coll, x, name)
+        coll.finalize(classifier)
+        if _LAYER in coll.second_pass:
+            coll.add_second(_LAYER, x, labels_)
+        collections[split] = coll
+    return classifier, collections
 
 
 def _request(

@@ -54,6 +54,7 @@ What each mode supports:
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Callable, Iterable
@@ -264,10 +265,11 @@ class ClassStats(Accumulator):
             if h.dtype == torch.float64
             else scratch("class_block", (min(rows, n), d), p["sums"])
         )
-        for start in range(0, n, rows):
-            x, labels_ = h[start : start + rows], y[start : start + rows]
+        # The blocks as views made at once (split): the per-block Python work is a large
+        # part of a block's time on cache-sized blocks.
+        for x, labels_ in zip(h.split(rows), y.split(rows), strict=True):
             if buf is not None:
-                x = buf[: x.shape[0]].copy_(x)
+                x = _rows_of(buf, x.shape[0]).copy_(x)
             p["sums"].index_add_(0, labels_, x)
             if self.norms:
                 p["sq_norms"].index_add_(0, labels_, _row_sq_norms(x))
@@ -400,13 +402,12 @@ class ClassStats(Accumulator):
         rows = max(n, 1) if dense else _block_rows(d)
         dev_buf = scratch("deviations", (min(rows, n), d), f["means"])
         means_buf = scratch("gathered", (min(rows, n), d), f["means"])
-        for start in range(0, n, rows):
-            stop = min(start + rows, n)
-            hb, yb = h[start:stop], y[start:stop]
-            dev = _deviations(hb, f["means"], yb, dev_buf[: stop - start], means_buf)
-            torch.linalg.vector_norm(dev, dim=1, out=dev_norm[start:stop])
+        splits = (h.split(rows), y.split(rows), prod.split(rows), dev_norm.split(rows))
+        for hb, yb, prod_b, norm_b in zip(*splits, strict=True):
+            dev = _deviations(hb, f["means"], yb, dev_buf, means_buf)
+            torch.linalg.vector_norm(dev, dim=1, out=norm_b)
             if fused.shape[1]:
-                torch.mm(dev, fused, out=prod[start:stop])
+                torch.mm(dev, fused, out=prod_b)
             if dense:
                 _add_weighted_gram(p["within"], dev, f["sample_weight"][yb])
         p["counts"] += torch.bincount(y, minlength=c)
@@ -445,6 +446,21 @@ class ClassStats(Accumulator):
                 p["mismatch"] += torch.bincount(y[pred != ncc], minlength=c)
 
     # ------------------------------------------------------------------ merging
+    def shard(self) -> ClassStats:
+        """An empty partner in the current pass: the same settings and (in pass 2) the same
+        fixed means, basis and classifier, with zero sums. Feed it part of the pass's data
+        (on another thread, say), then :meth:`merge` it into this object.
+
+        The fixed state is shared, not copied (neither side changes it); pass 2's shard
+        keeps this object's pass-1 sums only for reading.
+        """
+        other = copy.copy(self)
+        if self.phase == "means":
+            other._p1 = {key: torch.zeros_like(value) for key, value in self._p1.items()}
+        else:
+            other._p2 = {key: torch.zeros_like(value) for key, value in self._p2.items()}
+        return other
+
     def state(self) -> dict[str, torch.Tensor]:
         """The sums of the current pass: pass 1 ``counts``, ``sums``, ``sq_norms``; pass 2
         ``counts``, ``dev_sq``, ``within`` and the decision counts (see the class docstring).
@@ -673,12 +689,20 @@ def _block_rows(dim: int) -> int:
 def _deviations(
     h: torch.Tensor, means: torch.Tensor, y: torch.Tensor, out: torch.Tensor, gathered: torch.Tensor
 ) -> torch.Tensor:
-    """``out = h - means[y]`` in float64 (``gathered``: a buffer of at least as many rows):
-    the exact conversion of ``h`` into ``out``, then the one rounding of the difference."""
-    means_y = torch.index_select(means, 0, y, out=gathered[: h.shape[0]])
+    """``h - means[y]`` in float64, in the first rows of ``out`` (``gathered``: a buffer of
+    at least as many rows): the exact conversion of ``h`` into ``out``, then the one
+    rounding of the difference."""
+    k = h.shape[0]
+    means_y = torch.index_select(means, 0, y, out=_rows_of(gathered, k))
+    out = _rows_of(out, k)
     if h.dtype == torch.float64:
         return torch.sub(h, means_y, out=out)
     return out.copy_(h).sub_(means_y)
+
+
+def _rows_of(buf: torch.Tensor, k: int) -> torch.Tensor:
+    """The first ``k`` rows of ``buf`` (``buf`` itself when it has ``k``: no view to make)."""
+    return buf if buf.shape[0] == k else buf[:k]
 
 
 def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
