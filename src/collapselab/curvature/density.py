@@ -16,8 +16,8 @@ weights sum to 1, so the estimated density has total mass exactly 1.
 
 The probes run together: each Lanczos step is one block product of ``probes`` vectors.
 The recurrence is fully reorthogonalised against the probe's earlier vectors (memory
-``P · steps · probes``); a probe whose Krylov space becomes invariant stops early, its
-remaining weights zero.
+``2 · P · steps · probes``, ``P · steps`` for one probe); a probe whose Krylov space
+becomes invariant stops early, its remaining weights zero.
 """
 
 from __future__ import annotations
@@ -66,28 +66,74 @@ def lanczos_tridiagonal(
     P, p = V0.shape
     steps = min(check_int("steps", steps, minimum=1), P)
     V = V0 / V0.norm(dim=0, keepdim=True)
-    # The basis in one preallocated (steps, P, p) buffer: its first j + 1 rows are the
-    # same contiguous tensor that stacking the list gave, without a copy per step.
-    stack_buffer = torch.empty(steps, P, p, dtype=V0.dtype, device=V0.device)
-    stack_buffer[0] = V
-    basis = [V]
+    basis = _ProbeBases(P, p, steps, V0)
+    basis.store(0, V)
     alpha = torch.zeros(p, steps, dtype=V0.dtype, device=V0.device)
     beta = torch.zeros(p, max(steps - 1, 0), dtype=V0.dtype, device=V0.device)
     alive = torch.ones(p, dtype=torch.bool, device=V0.device)
     for j in range(steps):
-        W = op.matmat(basis[-1])
-        alpha[:, j] = (W * basis[-1]).sum(0) * alive
+        W = op.matmat(V)
+        alpha[:, j] = (W * V).sum(0) * alive
         if j == steps - 1:
             break
-        stack = stack_buffer[: j + 1]  # (j+1, P, p)
         for _ in range(2):  # full reorthogonalisation, per probe
-            W = W - torch.einsum("jip,jp->ip", stack, torch.einsum("jip,ip->jp", stack, W))
+            W = W - basis.project(j + 1, W)
         b = W.norm(dim=0)
         alive = alive & (b > 1e-10 * alpha[:, : j + 1].abs().amax(dim=1).clamp_min(1e-300))
         beta[:, j] = torch.where(alive, b, torch.zeros_like(b))
-        basis.append(torch.where(alive, W / b.clamp_min(1e-300), torch.zeros_like(W)))
-        stack_buffer[j + 1] = basis[-1]
+        V = torch.where(alive, W / b.clamp_min(1e-300), torch.zeros_like(W))
+        basis.store(j + 1, V)
     return alpha, beta
+
+
+class _ProbeBases:
+    r"""Each probe's Lanczos vectors, laid out so that the two products of a
+    reorthogonalisation pass, :math:`c = V_q^\top w` and :math:`V_q c`, read one contiguous
+    matrix per probe and copy nothing.
+
+    ``rows[q]`` holds probe ``q``'s vectors as rows ``(steps, P)`` (for ``c``); with more
+    than one probe, ``cols[q]`` holds them again as columns ``(P, steps)`` (for ``V_q c``),
+    so the memory is ``2 · P · steps · probes`` numbers (one copy for a single probe). The
+    matrix-vector products are the very ones ``einsum`` made over a ``(steps, P, probes)``
+    stack after copying it into these layouts at every pass (and, for a single vector or
+    below ``_SMALL_BMM`` multiply-adds, where torch's ``bmm`` takes its own loop, that
+    ``einsum`` itself), so the tridiagonals are bit-identical to that implementation's
+    (checked in float32 and float64, ``tests/test_curvature_density_layout.py``), without
+    the copies, which were most of the reorthogonalisation's time (a pass over 30 vectors
+    of 3 probes at ``P = 102,594``: about 3x faster, ``benchmarks/README.md``).
+    """
+
+    def __init__(self, P: int, p: int, steps: int, like: torch.Tensor) -> None:
+        self.rows = torch.empty(p, steps, P, dtype=like.dtype, device=like.device)
+        self.cols = (
+            None if p == 1 else torch.empty(p, P, steps, dtype=like.dtype, device=like.device)
+        )
+
+    def store(self, j: int, V: torch.Tensor) -> None:
+        """Vector ``j`` of every probe, the columns of ``V (P, p)``."""
+        self.rows[:, j] = V.T
+        if self.cols is not None:
+            self.cols[:, :, j] = V.T
+
+    def project(self, n: int, W: torch.Tensor) -> torch.Tensor:
+        """``V_q V_qᵀ w_q`` for each column ``w_q`` of ``W (P, p)``, over the first ``n``
+        vectors of probe ``q``."""
+        P, p = W.shape
+        if n == 1 or P * n < _SMALL_BMM:
+            # torch's batched product (what einsum calls) takes another kernel here: the
+            # same einsum, on the same layout, costs little at this size
+            stack = self.rows[:, :n].permute(1, 2, 0).contiguous()  # (n, P, p)
+            return torch.einsum("jip,jp->ip", stack, torch.einsum("jip,ip->jp", stack, W))
+        # c = V_qᵀ w_q as (n, p) with contiguous columns, the layout einsum gave it
+        c = torch.stack([self.rows[q, :n] @ W[:, q] for q in range(p)]).T
+        if self.cols is None:  # a single probe: the product einsum made, (Vᵀ)ᵀc
+            return (self.rows[0, :n].T @ c[:, 0])[:, None]
+        return torch.stack([self.cols[q, :, :n] @ c[:, q] for q in range(p)], 1)
+
+
+_SMALL_BMM = 400
+"""Below this many multiply-adds per vector, torch's CPU ``bmm`` (which ``einsum`` calls)
+uses its own loop instead of BLAS, whose sums round differently."""
 
 
 def slq(
