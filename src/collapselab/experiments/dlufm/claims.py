@@ -1098,7 +1098,15 @@ ZERO_TRAINING_ERROR = Premise(MLP_PREMISE, _at_zero_error)
 """The premise of ``dlufm-mlp``'s per-layer claims: the MLP ends at zero training error."""
 
 
-def _per_layer(key: str, measure: Any, ok: Any, text: str, bound: float) -> Any:
+def _per_layer(key: str, measure: Any, text: str, bound: float, ok: Any = None) -> Any:
+    """The check of a per-layer MLP claim: ``measure(array, K)`` of the layer's ``key`` at
+    initialisation and trained; it holds when ``ok(final, K)`` at every analysed layer
+    (default: ``final >= bound``)."""
+    if ok is None:
+
+        def ok(value: float, k: int) -> bool:
+            return value >= bound
+
     def check(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
         layers, k = _mlp_layers(results)
         values, parts = {}, []
@@ -1174,33 +1182,21 @@ MLP_CLAIMS: list[Claim] = [
         _per_layer(
             "hessian",
             lambda v, k: float(bulk_outliers(v, k)),
-            lambda v, k: v == k * k,
             "outliers above the bulk (theory K²)",
             0.0,
+            ok=lambda v, k: v == k * k,
         ),
     ),
     _mlp_claim(
         "mlp-kronecker-eigenvectors-align",
         "Theorem 4.1 on a real network: h̄^(l+1)_k ⊗ h̄^(l)_k' from the network's own class "
         "means are eigenvectors of the layer-wise Hessian (a(v) = 1).",
-        _per_layer(
-            "alignment",
-            lambda v, k: finite_median(v),
-            lambda v, k: v >= MLP_ALIGNED,
-            "median a(v_kk')",
-            MLP_ALIGNED,
-        ),
+        _per_layer("alignment", lambda v, k: finite_median(v), "median a(v_kk')", MLP_ALIGNED),
     ),
     _mlp_claim(
         "mlp-gradient-in-top-space",
         "Theorem 4.3 / Gur-Ari on a real network: the gradient lies in the top-K² Hessian space.",
-        _per_layer(
-            "f_top",
-            lambda v, k: float(v),
-            lambda v, k: v >= MLP_F_TOP,
-            "f_top",
-            MLP_F_TOP,
-        ),
+        _per_layer("f_top", lambda v, k: float(v), "f_top", MLP_F_TOP),
     ),
     _mlp_claim(
         "mlp-papyan-knockouts",
