@@ -10,11 +10,16 @@ checkpoint, so running the same command again resumes it.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import os
 import signal
+import typing
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -107,6 +112,72 @@ AddressOption = Annotated[
     ),
 ]
 
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a command that runs experiments (`run`, `reproduce`; `demo` sets
+    some): the preset, where data and runs are, the device and seed, progress, mirrors,
+    and how sweeps run. Each field's type carries its Typer option (:func:`_run_command`)."""
+
+    preset: PresetOption = "quick"
+    data_dir: DataDirOption = None
+    device: DeviceOption = "cpu"
+    seed: SeedOption = 0
+    out: RootOption = DEFAULT_ROOT
+    progress: ProgressOption = True
+    mirror: MirrorOption = None
+    executor: ExecutorOption = "local"
+    workers: WorkersOption = None
+    address: AddressOption = None
+
+    @property
+    def mirrors(self) -> list[str]:
+        return list(self.mirror or [])
+
+    def run_arguments(self) -> dict[str, Any]:
+        """The keyword arguments :func:`~collapselab.experiments.run_experiment` and
+        :func:`~collapselab.experiments.reproduce` take from these options."""
+        return {
+            "preset": self.preset,
+            "root": self.out,
+            "seed": self.seed,
+            "device": self.device,
+            "data_dir": self.data_dir,
+            "mirrors": self.mirrors,
+            "executor": self.executor,
+            "workers": self.workers,
+        }
+
+
+def _run_command(command: Callable[..., None]) -> Callable[..., None]:
+    """``command(<arguments>, options: RunOptions, <own options>)`` as a Typer command that
+    takes :class:`RunOptions`' fields as options, after its arguments and before its own
+    options (Typer has no option groups: the signature it reads is rewritten here)."""
+    own = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(RunOptions, include_extras=True)
+    shared = [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name]
+        )
+        for f in dataclasses.fields(RunOptions)
+    ]
+    params = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for name, p in own.parameters.items()
+        if name != "options"
+    ]
+    arguments = [p for p in params if p.default is p.empty]
+    own_options = [p for p in params if p.default is not p.empty]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        options = RunOptions(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(RunOptions)})
+        command(**kwargs, options=options)
+
+    wrapper.__signature__ = own.replace(parameters=[*arguments, *shared, *own_options])  # type: ignore[attr-defined]
+    return wrapper
+
+
 # Errors a user can cause (arguments, files, SQL, other processes): one line, exit code 2.
 _USAGE_EXIT = 2
 
@@ -187,7 +258,7 @@ def demo(
 ) -> None:
     """Train a small MLP on scikit-learn's digits and watch its layers collapse (about 9 s
     on 2 quiet CPU cores; `collapselab list` gives the measurement)."""
-    _run_and_report("demo", "quick", out, seed, "cpu", None, progress, mirror or [])
+    _run_and_report("demo", RunOptions(out=out, seed=seed, progress=progress, mirror=mirror))
 
 
 @app.command("list")
@@ -288,33 +359,14 @@ def _list_metrics() -> None:
 
 
 @app.command()
+@_run_command
 def run(
     experiment_id: Annotated[str, typer.Argument(help="Experiment id (see `collapselab list`).")],
-    preset: PresetOption = "quick",
-    data_dir: DataDirOption = None,
-    device: DeviceOption = "cpu",
-    seed: SeedOption = 0,
-    out: RootOption = DEFAULT_ROOT,
-    progress: ProgressOption = True,
-    mirror: MirrorOption = None,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = None,
-    address: AddressOption = None,
+    options: RunOptions,
 ) -> None:
     """Run one experiment with a preset and write it to the run store."""
-    _check_sweep_options(executor, workers, address)
-    _run_and_report(
-        experiment_id,
-        preset,
-        out,
-        seed,
-        device,
-        data_dir,
-        progress,
-        mirror or [],
-        sweeps={"executor": executor, "workers": workers},
-        address=address,
-    )
+    _check_sweep_options(options.executor, options.workers, options.address)
+    _run_and_report(experiment_id, options)
 
 
 @app.command()
@@ -450,18 +502,7 @@ def _check_run_options(device: str, mirrors: list[str], experiments: list[Any]) 
             _fail(f"--mirror {name}: {error}")
 
 
-def _run_and_report(
-    experiment_id: str,
-    preset: str,
-    root: Path,
-    seed: int,
-    device: str,
-    data_dir: Path | None,
-    progress: bool,
-    mirrors: list[str],
-    sweeps: dict[str, Any] | None = None,
-    address: str | None = None,
-) -> None:
+def _run_and_report(experiment_id: str, options: RunOptions) -> None:
     _starting(f"run {experiment_id}")
     from collapselab.cli.progress import ProgressBoard
     from collapselab.experiments import (
@@ -474,34 +515,31 @@ def _run_and_report(
 
     try:
         experiment = get_experiment(experiment_id)
-        plan = plan_data(experiment, preset, data_dir)  # once: the run is the plan's preset
+        plan = plan_data(
+            experiment, options.preset, options.data_dir
+        )  # once: the run is the plan's preset
     except MissingDataError as error:  # no run exists: say what is missing, in one line
         _fail(error.one_line())
     except _user_errors() as error:
         _fail(_message(error))
-    _check_run_options(device, mirrors, [experiment])
-    run_id = run_id_for(experiment_id, plan.preset, seed)
+    _check_run_options(options.device, options.mirrors, [experiment])
+    root = options.out
+    run_id = run_id_for(experiment_id, plan.preset, options.seed)
     if _finished(root / run_id):
         console.print(
             f"run {_e(run_id)} had already completed: nothing was run; its results are shown "
             f"below (delete {_e(root / run_id)}, or give another --out, to run it again)"
         )
-    board = ProgressBoard(console, enabled=progress)
-    with _interruptible(f"run {run_id}"), _on_cluster(address), board:
+    board = ProgressBoard(console, enabled=options.progress)
+    with _interruptible(f"run {run_id}"), _on_cluster(options.address), board:
         try:
             result = run_experiment(
                 experiment_id,
-                preset=preset,
-                root=root,
-                seed=seed,
-                device=device,
-                data_dir=data_dir,
                 callbacks=[board.training(experiment_id)],
                 raise_on_error=False,
-                mirrors=mirrors,
                 progress=board,
                 plan=plan,
-                **(sweeps or {}),
+                **options.run_arguments(),
             )
         except _user_errors() as error:
             _fail(_message(error))
@@ -571,18 +609,10 @@ def _print_claims(run_path: Path) -> None:
 
 
 @app.command()
+@_run_command
 def reproduce(
     paper: Annotated[str, typer.Argument(help="Paper number (003), short name (mse-nc) or 'all'.")],
-    preset: PresetOption = "quick",
-    data_dir: DataDirOption = None,
-    device: DeviceOption = "cpu",
-    seed: SeedOption = 0,
-    out: RootOption = DEFAULT_ROOT,
-    progress: ProgressOption = True,
-    mirror: MirrorOption = None,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = None,
-    address: AddressOption = None,
+    options: RunOptions,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -602,7 +632,7 @@ def reproduce(
     """
     import time
 
-    _starting(f"reproduce {paper} (preset {preset})")
+    _starting(f"reproduce {paper} (preset {options.preset})")
     from collapselab.cli.progress import ProgressBoard, ReproduceClock
     from collapselab.experiments import (
         Experiment,
@@ -613,20 +643,21 @@ def reproduce(
     from collapselab.experiments import reproduce as run_reproduce
 
     if dry_run:
-        _dry_run(paper, preset, data_dir, seed)
+        _dry_run(paper, options.preset, options.data_dir, options.seed)
         return
-    mirrors = mirror or []
-    _check_sweep_options(executor, workers, address)
-    fanned = executor == "ray"
+    _check_sweep_options(options.executor, options.workers, options.address)
+    fanned = options.executor == "ray"
     try:
         chosen = select_experiments(paper)
     except ValueError as error:
         _fail(error)
     # On Ray the experiments train on the cluster's devices: checked there, not here.
-    _check_run_options(device, mirrors, [] if fanned else chosen)
-    clock = ReproduceClock([estimated_seconds(e, preset, out, seed) for e in chosen])
+    _check_run_options(options.device, options.mirrors, [] if fanned else chosen)
+    clock = ReproduceClock(
+        [estimated_seconds(e, options.preset, options.out, options.seed) for e in chosen]
+    )
     position = {e.id: i for i, e in enumerate(chosen, start=1)}
-    board = ProgressBoard(console, enabled=progress)
+    board = ProgressBoard(console, enabled=options.progress)
 
     ended: list[str] = []
 
@@ -676,19 +707,12 @@ def reproduce(
             try:
                 result = run_reproduce(
                     paper,
-                    preset=preset,
-                    root=out,
-                    seed=seed,
-                    device=device,
-                    data_dir=data_dir,
                     callbacks=lambda e: [board.training(e.id)],
                     on_start=started,
                     on_done=finished,
-                    mirrors=mirrors,
                     progress=board,
-                    executor=executor,
-                    workers=workers,
-                    address=address,
+                    address=options.address,
+                    **options.run_arguments(),
                 )
             except _user_errors() as error:
                 _fail(_message(error))
@@ -700,8 +724,8 @@ def reproduce(
     )
     if result.data_dir_unused:
         console.print(
-            f"[yellow]note:[/yellow] --data-dir {_e(data_dir)} is not used: no experiment of "
-            f"{_e(paper)} at preset {_e(preset)} reads dataset files"
+            f"[yellow]note:[/yellow] --data-dir {_e(options.data_dir)} is not used: no "
+            f"experiment of {_e(paper)} at preset {_e(options.preset)} reads dataset files"
         )
     console.print(f"index: {_e(result.index_html)}")
     if not result.ok:

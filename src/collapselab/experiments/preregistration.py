@@ -307,6 +307,13 @@ def amended(register: Register, claims: Sequence[str], words: str) -> tuple[dict
     return before, {name: reading + words for name, reading in before.items()}
 
 
+def replaced(register: Register, readings: Mapping[str, str]) -> tuple[dict, dict]:
+    """``(before, after)`` of a :class:`Change` that gives each claim of ``readings`` its new
+    reading there: the before readings are the claims' current ones in ``register`` (written
+    once, where they were registered or last changed)."""
+    return {name: register.reading(name) for name in readings}, dict(readings)
+
+
 def reading_problems(register: Register, experiments: Sequence[Any]) -> list[str]:
     """What stands between ``experiments``' claims (those of ``register``'s paper) and the
     register: a claim not registered, or whose threshold is not its registered reading (a

@@ -92,7 +92,9 @@ __all__ = [
     "UFMModule",
     "UFMParameters",
     "balancedness_residuals",
+    "checkpoint_steps",
     "closed_form",
+    "descent_step",
     "exact_optimum",
     "gradient_descent",
     "is_global_optimum",
@@ -951,6 +953,30 @@ def log_checkpoints(n_steps: int, count: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], steps, [n_steps]]))
 
 
+def checkpoint_steps(n_steps: int, checkpoints: Sequence[int] | int) -> set[int]:
+    """The steps a descent records: ``checkpoints`` log-spaced ones (a count,
+    :func:`log_checkpoints`) or the given ones (a sequence, none beyond ``n_steps``), with
+    step 0 and ``n_steps`` always."""
+    if isinstance(checkpoints, int):
+        return set(log_checkpoints(n_steps, checkpoints).tolist())
+    wanted = {check_int("checkpoints entries", s, minimum=0) for s in checkpoints}
+    if wanted and max(wanted) > n_steps:
+        raise ValueError(f"checkpoints go beyond n_steps={n_steps}: max {max(wanted)}")
+    return wanted | {0, n_steps}
+
+
+def descent_step(
+    theta: np.ndarray, grad: np.ndarray, velocity: np.ndarray, lr: float, mu: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of :func:`gradient_descent`, elementwise: ``θ − lr g``, or heavy-ball
+    ``v ← μv − lr g, θ ← θ + v`` when ``mu > 0``; returns the new ``(θ, v)`` (``v``
+    unchanged without momentum). The batched descent applies it to stacked members."""
+    if mu > 0:
+        velocity = mu * velocity - lr * grad
+        return theta + velocity, velocity
+    return theta - lr * grad, velocity
+
+
 @dataclass
 class DescentTrajectory:
     """Records of :func:`gradient_descent` (or :func:`minimise`).
@@ -1019,13 +1045,7 @@ def gradient_descent(
     tol = check_float("tol", tol, minimum=0.0)
     n = model.n_samples
     b = n if batch_size is None else check_int("batch_size", batch_size, minimum=1, maximum=n)
-    if isinstance(checkpoints, int):
-        wanted = set(log_checkpoints(n_steps, checkpoints).tolist())
-    else:
-        wanted = {check_int("checkpoints entries", s, minimum=0) for s in checkpoints}
-        if wanted and max(wanted) > n_steps:
-            raise ValueError(f"checkpoints go beyond n_steps={n_steps}: max {max(wanted)}")
-        wanted |= {0, n_steps}
+    wanted = checkpoint_steps(n_steps, checkpoints)
     p = (
         model.random_point(seed, w_scale=w_scale, h_scale=h_scale)
         if init is None
@@ -1068,12 +1088,7 @@ def gradient_descent(
                     break
                 if batches is not None:
                     grad = model._value_and_grad(point, next(batches))[1]
-                g = grad.flat()
-                if mu > 0:
-                    velocity = mu * velocity - lr * g
-                    theta = theta + velocity
-                else:
-                    theta = theta - lr * g
+                theta, velocity = descent_step(theta, grad.flat(), velocity, lr, mu)
                 step += 1
                 if progress is not None and (step % every == 0 or step == n_steps):
                     progress(step, n_steps)

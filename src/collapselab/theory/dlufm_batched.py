@@ -35,7 +35,8 @@ from collapselab.theory.dlufm import (
     DeepUFM,
     DescentTrajectory,
     UFMParameters,
-    log_checkpoints,
+    checkpoint_steps,
+    descent_step,
 )
 from collapselab.theory.dynamics import diverged
 
@@ -131,13 +132,7 @@ def batched_gradient_descent(
     seeds = [check_int("seeds entries", s, minimum=0) for s in seeds]
     if not seeds:
         raise ValueError("seeds is empty: give one seed per member")
-    if isinstance(checkpoints, int):
-        wanted = set(log_checkpoints(n_steps, checkpoints).tolist())
-    else:
-        wanted = {check_int("checkpoints entries", s, minimum=0) for s in checkpoints}
-        if wanted and max(wanted) > n_steps:
-            raise ValueError(f"checkpoints go beyond n_steps={n_steps}: max {max(wanted)}")
-        wanted |= {0, n_steps}
+    wanted = checkpoint_steps(n_steps, checkpoints)
     starts = [model.random_point(s, w_scale=w_scale, h_scale=h_scale) for s in seeds]
     blocks: Blocks = (
         np.stack([p.H for p in starts]),
@@ -199,25 +194,17 @@ def _step(
     mu: float,
 ) -> Blocks:
     """One step of the members ``active`` (the others, stopped, keep their point): the lone
-    descent's elementwise update ``θ − lr g`` (heavy-ball ``v ← μv − lr g, θ ← θ + v``)."""
+    descent's :func:`~collapselab.theory.dlufm.descent_step` on every block."""
     flat_blocks = [blocks[0], *blocks[1], *blocks[2]]
     flat_grads = [grads[0], *grads[1], *grads[2]]
     every = len(active) == flat_blocks[0].shape[0]
     out = []
     for a, g, v in zip(flat_blocks, flat_grads, velocity, strict=True):
         if every:
-            if mu > 0:
-                v[...] = mu * v - lr * g
-                new = a + v
-            else:
-                new = a - lr * g
+            new, v[...] = descent_step(a, g, v, lr, mu)
         else:
             new = a.copy()
-            if mu > 0:
-                v[active] = mu * v[active] - lr * g[active]
-                new[active] = a[active] + v[active]
-            else:
-                new[active] = a[active] - lr * g[active]
+            new[active], v[active] = descent_step(a[active], g[active], v[active], lr, mu)
         out.append(new)
     n = len(blocks[1])
     return out[0], out[1 : 1 + n], out[1 + n :]

@@ -1098,7 +1098,15 @@ ZERO_TRAINING_ERROR = Premise(MLP_PREMISE, _at_zero_error)
 """The premise of ``dlufm-mlp``'s per-layer claims: the MLP ends at zero training error."""
 
 
-def _per_layer(key: str, measure: Any, ok: Any, text: str, bound: float) -> Any:
+def _per_layer(key: str, measure: Any, text: str, bound: float, ok: Any = None) -> Any:
+    """The check of a per-layer MLP claim: ``measure(array, K)`` of the layer's ``key`` at
+    initialisation and trained; it holds when ``ok(final, K)`` at every analysed layer
+    (default: ``final >= bound``)."""
+    if ok is None:
+
+        def ok(value: float, k: int) -> bool:
+            return value >= bound
+
     def check(results: RunResults) -> tuple[bool, Mapping[str, float], float, str]:
         layers, k = _mlp_layers(results)
         values, parts = {}, []
@@ -1150,6 +1158,15 @@ def _mlp_knockouts(results: RunResults) -> tuple[bool, Mapping[str, float], None
 
 _MLP_SOURCE = "the project's real-network check (issue 13); tests 004 Theorems 4.1-4.3"
 
+
+def _mlp_claim(name: str, statement: str, check: Any) -> Claim:
+    """A per-layer claim of ``dlufm-mlp``: its reading from the register, the zero-error
+    premise."""
+    return claim(
+        name, statement, _MLP_SOURCE, REGISTER.reading(name), check, premise=ZERO_TRAINING_ERROR
+    )
+
+
 MLP_CLAIMS: list[Claim] = [
     claim(
         "mlp-zero-training-error",
@@ -1158,58 +1175,34 @@ MLP_CLAIMS: list[Claim] = [
         "final training accuracy = 1",
         _zero_error,
     ),
-    claim(
+    _mlp_claim(
         "mlp-hessian-k2-outliers",
         "Theorem 4.1 on a real network: the layer-wise Hessians of the last layers have K² "
         "outliers.",
-        _MLP_SOURCE,
-        REGISTER.reading("mlp-hessian-k2-outliers"),
         _per_layer(
             "hessian",
             lambda v, k: float(bulk_outliers(v, k)),
-            lambda v, k: v == k * k,
             "outliers above the bulk (theory K²)",
             0.0,
+            ok=lambda v, k: v == k * k,
         ),
-        premise=ZERO_TRAINING_ERROR,
     ),
-    claim(
+    _mlp_claim(
         "mlp-kronecker-eigenvectors-align",
         "Theorem 4.1 on a real network: h̄^(l+1)_k ⊗ h̄^(l)_k' from the network's own class "
         "means are eigenvectors of the layer-wise Hessian (a(v) = 1).",
-        _MLP_SOURCE,
-        REGISTER.reading("mlp-kronecker-eigenvectors-align"),
-        _per_layer(
-            "alignment",
-            lambda v, k: finite_median(v),
-            lambda v, k: v >= MLP_ALIGNED,
-            "median a(v_kk')",
-            MLP_ALIGNED,
-        ),
-        premise=ZERO_TRAINING_ERROR,
+        _per_layer("alignment", lambda v, k: finite_median(v), "median a(v_kk')", MLP_ALIGNED),
     ),
-    claim(
+    _mlp_claim(
         "mlp-gradient-in-top-space",
         "Theorem 4.3 / Gur-Ari on a real network: the gradient lies in the top-K² Hessian space.",
-        _MLP_SOURCE,
-        REGISTER.reading("mlp-gradient-in-top-space"),
-        _per_layer(
-            "f_top",
-            lambda v, k: float(v),
-            lambda v, k: v >= MLP_F_TOP,
-            "f_top",
-            MLP_F_TOP,
-        ),
-        premise=ZERO_TRAINING_ERROR,
+        _per_layer("f_top", lambda v, k: float(v), "f_top", MLP_F_TOP),
     ),
-    claim(
+    _mlp_claim(
         "mlp-papyan-knockouts",
         "Theorem 4.2 on a real network: knocking out G_within keeps K² outliers, G_cross "
         "leaves K, G_class leaves K(K−1).",
-        _MLP_SOURCE,
-        REGISTER.reading("mlp-papyan-knockouts"),
         _mlp_knockouts,
-        premise=ZERO_TRAINING_ERROR,
     ),
 ]
 """The claims of ``dlufm-mlp``."""
@@ -1416,95 +1409,82 @@ def _with_premise(evaluate):
     return with_premise
 
 
+def _network_claim(name: str, statement: str, source: str, evaluate: Any) -> Claim:
+    """A real-network claim of the curvature experiments: its reading from the register,
+    the terminal-phase premise, whose numbers its detail reports (:func:`_with_premise`)."""
+    return Claim(
+        name,
+        statement,
+        source,
+        REGISTER.reading(name),
+        _with_premise(evaluate),
+        premise=TERMINAL_PHASE,
+    )
+
+
 NETWORK_CLAIMS = [
-    Claim(
+    _network_claim(
         "hessian-k2-outliers",
         "The layer-wise Hessian has K² outliers, with eigenvectors the Kronecker products of "
         "adjacent class means",
         "Papyan 2019, 2020 (outliers of real networks' Hessian spectra); tests 004 Thm 4.1",
-        REGISTER.reading("hessian-k2-outliers"),
-        _with_premise(_count_claim("hessian-k2-outliers", "hessian_outliers", "K^2", -1)),
-        premise=TERMINAL_PHASE,
+        _count_claim("hessian-k2-outliers", "hessian_outliers", "K^2", -1),
     ),
-    Claim(
+    _network_claim(
         "class-part-k-outliers",
         "Knocking the cross-class part out of G leaves the K class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
-        REGISTER.reading("class-part-k-outliers"),
-        _with_premise(
-            _count_claim("class-part-k-outliers", "ggn_outliers_without_cross", "rank", -1)
-        ),
-        premise=TERMINAL_PHASE,
+        _count_claim("class-part-k-outliers", "ggn_outliers_without_cross", "rank", -1),
     ),
-    Claim(
+    _network_claim(
         "cross-part-k2-outliers",
         "Knocking the class part out of G leaves the K(K-1) cross-class outliers",
         "Papyan 2020 (class and cross-class parts of G); tests 004 Thm 4.2",
-        REGISTER.reading("cross-part-k2-outliers"),
-        _with_premise(
-            _count_claim("cross-part-k2-outliers", "ggn_outliers_without_class", "K(K-1)", -1)
-        ),
-        premise=TERMINAL_PHASE,
+        _count_claim("cross-part-k2-outliers", "ggn_outliers_without_class", "K(K-1)", -1),
     ),
-    Claim(
+    _network_claim(
         "ggn-k2-outliers",
         "G has K + K(K-1) = K² outliers (the class part plus the cross-class mini-bulk)",
         "Papyan 2020 (K + K(K-1) outliers of G); tests 004 Thm 4.1",
-        REGISTER.reading("ggn-k2-outliers"),
-        _with_premise(_count_claim("ggn-k2-outliers", "ggn_outliers", "K^2", -2)),
-        premise=TERMINAL_PHASE,
+        _count_claim("ggn-k2-outliers", "ggn_outliers", "K^2", -2),
     ),
-    Claim(
+    _network_claim(
         "within-part-shrinks",
         "The within-class part of G vanishes at collapse (G_within = 0 under DNC1)",
         "the project's real-network check (issue 13); tests 004 Thm 4.2(a)",
-        REGISTER.reading("within-part-shrinks"),
-        _with_premise(_within_shrinks),
-        premise=TERMINAL_PHASE,
+        _within_shrinks,
     ),
-    Claim(
+    _network_claim(
         "class-cross-orthogonal",
         "The images of G_class and G_cross are orthogonal (MSE; not evaluated with CE)",
         "the project's real-network check (issue 13); tests 004 Thm 4.2",
-        REGISTER.reading("class-cross-orthogonal"),
-        _with_premise(
-            _mse_only(
-                "class-cross-orthogonal",
-                _value_claim("papyan_class_cross_overlap", -1, OVERLAP, above=False),
-            )
+        _mse_only(
+            "class-cross-orthogonal",
+            _value_claim("papyan_class_cross_overlap", -1, OVERLAP, above=False),
         ),
-        premise=TERMINAL_PHASE,
     ),
-    Claim(
+    _network_claim(
         "f-top-to-one",
         "The gradient lies almost entirely in the top Hessian eigenspace (f_top -> 1): the "
         "K² outliers' for MSE (004), the top K for CE (Gur-Ari et al.)",
         "Gur-Ari et al. 2018 (gradient in the top Hessian space); tests 004 Thm 4.3, M14",
-        REGISTER.reading("f-top-to-one"),
-        _with_premise(_network_f_top),
-        premise=TERMINAL_PHASE,
+        _network_f_top,
     ),
-    Claim(
+    _network_claim(
         "kronecker-eigenvectors",
         "The K² Kronecker products of adjacent class means are Hessian eigenvectors (MSE; "
         "not evaluated with CE)",
         "the project's real-network check (issue 13); tests 004 Thm 4.1, M11",
-        REGISTER.reading("kronecker-eigenvectors"),
-        _with_premise(
-            _mse_only(
-                "kronecker-eigenvectors",
-                _value_claim("kronecker_alignment_mean", -2, KRONECKER, above=True),
-            )
+        _mse_only(
+            "kronecker-eigenvectors",
+            _value_claim("kronecker_alignment_mean", -2, KRONECKER, above=True),
         ),
-        premise=TERMINAL_PHASE,
     ),
-    Claim(
+    _network_claim(
         "weights-k-outliers",
         "W Wᵀ of a layer has K outliers (low-rank weights under DNC)",
         "the project's real-network check (issue 13); tests 004 Thm 4.4",
-        REGISTER.reading("weights-k-outliers"),
-        _with_premise(_count_claim("weights-k-outliers", "weight_outliers", "rank", -2)),
-        premise=TERMINAL_PHASE,
+        _count_claim("weights-k-outliers", "weight_outliers", "rank", -2),
     ),
 ]
 """The claims every curvature experiment evaluates."""

@@ -43,6 +43,7 @@ from collapselab.experiments.preregistration import (
     Tiering,
     amended,
     extended,
+    replaced,
 )
 
 NETWORK_PREMISE = (
@@ -177,7 +178,7 @@ _REMOVED_REASON = (
     "falls by one."
 )
 
-_REGISTER = Register(
+_BEFORE_ITEM4 = Register(
     paper="004",
     registered="2026-11-28, at 7c5c37e (integ3)",
     experiments={
@@ -453,29 +454,19 @@ _REGISTER = Register(
                 )
             },
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="bound",
-            before={
-                "hessian-k2-outliers": (
-                    "outlier count of the classifier layer's Hessian at the final epoch within "
-                    "K of K²"
-                ),
-                "class-part-k-outliers": (
-                    "outliers of G - G_cross (classifier layer, final epoch) within 1 of K"
-                ),
-                "cross-part-k2-outliers": (
-                    "outliers of G - G_class (classifier layer, final epoch) within K of K(K-1)"
-                ),
-                "ggn-k2-outliers": (
-                    "outliers of G (weight layer before the classifier, final epoch) within K of K²"
-                ),
-                "weights-k-outliers": (
-                    "outliers of eig(W Wᵀ) of the weight layer before the classifier within 1 of K"
-                ),
-            },
-            after={
+    ),
+)
+"""The register up to issue 35 item 4 (whose changes below read their before from it)."""
+
+_REGISTER = extended(
+    _BEFORE_ITEM4,
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "bound",
+        *replaced(
+            _BEFORE_ITEM4,
+            {
                 "hessian-k2-outliers": (
                     "outlier count of the classifier layer's Hessian at the final epoch = K² "
                     "exactly"
@@ -495,58 +486,50 @@ _REGISTER = Register(
                     "outliers of eig(W Wᵀ) of the weight layer before the classifier = K exactly"
                 ),
             },
-            reason=_EXACT_REASON,
-            results_seen=True,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="reading",
-            before={
-                "f-top-to-one": (
-                    "f_top of the weight layer before the classifier at the final epoch >= 0.9"
-                ),
-            },
-            after={
+        reason=_EXACT_REASON,
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "reading",
+        *replaced(
+            _BEFORE_ITEM4,
+            {
                 "f-top-to-one": (
                     "median f_top of the weight layer before the classifier over the "
                     "measurements after initialisation (every measured epoch > 0) >= 0.9"
                 ),
             },
-            reason=_F_TOP_REASON,
-            results_seen=True,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="reading",
-            before={
-                "within-part-shrinks": (
-                    "λ1(G_within)/λ1(G) of the classifier layer falls to <= 0.5 x its first value"
-                ),
-            },
-            after={
+        reason=_F_TOP_REASON,
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "reading",
+        *replaced(
+            _BEFORE_ITEM4,
+            {
                 "within-part-shrinks": (
                     "λ1(G_within)/λ1(G) of the classifier layer at the last measurement <= 0.5 "
                     "x its largest value at the measurements before (not its initial value, "
                     "which the features' uncentred mean makes small)"
                 ),
             },
-            reason=_WITHIN_REASON,
-            results_seen=True,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="bound",
-            before={
-                "relu-hessian-outliers-unequal": (
-                    "in every symmetric run where the ReLU acts at the analysed layer (a mixed "
-                    "unit after W_l..W_{L−1}: on for some samples, off for others), (max − "
-                    "min)/max of the top K² eigenvalues >= 0.05"
-                ),
-            },
-            after={
+        reason=_WITHIN_REASON,
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "bound",
+        *replaced(
+            _BEFORE_ITEM4,
+            {
                 "relu-hessian-outliers-unequal": (
                     "in every symmetric run where the ReLU acts at the analysed layer (a mixed "
                     "unit after W_l..W_{L−1}: on for some samples, off for others), 0.05 <= "
@@ -554,27 +537,24 @@ _REGISTER = Register(
                     "approaching each other: none below half the largest)"
                 ),
             },
-            reason=_UNEQUAL_REASON,
-            results_seen=True,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="reading",
-            before={
-                "every-theorem-verified": (
-                    "every check's error (relative, or absolute where the prediction is 0) <= "
-                    "1e-06; ranks exactly"
-                ),
-            },
-            after={
+        reason=_UNEQUAL_REASON,
+        results_seen=True,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "reading",
+        *replaced(
+            _BEFORE_ITEM4,
+            {
                 "every-theorem-verified": (
                     "removed: it duplicated dlufm-linear's individual theorem claims"
                 ),
             },
-            reason=_REMOVED_REASON,
-            results_seen=True,
         ),
+        reason=_REMOVED_REASON,
+        results_seen=True,
     ),
 )
 
@@ -642,29 +622,27 @@ _SYMMETRIC_REASON = (
     "inconclusive (10 of 10 seeds would be needed to decide it at 95%)"
 )
 
-REGISTER = extended(
+_COUNTED = extended(
     _REGISTER,
     Change(
-        date="2026-11-28",
-        commit=ISSUE35_COMMIT,
-        kind="bound",
-        before={name: _REGISTER.reading(name) for name in _EXACT_COUNTS},
-        after=_EXACT_COUNTS,
+        "2026-11-28",
+        ISSUE35_COMMIT,
+        "bound",
+        *replaced(_REGISTER, _EXACT_COUNTS),
         reason=_COUNTS_REASON,
         results_seen=True,
         bounds={name: {"tolerance": 0.0} for name in _EXACT_COUNTS},
     ),
+)
+"""The register with the exact counts' tolerance (the premise change below reads it)."""
+
+REGISTER = extended(
+    _COUNTED,
     Change(
-        date="2026-11-28",
-        commit=ISSUE35_COMMIT,
-        kind="regime rule",
-        before={
-            name: _EXACT_COUNTS.get(name, _REGISTER.reading(name)) for name in NETWORK_CLAIM_NAMES
-        },
-        after={
-            name: _EXACT_COUNTS.get(name, _REGISTER.reading(name)) + _PREMISE_WORDS
-            for name in NETWORK_CLAIM_NAMES
-        },
+        "2026-11-28",
+        ISSUE35_COMMIT,
+        "regime rule",
+        *amended(_COUNTED, NETWORK_CLAIM_NAMES, _PREMISE_WORDS),
         reason=_PREMISE_REASON,
         results_seen=True,
     ),

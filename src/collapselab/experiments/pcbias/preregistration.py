@@ -42,6 +42,8 @@ from collapselab.experiments.preregistration import (
     Registered,
     Substitution,
     Tiering,
+    extended,
+    replaced,
 )
 
 CPU_DATA = Substitution(
@@ -129,7 +131,7 @@ MEMBER_INTERVALS_COMMIT = "1d2770d"
 ISSUE35_ITEM4 = "dd80824"
 """The commit that registered issue 35 item 4's readings (decided before re-running)."""
 
-REGISTER = Register(
+_REGISTER = Register(
     paper="002",
     registered="2026-11-28, at 7c5c37e (integ3)",
     experiments={
@@ -360,19 +362,18 @@ REGISTER = Register(
             ),
             results_seen=True,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="reading",
-            before={
-                "def3-converges-faster": (
-                    "GD step where the mean train accuracy first reaches 0.95 x its final "
-                    "value (linear between the checkpoints around it): Def. 3 < Glorot uniform "
-                    "(same μ)"
-                ),
-                "same-final-accuracy": "|final mean test accuracy Def. 3 − Glorot| <= 0.02",
-            },
-            after={
+    ),
+)
+
+REGISTER = extended(
+    _REGISTER,
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "reading",
+        *replaced(
+            _REGISTER,
+            {
                 "def3-converges-faster": (
                     "SGD step where the mean train and the mean test accuracy first reach 0.95 "
                     "x their final values (linear between the checkpoints around it): Def. 3 < "
@@ -384,60 +385,52 @@ REGISTER = Register(
                     "each init at its own grid-searched rate)"
                 ),
             },
-            reason=(
-                "Fig. 12's claims are statements about the paper's runs, which App. C.1/D "
-                "trained with SGD on cross-entropy and a learning rate grid-searched per "
-                "initialisation; at one step size with exact GD the project's own theory "
-                "predicts Glorot is faster (c = Σ α_l β_l > L), so the old reading tested "
-                "another protocol. Both claims now read ensembles trained by the paper's "
-                "protocol (linear_sgd: 0.5 dropout, batch 100, the grid 1e-4 .. 1 per init, "
-                "the smallest test error chosen); 'on train and test' is read on both. The "
-                "equal-step GD readings stay as labelled controls "
-                "(def3-converges-faster-equal-step-gd, same-final-accuracy-equal-step-gd). "
-                "The SGD ensembles had never been trained when this was committed; verdicts "
-                "under the old reading were known (issue 35)."
-            ),
-            results_seen=False,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="reading",
-            before={
-                "separable-real-shuffled-alike": (
-                    "per P, epochs to the level differ by at most max(2, 50% of the real-label "
-                    "epoch)"
-                ),
-            },
-            after={
+        reason=(
+            "Fig. 12's claims are statements about the paper's runs, which App. C.1/D "
+            "trained with SGD on cross-entropy and a learning rate grid-searched per "
+            "initialisation; at one step size with exact GD the project's own theory "
+            "predicts Glorot is faster (c = Σ α_l β_l > L), so the old reading tested "
+            "another protocol. Both claims now read ensembles trained by the paper's "
+            "protocol (linear_sgd: 0.5 dropout, batch 100, the grid 1e-4 .. 1 per init, "
+            "the smallest test error chosen); 'on train and test' is read on both. The "
+            "equal-step GD readings stay as labelled controls "
+            "(def3-converges-faster-equal-step-gd, same-final-accuracy-equal-step-gd). "
+            "The SGD ensembles had never been trained when this was committed; verdicts "
+            "under the old reading were known (issue 35)."
+        ),
+        results_seen=False,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "reading",
+        *replaced(
+            _REGISTER,
+            {
                 "separable-real-shuffled-alike": (
                     "no two P ordered oppositely by the epochs to the level with real and with "
                     "shuffled starting labels (ties allowed; never reached counts as last)"
                 ),
             },
-            reason=(
-                "Fig. 11 says there is 'little qualitative difference' between real and "
-                "shuffled starting labels, not that their epochs agree within a margin; the "
-                "qualitative statement is that P orders the speed the same way for both. Read "
-                "as: no pair of P is ordered oppositely (a tie in one is no contradiction). "
-                "Decided from the paper's text; the epochs under this reading were not looked "
-                "at before it was committed."
-            ),
-            results_seen=False,
         ),
-        Change(
-            date="2026-11-28",
-            commit=ISSUE35_ITEM4,
-            kind="bound",
-            before={
-                "linear-nonlinear-accessibility": (
-                    "Pearson of the two ensembles' accessibility >= 0.5"
-                ),
-                "critical-pc-vs-accessibility": (
-                    "Pearson of the critical PC with the binned, smoothed accessibility <= -0.5"
-                ),
-            },
-            after={
+        reason=(
+            "Fig. 11 says there is 'little qualitative difference' between real and "
+            "shuffled starting labels, not that their epochs agree within a margin; the "
+            "qualitative statement is that P orders the speed the same way for both. Read "
+            "as: no pair of P is ordered oppositely (a tie in one is no contradiction). "
+            "Decided from the paper's text; the epochs under this reading were not looked "
+            "at before it was committed."
+        ),
+        results_seen=False,
+    ),
+    Change(
+        "2026-11-28",
+        ISSUE35_ITEM4,
+        "bound",
+        *replaced(
+            _REGISTER,
+            {
                 "linear-nonlinear-accessibility": (
                     "Pearson of the two ensembles' accessibility >= 0.75 (the paper's 0.85 less "
                     "the tolerance 0.1)"
@@ -447,15 +440,15 @@ REGISTER = Register(
                     "(the paper's −0.93 plus the tolerance 0.1)"
                 ),
             },
-            reason=(
-                "The paper reports r = 0.85 (Fig. 6a) and −0.93 (Fig. 6b); bounds at ±0.5 "
-                "accepted correlations far weaker than the ones it reports. The paper's "
-                "values are the reference, with a tolerance of 0.1 fixed before re-running "
-                "(the paper gives no interval); a stronger correlation than the paper's "
-                "holds. The measured correlations were not looked at before this was "
-                "committed. Figs 8a/8b (−0.93, −0.8) keep their −0.5 (not in this change)."
-            ),
-            results_seen=False,
         ),
+        reason=(
+            "The paper reports r = 0.85 (Fig. 6a) and −0.93 (Fig. 6b); bounds at ±0.5 "
+            "accepted correlations far weaker than the ones it reports. The paper's "
+            "values are the reference, with a tolerance of 0.1 fixed before re-running "
+            "(the paper gives no interval); a stronger correlation than the paper's "
+            "holds. The measured correlations were not looked at before this was "
+            "committed. Figs 8a/8b (−0.93, −0.8) keep their −0.5 (not in this change)."
+        ),
+        results_seen=False,
     ),
 )
