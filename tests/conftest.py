@@ -78,3 +78,16 @@ def _built_in_experiments_write_each_key_once(
         if experiment in built_in and rows.duplicated(list(ROW_KEY)).any():
             repeated.append(f"{manifest.parent} ({experiment})")
     assert not repeated, f"runs of built-in experiments with a repeated row key: {repeated}"
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """A local two-CPU Ray instance for a test module (the module skips itself first when
+    the ray extra is not installed), shut down after the module."""
+    import ray  # the extra, imported only by the modules that use Ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    try:
+        yield
+    finally:
+        ray.shutdown()

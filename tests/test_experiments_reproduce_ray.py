@@ -29,15 +29,6 @@ KILL_PAPER = "t-fan-kill-paper"  # its one experiment is killed
 
 
 @pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def experiments() -> Iterator[None]:
     claim = value_above("big", "trace is large", "test", Final("trace", "train"), 10.0)
     members = experiment("t-fan-members", fan.members_then_wait, paper=PAPER, claims=[claim])

@@ -3,7 +3,6 @@ results identical to the local process pool, a dead worker retried and reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +14,6 @@ from tests import _sweep_tasks as tasks
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (CI installs it)")
 
 CONFIGS = [{"seed": seed, "lr": lr} for seed in (0, 1) for lr in (0.05, 0.2)]
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def test_ray_results_are_identical_to_the_local_pool(local_ray: None) -> None:
